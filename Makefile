@@ -1,0 +1,46 @@
+# Every target that CI runs is here; .ci/run calls them unchanged.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PACKAGES := pineapple resources server dsl codegen
+CONFIG ?= configs/demo.json
+ADDR ?= 127.0.0.1:8080
+
+.PHONY: install check lint fmt typecheck codegen test stress bench run clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy $(PACKAGES)
+	$(BIN)/python -m codegen --check
+
+fmt: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+codegen: $(STAMP)
+	$(BIN)/python -m codegen
+
+test: $(STAMP)
+	PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} $(BIN)/python -m pytest
+
+stress: $(STAMP)
+	$(BIN)/python -m pytest -m stress
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+run: $(STAMP)
+	$(BIN)/pineapple serve $(CONFIG) --addr $(ADDR)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,101 @@
+"""Typed parameter declarations shared by operator and resource schemas.
+
+A :class:`ParamSpec` declares one parameter; :func:`validate_params` checks a
+params mapping against a set of specs with pydantic (strict types: a string is
+never silently turned into a number) and returns the params with defaults
+applied. Errors name the owner (``what``), the parameter and what was wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pydantic
+
+from ._errors import ConfigError
+
+__all__ = ["PARAM_TYPES", "ParamSpec", "ParamType", "validate_params"]
+
+ParamType = Literal["string", "int", "float", "bool", "list", "dict", "any"]
+PARAM_TYPES: tuple[str, ...] = ("string", "int", "float", "bool", "list", "dict", "any")
+
+_PYDANTIC_TYPES: dict[str, Any] = {
+    "string": pydantic.StrictStr,
+    "int": pydantic.StrictInt,
+    # JSON has one number type: an integral value is a valid float.
+    "float": pydantic.StrictFloat | pydantic.StrictInt,
+    "bool": pydantic.StrictBool,
+    "list": list[Any],
+    "dict": dict[str, Any],
+    "any": Any,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One declared parameter of an operator or resource type.
+
+    ``type`` is one of ``string int float bool list dict any``. A parameter
+    that is not ``required`` and absent takes ``default`` (``None``: left out).
+    """
+
+    type: ParamType
+    required: bool = False
+    default: Any = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in PARAM_TYPES:
+            raise ValueError(f"ParamSpec type must be one of {PARAM_TYPES}, got {self.type!r}")
+
+
+def _freeze(specs: Mapping[str, ParamSpec]) -> tuple[tuple[str, ParamSpec], ...]:
+    return tuple(sorted(specs.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(frozen: tuple[tuple[str, ParamSpec], ...]) -> pydantic.TypeAdapter[Any]:
+    fields: dict[str, Any] = {}
+    for name, spec in frozen:
+        typ = _PYDANTIC_TYPES[spec.type]
+        fields[name] = (typ, ...) if spec.required else (typ | None, None)
+    model = pydantic.create_model(
+        "Params", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+    return pydantic.TypeAdapter(model)
+
+
+def _describe(err: Mapping[str, Any]) -> str:
+    loc = ".".join(str(part) for part in err.get("loc", ())) or "(params)"
+    kind = err.get("type", "")
+    if kind == "missing":
+        return f"parameter {loc!r} is required"
+    if kind == "extra_forbidden":
+        return f"unknown parameter {loc!r}"
+    # Never echo the input value: it may be a secret.
+    return f"parameter {loc!r}: {err.get('msg', 'invalid value')}"
+
+
+def validate_params(
+    what: str, specs: Mapping[str, ParamSpec], params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Validate ``params`` against ``specs``; return them with defaults applied.
+
+    Raises :class:`pineapple.ConfigError` naming ``what`` (e.g.
+    ``resource 'feed_data' (type feed_data)``), every bad parameter, and why.
+    Unknown parameters are errors: a typo must not pass silently.
+    """
+    adapter = _adapter(_freeze(specs))
+    try:
+        adapter.validate_python(dict(params))
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(_describe(e) for e in exc.errors())
+        raise ConfigError(f"{what}: {problems}") from None
+    out = dict(params)
+    for name, spec in specs.items():
+        if name not in out and spec.default is not None:
+            out[name] = spec.default
+    return out

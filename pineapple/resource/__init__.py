@@ -1,0 +1,93 @@
+"""The resource runtime: named, ref-counted values refreshed in the background.
+
+Read ``Manager`` for the life cycle, ``ResourceHandle`` for the borrow
+contract and ``_refvalue`` for the guarantees of the borrow path.
+"""
+
+from .._context import Context as Context
+from .._errors import DuplicateRegistrationError as DuplicateRegistrationError
+from .._errors import HandleReleasedError as HandleReleasedError
+from .._errors import ManagerStateError as ManagerStateError
+from .._errors import MissingResourceError as MissingResourceError
+from .._errors import StartError as StartError
+from .._params import ParamSpec as ParamSpec
+from ._closer import flush as flush_closes
+from ._config import ResourceEntry as ResourceEntry
+from ._config import interpolate_env as interpolate_env
+from ._config import parse_resource_config as parse_resource_config
+from ._config import read_root_config as read_root_config
+from ._deps import referenced_resources as referenced_resources
+from ._deps import validate_resource_deps as validate_resource_deps
+from ._manager import NOT_MODIFIED as NOT_MODIFIED
+from ._manager import Manager as Manager
+from ._manager import ManagerMetrics as ManagerMetrics
+from ._manager import RefreshError as RefreshError
+from ._manager import RefreshResult as RefreshResult
+from ._manager import UnknownResourceError as UnknownResourceError
+from ._provider import ResourceProvider as ResourceProvider
+from ._provider import Static as Static
+from ._provider import StaticHandle as StaticHandle
+from ._provider import from_context as from_context
+from ._provider import with_resources as with_resources
+from ._redact import redact as redact
+from ._redact import redact_value as redact_value
+from ._redact import secrets_of as secrets_of
+from ._refvalue import RefValue as RefValue
+from ._refvalue import ResourceHandle as ResourceHandle
+from ._registry import Fetcher as Fetcher
+from ._registry import FetcherFactory as FetcherFactory
+from ._registry import JSONPrinter as JSONPrinter
+from ._registry import Printer as Printer
+from ._registry import Registry as Registry
+from ._registry import ResourceSchema as ResourceSchema
+from ._registry import all_schemas as all_schemas
+from ._registry import default_registry as default_registry
+from ._registry import load_plugins as load_plugins
+from ._registry import register_resource as register_resource
+from ._status import Condition as Condition
+from ._status import ResourceStatus as ResourceStatus
+
+__all__ = [
+    "NOT_MODIFIED",
+    "Condition",
+    "Context",
+    "DuplicateRegistrationError",
+    "Fetcher",
+    "FetcherFactory",
+    "HandleReleasedError",
+    "JSONPrinter",
+    "Manager",
+    "ManagerMetrics",
+    "ManagerStateError",
+    "MissingResourceError",
+    "ParamSpec",
+    "Printer",
+    "RefValue",
+    "RefreshError",
+    "RefreshResult",
+    "Registry",
+    "ResourceEntry",
+    "ResourceHandle",
+    "ResourceProvider",
+    "ResourceSchema",
+    "ResourceStatus",
+    "StartError",
+    "Static",
+    "StaticHandle",
+    "UnknownResourceError",
+    "all_schemas",
+    "default_registry",
+    "flush_closes",
+    "from_context",
+    "interpolate_env",
+    "load_plugins",
+    "parse_resource_config",
+    "read_root_config",
+    "redact",
+    "redact_value",
+    "referenced_resources",
+    "register_resource",
+    "secrets_of",
+    "validate_resource_deps",
+    "with_resources",
+]

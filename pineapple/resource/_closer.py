@@ -1,0 +1,87 @@
+"""The closer: retired resource values are closed on one background thread.
+
+A reader that drops the last reference to a retired value must not pay for
+``close()`` (a connection pool's teardown can block), so the last release only
+enqueues the value; the closer thread calls ``close()`` and logs any error.
+
+Guarantees:
+- every value handed to :func:`schedule_close` is closed at most once: the
+  caller (``RefValue``) hands it over exactly once, when its count reaches 0;
+- :func:`flush` returns only after every value scheduled before the call has
+  been closed (or its close has failed and been logged);
+- the thread is a daemon, started lazily, restarted after ``fork``; values
+  still queued at interpreter exit are closed by an ``atexit`` flush.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+from typing import Any
+
+__all__ = ["close_now", "flush", "schedule_close"]
+
+_log = logging.getLogger("pineapple.resource")
+
+_lock = threading.Lock()
+_queue: queue.SimpleQueue[tuple[str, Any] | threading.Event] = queue.SimpleQueue()
+_thread: threading.Thread | None = None
+
+
+def close_now(label: str, value: Any) -> None:
+    """Call ``value.close()`` if it has one; log (never raise) what it raises."""
+    close = getattr(value, "close", None)
+    if close is None or not callable(close):
+        return
+    try:
+        close()
+    except Exception:
+        _log.exception("closing resource %s failed", label)
+
+
+def _run() -> None:
+    while True:
+        item = _queue.get()
+        if isinstance(item, threading.Event):
+            item.set()
+            continue
+        close_now(*item)
+
+
+def _ensure_thread() -> None:
+    global _thread
+    if _thread is not None and _thread.is_alive():
+        return
+    with _lock:
+        if _thread is None or not _thread.is_alive():
+            _thread = threading.Thread(target=_run, name="pineapple-closer", daemon=True)
+            _thread.start()
+
+
+def schedule_close(label: str, value: Any) -> None:
+    """Hand ``value`` to the closer thread (a no-op for values without ``close``)."""
+    if not callable(getattr(value, "close", None)):
+        return
+    _ensure_thread()
+    _queue.put((label, value))
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Wait until every close scheduled before this call is done; False on timeout."""
+    _ensure_thread()
+    done = threading.Event()
+    _queue.put(done)
+    return done.wait(timeout)
+
+
+def _after_fork() -> None:
+    global _thread, _queue
+    _thread = None
+    _queue = queue.SimpleQueue()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+atexit.register(flush, 10.0)

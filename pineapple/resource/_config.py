@@ -1,0 +1,130 @@
+"""Reading ``resource_config`` out of a unified config.
+
+Two shapes are accepted and normalised to :class:`ResourceEntry`::
+
+    {"feed": {"type": "feed_data", "interval": 600, "params": {...}}}
+    {"resources": {"redis": {"type_name": "redis_connection", "interval": -1, "addr": "..."}}}
+
+String values may read the environment: ``${VAR}`` (an error when unset) and
+``${VAR:-default}``. Interpolation happens after parsing, so a secret from the
+environment never passes through the JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .._errors import ConfigError
+
+__all__ = ["ResourceEntry", "interpolate_env", "parse_resource_config", "read_root_config"]
+
+_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+_ENTRY_KEYS = {"type", "type_name", "interval", "params"}
+
+
+@dataclass(frozen=True)
+class ResourceEntry:
+    """One declared resource: name, type, interval (seconds; 0 default, -1 never), params."""
+
+    name: str
+    type: str
+    interval: float
+    params: Mapping[str, Any]
+
+    def fingerprint(self) -> str:
+        """A stable identity of the entry: equal fingerprints mean an unchanged entry."""
+        return json.dumps(
+            {"type": self.type, "interval": self.interval, "params": self.params},
+            sort_keys=True,
+            default=repr,
+        )
+
+
+def read_root_config(data: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
+    """Parse a unified config given as JSON bytes/str or an already parsed mapping."""
+    if isinstance(data, Mapping):
+        return data
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"config is not valid JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"config must be a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+def interpolate_env(value: Any, where: str, env: Mapping[str, str] | None = None) -> Any:
+    """``value`` with ``${VAR}`` / ``${VAR:-default}`` replaced in every string."""
+    environ = os.environ if env is None else env
+
+    def sub(match: re.Match[str]) -> str:
+        name, default = match.group("name"), match.group("default")
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"{where}: environment variable {name!r} is not set")
+
+    if isinstance(value, str):
+        return _VAR.sub(sub, value) if "${" in value else value
+    if isinstance(value, Mapping):
+        return {k: interpolate_env(v, where, environ) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate_env(v, where, environ) for v in value]
+    return value
+
+
+def _interval(name: str, raw: Any) -> float:
+    if raw is None:
+        return 0.0
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ConfigError(f"resource {name!r}: interval must be a number of seconds")
+    if raw < 0 and raw != -1:
+        raise ConfigError(f"resource {name!r}: interval must be >= 0, or -1 for never")
+    return float(raw)
+
+
+def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"resource {name!r}: entry must be an object")
+    type_name = raw.get("type", raw.get("type_name"))
+    if not isinstance(type_name, str) or not type_name:
+        raise ConfigError(f"resource {name!r}: missing 'type' (or 'type_name')")
+    if "params" in raw:
+        params = raw["params"]
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"resource {name!r}: 'params' must be an object")
+        extra = sorted(set(raw) - _ENTRY_KEYS)
+        if extra:
+            raise ConfigError(f"resource {name!r}: unknown keys {extra} beside 'params'")
+    else:  # the flat shape: every key but type/interval is a param
+        params = {k: v for k, v in raw.items() if k not in _ENTRY_KEYS}
+    where = f"resource {name!r}"
+    return ResourceEntry(
+        name=name,
+        type=type_name,
+        interval=_interval(name, raw.get("interval")),
+        params=interpolate_env(dict(params), where, env),
+    )
+
+
+def parse_resource_config(
+    root: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> list[ResourceEntry]:
+    """The resource entries of a unified config, in name order (empty when none)."""
+    section = root.get("resource_config")
+    if section is None:
+        return []
+    if not isinstance(section, Mapping):
+        raise ConfigError("resource_config must be an object")
+    entries = section.get("resources", section) if "resources" in section else section
+    if not isinstance(entries, Mapping):
+        raise ConfigError("resource_config.resources must be an object")
+    return [_entry(str(name), entries[name], env) for name in sorted(entries)]

@@ -1,0 +1,49 @@
+"""Start-up check: every ``resource_name`` an operator uses is declared."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
+
+from .._errors import ConfigError, MissingResourceError
+from ._config import read_root_config
+
+__all__ = ["referenced_resources", "validate_resource_deps"]
+
+
+class _HasNames(Protocol):
+    def names(self) -> list[str]: ...
+
+
+def _walk(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key == "resource_name" and isinstance(item, str):
+                yield item
+            else:
+                yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+
+
+def referenced_resources(config: bytes | str | Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(operator, resource_name)`` for every ``resource_name`` at any depth, sorted."""
+    root = read_root_config(config)
+    pipeline = root.get("pipeline_config", {})
+    if not isinstance(pipeline, Mapping):
+        raise ConfigError("pipeline_config must be an object")
+    operators = pipeline.get("operators", {})
+    if not isinstance(operators, Mapping):
+        raise ConfigError("pipeline_config.operators must be an object")
+    found = {(str(op), name) for op, params in operators.items() for name in _walk(params)}
+    return sorted(found)
+
+
+def validate_resource_deps(config: bytes | str | Mapping[str, Any], provider: _HasNames) -> None:
+    """Raise :class:`MissingResourceError` listing each operator's undeclared resource."""
+    have = set(provider.names())
+    missing = [(op, name) for op, name in referenced_resources(config) if name not in have]
+    if missing:
+        listing = ", ".join(f"operator {op!r} needs resource {name!r}" for op, name in missing)
+        raise MissingResourceError(f"missing resources: {listing}", missing)

@@ -1,0 +1,494 @@
+"""The Manager: registers resources, loads them, refreshes them in the background.
+
+Life cycle: ``new`` --start()--> ``started`` --stop()--> ``stopped``.
+``register`` and ``load_from_root_config`` are allowed only while ``new``.
+
+Guarantees:
+- ``get`` takes no manager-wide lock: the slot table is never mutated after
+  ``start`` (registration is closed by then), and each slot's current value
+  is borrowed through ``RefValue.acquire`` (see ``_refvalue``), which refuses
+  a value whose count has reached zero. A reader that loses that race re-reads
+  the slot, where the newer value is already published (the publisher swaps
+  the pointer *before* dropping the old baseline reference).
+- A refresh builds the new value completely on a refresh thread, publishes
+  it under the slot lock, then drops the old value's baseline reference; the
+  old value is closed by the closer thread after its last borrower releases.
+- A failing fetch never removes or replaces the current value; it is
+  recorded (redacted) in status and retried with capped exponential backoff.
+- ``stop`` is idempotent: it stops the scheduler (waiting for running
+  fetches), unpublishes every value and drops its baseline reference, closes
+  the fetchers that have ``close()``, and waits for the closes it caused.
+  A value still borrowed is closed only when its last borrower releases.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import timedelta
+from typing import Any, Final, Literal, Protocol
+
+from .._errors import (
+    ConfigError,
+    DuplicateRegistrationError,
+    ManagerStateError,
+    PineappleError,
+    StartError,
+)
+from .._params import validate_params
+from ._closer import close_now, flush
+from ._config import ResourceEntry, parse_resource_config, read_root_config
+from ._redact import redact, secrets_of
+from ._refvalue import RefValue, ResourceHandle
+from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
+from ._scheduler import Scheduler
+from ._slot import Slot
+from ._status import ResourceStatus
+
+__all__ = [
+    "NOT_MODIFIED",
+    "Manager",
+    "ManagerMetrics",
+    "RefreshError",
+    "RefreshResult",
+    "UnknownResourceError",
+]
+
+_log = logging.getLogger("pineapple.resource")
+
+RefreshResult = Literal["swapped", "not_modified", "error"]
+
+
+class _NotModified:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_MODIFIED"
+
+
+NOT_MODIFIED: Final = _NotModified()
+"""Returned by a fetcher to keep the current value without a swap."""
+
+
+class UnknownResourceError(PineappleError, LookupError):
+    """No resource of that name is registered."""
+
+
+class RefreshError(PineappleError):
+    """A synchronous ``refresh(name)`` failed; the previous value is kept."""
+
+
+class ManagerMetrics(Protocol):
+    """What a Manager reports; the server plugs Prometheus in here."""
+
+    def observe_refresh(
+        self, name: str, type_name: str, result: RefreshResult, seconds: float
+    ) -> None:
+        """One fetch attempt of ``name`` ended with ``result`` after ``seconds``."""
+        ...
+
+
+def _seconds(interval: float | timedelta) -> float:
+    if isinstance(interval, timedelta):
+        return interval.total_seconds()
+    if isinstance(interval, bool) or not isinstance(interval, int | float):
+        raise TypeError(f"interval must be seconds or a timedelta, got {type(interval).__name__}")
+    return float(interval)
+
+
+class Manager:
+    """Holds named resources, refreshes them in the background, lends them by handle.
+
+    >>> rm = Manager()
+    >>> rm.register("greeting", lambda: {"hello": "world"}, interval=-1)
+    >>> rm.start()
+    >>> with rm.get("greeting") as value:
+    ...     value["hello"]
+    'world'
+    >>> rm.stop()
+    """
+
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        metrics: ManagerMetrics | None = None,
+        *,
+        start_timeout: float = 60.0,
+        jitter: float = 0.1,
+        backoff_base: float = 1.0,
+        backoff_cap: float = 60.0,
+        workers: int = 4,
+    ) -> None:
+        self._registry = registry if registry is not None else default_registry()
+        self._metrics = metrics
+        self._start_timeout = start_timeout
+        self._jitter = jitter
+        self._backoff_base = backoff_base
+        self._backoff_cap = backoff_cap
+        self._workers = workers
+        self._slots: dict[str, Slot] = {}
+        self._entries: dict[str, ResourceEntry] = {}
+        self._state: Literal["new", "started", "stopped"] = "new"
+        self._state_lock = threading.Lock()
+        self._scheduler: Scheduler | None = None
+        self._rng = random.Random()
+
+    # -- registration -------------------------------------------------------
+
+    def register(
+        self,
+        name: str,
+        fetcher: Fetcher,
+        interval: float | timedelta = 0,
+        *,
+        type_name: str = "",
+        printer: Printer | None = None,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        """Register ``fetcher`` under ``name``; ``interval`` seconds, 0 default, -1 never."""
+        self._add_slot(name, fetcher, _seconds(interval), type_name, printer, secrets, None, 1)
+
+    def _add_slot(
+        self,
+        name: str,
+        fetcher: Fetcher,
+        interval: float,
+        type_name: str,
+        printer: Printer | None,
+        secrets: Iterable[str],
+        fingerprint: str | None,
+        generation: int,
+    ) -> Slot:
+        if not name:
+            raise ConfigError("resource name must not be empty")
+        if not callable(fetcher):
+            raise TypeError(f"resource {name!r}: fetcher must be callable")
+        if interval < 0 and interval != -1:
+            raise ConfigError(f"resource {name!r}: interval must be >= 0, or -1 for never")
+        resolved = DEFAULT_INTERVAL if interval == 0 else interval
+        with self._state_lock:
+            if self._state != "new":
+                raise ManagerStateError(f"cannot register {name!r}: the manager is {self._state}")
+            if name in self._slots:
+                raise DuplicateRegistrationError(f"resource {name!r} is already registered")
+            slot = Slot(
+                name,
+                fetcher,
+                resolved,
+                type_name=type_name,
+                printer=printer,
+                secrets=frozenset(secrets),
+                fingerprint=fingerprint,
+                generation=generation,
+            )
+            self._slots[name] = slot
+        return slot
+
+    def load_from_root_config(
+        self,
+        data: bytes | str | Mapping[str, Any],
+        *,
+        carry_over: Manager | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """Register every entry of the config's ``resource_config``; returns their names.
+
+        A missing or empty ``resource_config`` registers nothing. With
+        ``carry_over``, an entry whose type, params and interval equal the one
+        in that (running) manager shares its current value instead of being
+        fetched again at ``start``; a changed entry gets the next generation.
+        Errors are :class:`ConfigError` naming the resource; nothing is
+        registered when any entry is bad.
+        """
+        entries = parse_resource_config(read_root_config(data), env)
+        built = [self._build_entry(entry, carry_over) for entry in entries]
+        for entry, *_ in built:
+            if entry.name in self._slots:
+                raise DuplicateRegistrationError(f"resource {entry.name!r} is already registered")
+        for entry, fetcher, printer, secrets, generation, previous in built:
+            slot = self._add_slot(
+                entry.name,
+                fetcher,
+                entry.interval,
+                entry.type,
+                printer,
+                secrets,
+                entry.fingerprint(),
+                generation,
+            )
+            self._entries[entry.name] = entry
+            if previous is not None:
+                self._adopt(slot, previous)
+        return [entry.name for entry in entries]
+
+    def _build_entry(
+        self, entry: ResourceEntry, carry_over: Manager | None
+    ) -> tuple[ResourceEntry, Fetcher, Printer | None, frozenset[str], int, Slot | None]:
+        secrets = frozenset(secrets_of(entry.params))
+        what = f"resource {entry.name!r} (type {entry.type!r})"
+        schema = self._registry.get(entry.type)
+        factory = self._registry.factory(entry.type)
+        if schema is None or factory is None:
+            known = ", ".join(s.name for s in self._registry.all()) or "none"
+            raise ConfigError(
+                f"resource {entry.name!r}: unknown type {entry.type!r} (registered: {known})"
+            )
+        params = validate_params(what, schema.params, entry.params)
+        interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
+        entry = ResourceEntry(entry.name, entry.type, interval, entry.params)
+        try:
+            fetcher = factory(params)
+        except PineappleError as exc:
+            raise ConfigError(redact(f"{what}: {exc}", secrets)) from None
+        except Exception as exc:
+            raise ConfigError(redact(f"{what}: {type(exc).__name__}: {exc}", secrets)) from None
+        generation, previous = 1, None
+        old = carry_over._slots.get(entry.name) if carry_over is not None else None
+        if old is not None:
+            if old.fingerprint == entry.fingerprint():
+                generation, previous = old.generation, old
+            else:
+                generation = old.generation + 1
+        return entry, fetcher, schema.printer, secrets, generation, previous
+
+    def _adopt(self, slot: Slot, previous: Slot) -> None:
+        """Share ``previous``'s current value with ``slot`` (one more baseline reference)."""
+        with previous.lock:
+            ref = previous.current
+            if ref is None or not ref.acquire():
+                return  # nothing loaded there: this manager fetches it at start
+            with slot.lock:
+                slot.current = ref
+                slot.version = previous.version
+                slot.loaded_at = previous.loaded_at
+                slot.confirmed_at = previous.confirmed_at
+                slot.last_attempt_at = previous.last_attempt_at
+                slot.carried_over = True
+
+    # -- life cycle -----------------------------------------------------------
+
+    def start(self, timeout: float | None = None, *, allow_partial: bool = False) -> None:
+        """Fetch every resource once, synchronously, then refresh in the background.
+
+        Fetches run in parallel, each bounded by ``timeout`` seconds (default:
+        the manager's ``start_timeout``). If any fails, :class:`StartError`
+        names each failed resource and why; unless ``allow_partial``, the
+        manager is then stopped (nothing half-started is left behind). With
+        ``allow_partial`` the failed resources keep being retried and the
+        manager serves the rest. Raises :class:`ManagerStateError` if called twice.
+        """
+        with self._state_lock:
+            if self._state != "new":
+                raise ManagerStateError(f"cannot start: the manager is {self._state}")
+            self._state = "started"
+            self._scheduler = Scheduler(workers=self._workers)
+        scheduler = self._scheduler
+        limit = self._start_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        pending: list[tuple[Slot, Future[None] | None]] = []
+        for slot in self._slots.values():
+            if slot.carried_over:
+                continue
+            pending.append((slot, scheduler.submit(functools.partial(self._fetch, slot))))
+        failures: dict[str, str] = {}
+        for slot, future in pending:
+            if future is None:
+                failures[slot.name] = "the manager was stopped"
+                continue
+            try:
+                future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except FutureTimeout:
+                failures[slot.name] = f"first fetch timed out after {limit:g}s"
+                continue
+            if slot.current is None:
+                failures[slot.name] = slot.last_error or "no value"
+        if failures and not allow_partial:
+            # A timed-out fetch may still be running: do not wait for it. If it
+            # completes later, it sees the stopped state and drops its value.
+            self._stop(wait=False)
+            raise StartError(_start_message(failures), failures)
+        for slot in self._slots.values():
+            self._schedule_next(slot, first=True)
+        if failures:
+            _log.warning("%s", _start_message(failures))
+
+    def stop(self) -> None:
+        """Stop refreshing and drop every baseline reference. Idempotent."""
+        self._stop(wait=True)
+
+    def _stop(self, wait: bool) -> None:
+        with self._state_lock:
+            if self._state == "stopped":
+                return
+            self._state = "stopped"
+            scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.stop(wait=wait)
+        for slot in self._slots.values():
+            with slot.lock:
+                ref = slot.unpublish()
+            if ref is not None:
+                ref.release()
+        for slot in self._slots.values():
+            close_now(f"fetcher of {slot.label}", slot.fetcher)
+        flush(timeout=30.0)
+
+    @property
+    def state(self) -> str:
+        """``new``, ``started`` or ``stopped``."""
+        return self._state
+
+    # -- the read side ------------------------------------------------------------
+
+    def get(self, name: str) -> ResourceHandle | None:
+        """Borrow ``name``: a handle to release exactly once, or None.
+
+        None means: unknown name, not loaded yet, or the manager is stopped.
+        """
+        slot = self._slots.get(name)
+        if slot is None:
+            return None
+        ref = slot.current
+        while ref is not None:
+            if ref.acquire():
+                return ResourceHandle(ref)
+            ref = slot.current  # lost the race with a swap: the newer value is published
+        return None
+
+    def names(self) -> list[str]:
+        """Registered resource names, sorted."""
+        return sorted(self._slots)
+
+    def entries(self) -> dict[str, ResourceEntry]:
+        """The config entries loaded by ``load_from_root_config``, by name."""
+        return dict(self._entries)
+
+    def status(self) -> list[ResourceStatus]:
+        """The status of every resource, sorted by name."""
+        stopped = self._state == "stopped"
+        return [self._slots[n].snapshot_status(stopped) for n in sorted(self._slots)]
+
+    def status_of(self, name: str) -> ResourceStatus:
+        """The status of one resource; :class:`UnknownResourceError` if unknown."""
+        return self._slot(name).snapshot_status(self._state == "stopped")
+
+    def describe(self, name: str) -> str | None:
+        """The printer's description of the current value (None when not loaded)."""
+        slot = self._slot(name)
+        handle = self.get(name)
+        if handle is None:
+            return None
+        with handle as value:
+            try:
+                return slot.redact(slot.printer.describe(value))
+            except Exception as exc:
+                return f"(describe failed: {type(exc).__name__})"
+
+    def _slot(self, name: str) -> Slot:
+        slot = self._slots.get(name)
+        if slot is None:
+            raise UnknownResourceError(f"unknown resource {name!r}")
+        return slot
+
+    # -- refreshing -----------------------------------------------------------------
+
+    def refresh(self, name: str) -> RefreshResult:
+        """Fetch ``name`` now, on this thread (admin use); returns what happened.
+
+        Raises :class:`RefreshError` (redacted, previous value kept) when the
+        fetch fails, :class:`UnknownResourceError` for an unknown name and
+        :class:`ManagerStateError` unless the manager is started.
+        """
+        slot = self._slot(name)
+        if self._state != "started":
+            raise ManagerStateError(f"cannot refresh {name!r}: the manager is {self._state}")
+        result = self._fetch(slot)
+        if result == "error":
+            raise RefreshError(f"refresh of resource {name!r} failed: {slot.last_error}")
+        return result
+
+    def _fetch(self, slot: Slot) -> RefreshResult:
+        with slot.refresh_lock:
+            started = time.monotonic()
+            result = self._fetch_locked(slot)
+            if self._metrics is not None:
+                elapsed = time.monotonic() - started
+                self._metrics.observe_refresh(slot.name, slot.type_name, result, elapsed)
+            return result
+
+    def _fetch_locked(self, slot: Slot) -> RefreshResult:
+        now = time.time()
+        try:
+            value = slot.fetcher()
+        except Exception as exc:
+            return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
+        if value is NOT_MODIFIED:
+            with slot.lock:
+                if slot.current is None:
+                    message = "fetcher returned NOT_MODIFIED but no value is loaded"
+                else:
+                    slot.confirmed_at = slot.last_attempt_at = now
+                    slot.last_error = None
+                    slot.consecutive_failures = 0
+                    return "not_modified"
+            return self._record_failure(slot, now, message)
+        ref = RefValue(value, slot.label)
+        with slot.lock:
+            # Too late to publish once stopped: drop the new value's own baseline.
+            old = ref if self._state == "stopped" else slot.publish(ref, now)
+        if old is not None:
+            old.release()
+        return "swapped"
+
+    def _record_failure(self, slot: Slot, now: float, reason: str) -> RefreshResult:
+        message = slot.redact(reason)
+        with slot.lock:
+            slot.last_attempt_at = now
+            slot.last_error = message
+            slot.consecutive_failures += 1
+            failures = slot.consecutive_failures
+        kept = "keeping the previous value" if slot.current is not None else "no value loaded"
+        _log.warning(
+            "refresh of %s failed (%d in a row, %s): %s", slot.label, failures, kept, message
+        )
+        return "error"
+
+    def _next_delay(self, slot: Slot) -> float | None:
+        if slot.consecutive_failures:
+            backoff = self._backoff_base * 2.0 ** (slot.consecutive_failures - 1)
+            delay = min(self._backoff_cap, backoff)
+            return delay if slot.interval < 0 else min(delay, slot.interval)
+        if slot.interval < 0:
+            return None
+        spread = slot.interval * self._jitter
+        return slot.interval + self._rng.uniform(-spread, spread)
+
+    def _schedule_next(self, slot: Slot, first: bool = False) -> None:
+        delay = self._next_delay(slot)
+        if delay is None:
+            return
+        if first and slot.carried_over and slot.confirmed_at is not None:
+            delay = max(0.0, delay - (time.time() - slot.confirmed_at))
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.call_later(delay, lambda: self._scheduled_refresh(slot))
+
+    def _scheduled_refresh(self, slot: Slot) -> None:
+        if self._state != "started":
+            return
+        self._fetch(slot)
+        self._schedule_next(slot)
+
+    def __repr__(self) -> str:
+        return f"Manager({len(self._slots)} resources, {self._state})"
+
+
+def _start_message(failures: Mapping[str, str]) -> str:
+    parts = "; ".join(f"{name!r}: {why}" for name, why in sorted(failures.items()))
+    return f"{len(failures)} resource(s) failed to load: {parts}"

@@ -1,0 +1,99 @@
+"""A timer thread plus a small worker pool: runs refreshes when they are due.
+
+One scheduler serves every resource of a Manager. The timer thread only
+keeps a heap of due times and hands due jobs to the worker pool, so a slow
+fetch of one resource never delays the timers of the others; at most
+``workers`` fetches run at once.
+
+Guarantees:
+- ``call_later`` after ``stop`` is a no-op; a job already handed to the pool
+  when ``stop`` is called runs to completion and ``stop`` waits for it;
+  jobs still waiting in the heap are dropped.
+- The heap is only touched under ``_cond``; the timer thread never runs a job
+  itself.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+__all__ = ["Scheduler"]
+
+_log = logging.getLogger("pineapple.resource")
+
+
+class Scheduler:
+    """Runs callables on a worker pool at monotonic times."""
+
+    def __init__(self, name: str = "pineapple", workers: int = 4) -> None:
+        self._name = name
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], object]]] = []
+        self._seq = itertools.count()
+        self._stopped = False
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{name}-refresh")
+        self._timer = threading.Thread(target=self._run, name=f"{name}-timer", daemon=True)
+        self._timer.start()
+
+    def submit(self, job: Callable[[], object]) -> Future[None] | None:
+        """Run ``job`` on the pool now; None once stopped."""
+        with self._cond:
+            if self._stopped:
+                return None
+            return self._pool.submit(self._guard, job)
+
+    def call_later(self, delay: float, job: Callable[[], object]) -> None:
+        """Run ``job`` on the pool after ``delay`` seconds (no-op once stopped)."""
+        with self._cond:
+            if self._stopped:
+                return
+            heapq.heappush(self._heap, (time.monotonic() + max(0.0, delay), next(self._seq), job))
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """How many jobs wait in the heap."""
+        with self._cond:
+            return len(self._heap)
+
+    def stop(self, wait: bool = True) -> None:
+        """Drop waiting jobs, end the threads; ``wait``: also wait for running jobs.
+
+        Idempotent.
+        """
+        with self._cond:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._heap.clear()
+            self._cond.notify_all()
+        self._timer.join()
+        self._pool.shutdown(wait=wait, cancel_futures=True)
+
+    @staticmethod
+    def _guard(job: Callable[[], object]) -> None:
+        try:
+            job()
+        except Exception:  # a job's own errors are its business; never kill a worker
+            _log.exception("scheduled job failed")
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped:
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        break
+                    self._cond.wait(wait)
+                if self._stopped:
+                    return
+                _, _, job = heapq.heappop(self._heap)
+                self._pool.submit(self._guard, job)

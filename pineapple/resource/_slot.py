@@ -1,0 +1,141 @@
+"""One registered resource inside a Manager: its fetcher, current value and history.
+
+Guarantees:
+- ``current`` is replaced only under ``lock`` and only by publishing a fully
+  built ``RefValue`` first and then releasing the old one's baseline
+  reference, so a reader either borrows the old value (kept alive by its own
+  reference) or the new one; it never sees a half-built value.
+- ``refresh_lock`` serialises fetches of this resource: a scheduled refresh
+  and an admin refresh never run the fetcher concurrently.
+- Status fields are written under ``lock``; ``snapshot_status`` reads them
+  under the same lock and derives the conditions, moving a condition's
+  transition time only when its status flips.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ._redact import redact
+from ._refvalue import RefValue
+from ._registry import Fetcher, JSONPrinter, Printer
+from ._status import Condition, ConditionStatus, ResourceStatus
+
+__all__ = ["Slot"]
+
+
+class Slot:
+    """The state of one resource of one Manager."""
+
+    def __init__(
+        self,
+        name: str,
+        fetcher: Fetcher,
+        interval: float,
+        *,
+        type_name: str,
+        printer: Printer | None,
+        secrets: frozenset[str],
+        fingerprint: str | None,
+        generation: int,
+    ) -> None:
+        self.name = name
+        self.fetcher = fetcher
+        self.interval = interval  # seconds; -1: never refresh
+        self.type_name = type_name
+        self.printer: Printer = printer or JSONPrinter(type_name, name)
+        self.secrets = secrets
+        self.fingerprint = fingerprint
+        self.lock = threading.Lock()
+        self.refresh_lock = threading.Lock()
+        self.current: RefValue | None = None
+        self.version = 0
+        self.generation = generation
+        self.loaded_at: float | None = None
+        self.confirmed_at: float | None = None  # last swap or NOT_MODIFIED
+        self.last_attempt_at: float | None = None
+        self.last_error: str | None = None
+        self.consecutive_failures = 0
+        self.carried_over = False
+        self._conditions: dict[str, Condition] = {}
+
+    @property
+    def label(self) -> str:
+        return f"{self.type_name or 'resource'}/{self.name}"
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def publish(self, ref: RefValue, now: float) -> RefValue | None:
+        """Swap ``ref`` in (caller holds ``lock``); returns the value it replaced."""
+        old = self.current
+        self.current = ref
+        self.version += 1
+        self.loaded_at = self.confirmed_at = self.last_attempt_at = now
+        self.last_error = None
+        self.consecutive_failures = 0
+        return old
+
+    def unpublish(self) -> RefValue | None:
+        """Take the current value out (caller holds ``lock``); returns it."""
+        old, self.current = self.current, None
+        return old
+
+    def _flip(self, type_: str, status: ConditionStatus, reason: str, message: str) -> Condition:
+        prev = self._conditions.get(type_)
+        when = prev.last_transition_time if prev and prev.status == status else time.time()
+        cond = Condition(type_, status, reason, message, when)
+        self._conditions[type_] = cond
+        return cond
+
+    def _ready(self, stopped: bool) -> Condition:
+        if stopped:
+            return self._flip("Ready", "False", "Stopped", "the manager is stopped")
+        if self.current is not None:
+            return self._flip("Ready", "True", "Loaded", f"version {self.version} is served")
+        if self.last_error is not None:
+            return self._flip("Ready", "False", "FetchFailed", self.last_error)
+        return self._flip("Ready", "Unknown", "NotLoaded", "no fetch has completed yet")
+
+    def _fresh(self, now: float) -> Condition:
+        if self.current is None or self.confirmed_at is None:
+            return self._flip("Fresh", "Unknown", "NotLoaded", "no value loaded")
+        if self.interval < 0:
+            return self._flip("Fresh", "True", "NeverRefreshed", "interval -1: loaded once")
+        age = now - self.confirmed_at
+        if age > 2 * self.interval:
+            msg = f"value is {age:.0f}s old, over twice the {self.interval:g}s interval"
+            if self.last_error:
+                msg += f"; last error: {self.last_error}"
+            return self._flip("Fresh", "False", "Stale", msg)
+        return self._flip("Fresh", "True", "UpToDate", f"confirmed {age:.0f}s ago")
+
+    def snapshot_status(self, stopped: bool, now: float | None = None) -> ResourceStatus:
+        now = time.time() if now is None else now
+        with self.lock:
+            conditions = (self._ready(stopped), self._fresh(now))
+            summary = ""
+            ref = self.current
+            if ref is not None:
+                summary = self._summarize(ref.value)
+            return ResourceStatus(
+                name=self.name,
+                type=self.type_name,
+                interval=self.interval,
+                version=self.version,
+                generation=self.generation,
+                loaded_at=self.loaded_at,
+                last_attempt_at=self.last_attempt_at,
+                last_error=self.last_error,
+                consecutive_failures=self.consecutive_failures,
+                conditions=conditions,
+                summary=summary,
+            )
+
+    def _summarize(self, value: Any) -> str:
+        try:
+            return self.redact(self.printer.summarize(value))
+        except Exception as exc:  # a printer bug must not break status output
+            return f"(summary failed: {type(exc).__name__})"

@@ -1,0 +1,79 @@
+"""What a resource looks like from outside: ``ResourceStatus`` and its conditions.
+
+Borrowed from Kubernetes: ``version`` counts successful swaps of the value,
+``generation`` counts changes of the resource's config entry, and conditions
+(``Ready``, ``Fresh``) change their ``last_transition_time`` only when their
+status flips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Condition", "ConditionStatus", "ResourceStatus"]
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One observed property of a resource (``Ready`` or ``Fresh``)."""
+
+    type: str
+    status: ConditionStatus
+    reason: str = ""
+    message: str = ""
+    last_transition_time: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "last_transition_time": self.last_transition_time,
+        }
+
+
+@dataclass(frozen=True)
+class ResourceStatus:
+    """A point-in-time view of one resource. Times are Unix seconds. No secrets."""
+
+    name: str
+    type: str
+    interval: float
+    version: int
+    generation: int
+    loaded_at: float | None
+    last_attempt_at: float | None
+    last_error: str | None
+    consecutive_failures: int
+    conditions: tuple[Condition, ...] = field(default_factory=tuple)
+    summary: str = ""
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of that type, or None."""
+        return next((c for c in self.conditions if c.type == type_), None)
+
+    @property
+    def ready(self) -> bool:
+        """True when a value is loaded and can be borrowed."""
+        cond = self.condition("Ready")
+        return cond is not None and cond.status == "True"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what ``GET /resources`` shows)."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "interval": self.interval,
+            "version": self.version,
+            "generation": self.generation,
+            "loaded_at": self.loaded_at,
+            "last_attempt_at": self.last_attempt_at,
+            "last_error": self.last_error,
+            "consecutive_failures": self.consecutive_failures,
+            "conditions": [c.to_dict() for c in self.conditions],
+            "summary": self.summary,
+        }

@@ -1,0 +1,3 @@
+"""resources: placeholder until its issue lands."""
+
+__all__: list[str] = []
