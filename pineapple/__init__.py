@@ -16,6 +16,8 @@ from ._errors import PineappleError as PineappleError
 from ._errors import RegistryError as RegistryError
 from ._errors import ValidationError as ValidationError
 from ._params import ParamSpec as ParamSpec
+from .engine import OperatorSchema as OperatorSchema
+from .engine import register_operator as register_operator
 from .resource import ResourceSchema as ResourceSchema
 from .resource import register_resource as register_resource
 
@@ -23,11 +25,13 @@ __all__ = [
     "ConfigError",
     "Context",
     "ExecutionError",
+    "OperatorSchema",
     "ParamSpec",
     "PineappleError",
     "RegistryError",
     "ResourceSchema",
     "ValidationError",
+    "register_operator",
     "register_resource",
 ]
 __version__ = "0.1.0"

@@ -40,12 +40,15 @@ class ParamSpec:
 
     ``type`` is one of ``string int float bool list dict any``. A parameter
     that is not ``required`` and absent takes ``default`` (``None``: left out).
+    ``templatable``: the value may be a ``{{field}}`` template resolved per
+    request from common fields (operators only).
     """
 
     type: ParamType
     required: bool = False
     default: Any = None
     description: str = ""
+    templatable: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:

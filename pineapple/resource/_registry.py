@@ -9,16 +9,15 @@ are found without editing Pineapple's code.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .._errors import DuplicateRegistrationError, RegistryError
+from .._errors import RegistryError
 from .._params import ParamSpec
+from .._registry import SchemaRegistry
+from .._registry import load_plugins as _load_plugins
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -35,8 +34,6 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "pineapple.resources"
 DEFAULT_INTERVAL = 600.0
-
-_log = logging.getLogger("pineapple.resource")
 
 Fetcher = Callable[[], Any]
 """A zero-argument callable returning the new value (or ``NOT_MODIFIED``)."""
@@ -98,75 +95,15 @@ class ResourceSchema:
             raise RegistryError("ResourceSchema.name is required")
 
 
-@dataclass(frozen=True)
-class _Entry:
-    schema: ResourceSchema
-    factory: FetcherFactory
+class Registry(SchemaRegistry[ResourceSchema, FetcherFactory]):
+    """A set of resource types (``Registry()`` for an isolated one in tests)."""
 
-
-class Registry:
-    """A set of resource types. Thread-safe; registration is rare, lookups cheap."""
-
-    def __init__(self, *, plugin_group: str | None = None) -> None:
-        self._entries: dict[str, _Entry] = {}
-        self._lock = threading.Lock()
-        self._plugin_group = plugin_group
-        self._plugins_loaded = plugin_group is None
-
-    def register(self, schema: ResourceSchema, factory: FetcherFactory) -> None:
-        """Add a type; a second registration of the same name raises."""
-        with self._lock:
-            if schema.name in self._entries:
-                raise DuplicateRegistrationError(
-                    f"resource type {schema.name!r} is already registered"
-                )
-            self._entries[schema.name] = _Entry(schema, factory)
-
-    def _ensure_plugins(self) -> None:
-        if not self._plugins_loaded and self._plugin_group is not None:
-            self._plugins_loaded = True
-            load_plugins(self._plugin_group)
-
-    def get(self, type_name: str) -> ResourceSchema | None:
-        """The schema registered under ``type_name``, or None."""
-        entry = self._lookup(type_name)
-        return entry.schema if entry else None
-
-    def factory(self, type_name: str) -> FetcherFactory | None:
-        """The fetcher factory registered under ``type_name``, or None."""
-        entry = self._lookup(type_name)
-        return entry.factory if entry else None
-
-    def _lookup(self, type_name: str) -> _Entry | None:
-        entry = self._entries.get(type_name)
-        if entry is None:
-            self._ensure_plugins()
-            entry = self._entries.get(type_name)
-        return entry
-
-    def all(self) -> list[ResourceSchema]:
-        """Every registered schema, sorted by name (plugins loaded first)."""
-        self._ensure_plugins()
-        with self._lock:
-            return [self._entries[name].schema for name in sorted(self._entries)]
+    kind = "resource type"
 
 
 def load_plugins(group: str = ENTRY_POINT_GROUP) -> list[str]:
-    """Import every module named in an entry-point group; returns their names.
-
-    A plugin that fails to import is logged and skipped: one broken plugin
-    must not hide the others (a config that uses its types then fails with
-    an unknown-type error naming the resource).
-    """
-    loaded: list[str] = []
-    for ep in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
-        try:
-            ep.load()
-        except Exception:
-            _log.exception("loading plugin %s (%s) from %s failed", ep.name, ep.value, group)
-            continue
-        loaded.append(ep.value)
-    return loaded
+    """Import every module of an entry-point group (default ``pineapple.resources``)."""
+    return _load_plugins(group)
 
 
 _DEFAULT = Registry(plugin_group=ENTRY_POINT_GROUP)
