@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from ._build import BuildError
@@ -79,6 +80,8 @@ def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 def check_command(args: argparse.Namespace) -> int:
     """Run ``pineapple check``."""
+    # Fetch failures are reported once, below; the manager's own warnings would repeat them.
+    logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
     config = Config(config_path=args.config, plugins=tuple(args.plugin))
     try:
         names = check(config, fetch=args.fetch)

@@ -125,6 +125,8 @@ class Reloader:
             current = self._holder.current
             if not force and current is not None and current.info.content_hash == digest:
                 self._failed_hash = None
+                if trigger not in ("watch", "poll"):
+                    _log.info("config %s unchanged (%s): nothing to reload", digest[:12], trigger)
                 return self._record(
                     ReloadOutcome(
                         "unchanged", trigger, time.time(), 0.0, digest, serial=current.serial

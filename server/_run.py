@@ -90,7 +90,9 @@ def _serve(config: Config, sock: socket.socket) -> int:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
     host, port = sock.getsockname()[:2]
-    _log.info("listening on http://%s:%d", host, port)
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    _log.info("listening on %s", url)
+    _log.info('try: curl -s -X POST %s/execute -d \'{"common": {}, "items": []}\'', url)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(service),

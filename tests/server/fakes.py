@@ -48,7 +48,9 @@ class FakeEngine:
             operators = root["pipeline_config"]["operators"]
             stages = root["pipeline_group"]["main"]["pipeline"]
         except (KeyError, TypeError):
-            raise ConfigError("fake engine: pipeline_config.operators and main group needed") from None
+            raise ConfigError(
+                "fake engine: pipeline_config.operators and main group needed"
+            ) from None
         self.contract = root.get("flow_contract", {})
         self.ops: list[tuple[str, dict[str, Any]]] = []
         for stage in stages:

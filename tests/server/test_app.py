@@ -161,7 +161,10 @@ def test_metrics_cover_requests_reloads_and_resources(app_config: server.Config)
     assert 'pineapple_http_requests_total{method="POST",route="/execute",status="200"} 1.0' in text
     assert 'pineapple_http_requests_total{method="POST",route="/execute",status="400"} 1.0' in text
     assert "pineapple_http_request_duration_seconds_bucket" in text
-    assert 'pineapple_resource_refreshes_total{resource="feed",result="swapped",type="test_items"} 2.0' in text
+    assert (
+        'pineapple_resource_refreshes_total{resource="feed",result="swapped",type="test_items"} 2.0'
+        in text
+    )
     assert 'pineapple_resource_version{resource="feed",type="test_items"} 2.0' in text
     assert 'pineapple_resource_age_seconds{resource="feed",type="test_items"}' in text
     assert 'pineapple_resource_last_success_timestamp_seconds{resource="feed"' in text
@@ -190,9 +193,7 @@ def test_secrets_never_leave_the_process(app_config: server.Config) -> None:
 
 
 class TestAdmin:
-    def test_refuses_a_non_loopback_client_without_a_token(
-        self, app_config: server.Config
-    ) -> None:
+    def test_refuses_a_non_loopback_client_without_a_token(self, app_config: server.Config) -> None:
         with TestClient(server.create_app(app_config), client=("203.0.113.7", 5000)) as client:
             reload = client.post("/admin/reload")
             refresh = client.post("/admin/resources/feed/refresh")
