@@ -369,14 +369,14 @@ class Manager:
         """The config entries loaded by ``load_from_root_config``, by name."""
         return dict(self._entries)
 
-    def status(self) -> list[ResourceStatus]:
-        """The status of every resource, sorted by name."""
+    def status(self, now: float | None = None) -> list[ResourceStatus]:
+        """The status of every resource, sorted by name, as of ``now`` (Unix time)."""
         stopped = self._state == "stopped"
-        return [self._slots[n].snapshot_status(stopped) for n in sorted(self._slots)]
+        return [self._slots[n].snapshot_status(stopped, now) for n in sorted(self._slots)]
 
-    def status_of(self, name: str) -> ResourceStatus:
+    def status_of(self, name: str, now: float | None = None) -> ResourceStatus:
         """The status of one resource; :class:`UnknownResourceError` if unknown."""
-        return self._slot(name).snapshot_status(self._state == "stopped")
+        return self._slot(name).snapshot_status(self._state == "stopped", now)
 
     def describe(self, name: str) -> str | None:
         """The printer's description of the current value (None when not loaded)."""
