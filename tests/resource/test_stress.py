@@ -89,10 +89,12 @@ def test_acquire_never_resurrects_a_value_racing_its_last_release() -> None:
         go = threading.Event()
         results: list[bool] = []
 
-        def acquirer(r: RefValue = ref, ev: threading.Event = go) -> None:
+        def acquirer(
+            r: RefValue = ref, ev: threading.Event = go, out: list[bool] = results
+        ) -> None:
             ev.wait()
             ok = r.acquire()
-            results.append(ok)
+            out.append(ok)
             if ok:
                 r.release()
 
