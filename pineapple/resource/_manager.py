@@ -356,8 +356,9 @@ class Manager:
             return None
         ref = slot.current
         while ref is not None:
-            if ref.acquire():
-                return ResourceHandle(ref)
+            handle = ref.borrow()
+            if handle is not None:
+                return handle
             ref = slot.current  # lost the race with a swap: the newer value is published
         return None
 

@@ -1,19 +1,27 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 
 import pytest
 
 from pineapple import resource
-from pineapple.resource import HandleReleasedError, RefValue, ResourceHandle
+from pineapple.resource import HandleReleasedError
+from pineapple.resource._refvalue import IMPLEMENTATION
 
 from ._values import Closable
+from .conftest import Impl
 
 
-def test_last_release_closes_exactly_once_on_the_closer_thread() -> None:
+def test_the_compiled_borrow_path_is_built_unless_pure_python_is_asked_for() -> None:
+    expected = "python" if os.environ.get("PINEAPPLE_PURE_PYTHON") == "1" else "c"
+    assert expected == IMPLEMENTATION
+
+
+def test_last_release_closes_exactly_once_on_the_closer_thread(impl: Impl) -> None:
     value = Closable()
-    ref = RefValue(value, "t/a")
+    ref = impl.RefValue(value, "t/a")
     handle = ref.borrow()
     assert handle is not None
     ref.release()  # the baseline
@@ -26,17 +34,17 @@ def test_last_release_closes_exactly_once_on_the_closer_thread() -> None:
     assert value.close_thread != threading.current_thread().name
 
 
-def test_acquire_refuses_a_value_whose_count_reached_zero() -> None:
-    ref = RefValue(Closable(), "t/a")
+def test_acquire_refuses_a_value_whose_count_reached_zero(impl: Impl) -> None:
+    ref = impl.RefValue(Closable(), "t/a")
     ref.release()
     assert ref.acquire() is False
     assert ref.borrow() is None
     assert ref.refs == 0
 
 
-def test_handle_double_release_and_use_after_release_raise() -> None:
-    ref = RefValue({"k": 1}, "t/a")
-    handle = ResourceHandle(ref) if ref.acquire() else None
+def test_handle_double_release_and_use_after_release_raise(impl: Impl) -> None:
+    ref = impl.RefValue({"k": 1}, "t/a")
+    handle = impl.ResourceHandle(ref) if ref.acquire() else None
     assert handle is not None
     with handle as value:
         assert value == {"k": 1}
@@ -48,8 +56,8 @@ def test_handle_double_release_and_use_after_release_raise() -> None:
     assert ref.refs == 1  # only the baseline is left: the double release changed nothing
 
 
-def test_handle_releases_when_the_block_raises() -> None:
-    ref = RefValue(Closable(), "t/a")
+def test_handle_releases_when_the_block_raises(impl: Impl) -> None:
+    ref = impl.RefValue(Closable(), "t/a")
     handle = ref.borrow()
     assert handle is not None
     with pytest.raises(RuntimeError), handle:
@@ -57,12 +65,12 @@ def test_handle_releases_when_the_block_raises() -> None:
     assert ref.refs == 1
 
 
-def test_close_error_is_logged_never_raised(caplog: pytest.LogCaptureFixture) -> None:
+def test_close_error_is_logged_never_raised(impl: Impl, caplog: pytest.LogCaptureFixture) -> None:
     class Broken:
         def close(self) -> None:
             raise OSError("socket already gone")
 
-    ref = RefValue(Broken(), "redis_connection/cache")
+    ref = impl.RefValue(Broken(), "redis_connection/cache")
     with caplog.at_level(logging.ERROR, logger="pineapple.resource"):
         ref.release()  # must not raise in the releasing thread
         resource.flush_closes()
@@ -70,7 +78,7 @@ def test_close_error_is_logged_never_raised(caplog: pytest.LogCaptureFixture) ->
     assert "socket already gone" in caplog.text
 
 
-def test_values_without_close_are_fine() -> None:
-    ref = RefValue([1, 2, 3], "t/list")
+def test_values_without_close_are_fine(impl: Impl) -> None:
+    ref = impl.RefValue([1, 2, 3], "t/list")
     ref.release()
     assert resource.flush_closes(timeout=5)

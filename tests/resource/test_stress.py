@@ -6,13 +6,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from pineapple import resource
-from pineapple.resource import Manager, RefValue
+from pineapple.resource import Manager
 
 from ._values import Closable, CountingFetcher
+from .conftest import Impl
 
 pytestmark = pytest.mark.stress
 
@@ -78,20 +80,18 @@ def test_readers_never_use_a_closed_value_and_each_retired_value_closes_once() -
     assert [v.closes for v in made] == [1] * len(made)
 
 
-def test_acquire_never_resurrects_a_value_racing_its_last_release() -> None:
+def test_acquire_never_resurrects_a_value_racing_its_last_release(impl: Impl) -> None:
     # Force the interleaving: a reader holds the last borrow, the publisher drops
     # the baseline, and new acquires must fail from the moment the count hits 0.
     for _ in range(200):
         value = Closable()
-        ref = RefValue(value, "t/race")
+        ref = impl.RefValue(value, "t/race")
         handle = ref.borrow()
         assert handle is not None
         go = threading.Event()
         results: list[bool] = []
 
-        def acquirer(
-            r: RefValue = ref, ev: threading.Event = go, out: list[bool] = results
-        ) -> None:
+        def acquirer(r: Any = ref, ev: threading.Event = go, out: list[bool] = results) -> None:
             ev.wait()
             ok = r.acquire()
             out.append(ok)
