@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from ._config import Config
-from ._execute import ExecuteEndpoint
+from ._execute import ExecuteEndpoint, ExecuteFastPath
 from ._routes import JSONResponse, routes
 from ._service import Service
 
@@ -49,8 +50,10 @@ def create_app(config: Config | Service) -> Starlette:
         finally:
             await anyio.to_thread.run_sync(service.stop)
 
+    execute = ExecuteEndpoint(service)
     app = Starlette(
-        routes=[Route("/execute", ExecuteEndpoint(service)), *routes(service)],
+        routes=[Route("/execute", execute), *routes(service)],
+        middleware=[Middleware(ExecuteFastPath, endpoint=execute)],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
     )

@@ -1,7 +1,7 @@
 """A ``--plugin`` for the process-level tests (``pineapple serve/check``).
 
 It registers the ``test_items`` resource type in the default registry (its
-values append ``close <label> <tag> <serial>`` to the file named by env
+values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
 ``PINEAPPLE_TEST_CLOSE_LOG`` when closed), and, while ``pineapple.engine`` has
 no ``Engine`` yet (it is being written on another branch), installs the
 ``FakeEngine`` test double in its place.
@@ -39,7 +39,7 @@ class LoggedList(list[Any]):
         if path:
             tag = self[0].get("tag", "") if self else ""
             with _lock, open(path, "a") as f:
-                f.write(f"close {self.label} {tag} {self.serial}\n")
+                f.write(f"close {self.label} {tag} {os.getpid()}-{self.serial}\n")
 
 
 def _factory(params: dict[str, Any]) -> resource.Fetcher:

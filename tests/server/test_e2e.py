@@ -235,3 +235,34 @@ def test_sighup_reloads_without_a_watcher(config_file: Path, close_log: Path) ->
         assert server.stop() == 0
     finally:
         server.close()
+
+
+def test_workers_each_serve_their_own_snapshot(config_file: Path, close_log: Path) -> None:
+    config_file.write_bytes(_valid("v0"))
+    server = ServeProcess(config_file, close_log, "--workers", "2")
+    try:
+        end = time.monotonic() + 30
+        while sum("listening on" in line for line in server.log) < 2:
+            assert time.monotonic() < end and server.proc.poll() is None, "".join(server.log)
+            time.sleep(0.05)
+        pids = {
+            m.group(1)
+            for line in server.log
+            if "listening on" in line and (m := re.search(r" (\d+) INFO ", line))
+        }
+        assert len(pids) == 2
+        data = _valid("v1")
+        _write(config_file, data, rename=True)
+        # Each worker reloads on its own: wait until fresh connections only see v1.
+        fresh = 0
+        while fresh < 20:
+            assert time.monotonic() < end, "workers did not all reload"
+            with httpx.Client(base_url=server.url, timeout=10) as http:
+                fresh = fresh + 1 if _served_tags(http) == {"v1"} else 0
+        assert server.stop() == 0, "".join(server.log)
+    finally:
+        server.close()
+    lines = close_log.read_text().splitlines()
+    assert len(lines) == len(set(lines))
+    # Both workers loaded v0 and v1 once each, and closed each exactly once.
+    assert sorted(line.split()[2] for line in lines) == ["v0", "v0", "v1", "v1"]
