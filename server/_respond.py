@@ -1,9 +1,10 @@
 """The server's own ``/execute`` responder, used when the engine provides none.
 
 ``respond(engine, ctx, body) -> (status, bytes)``: 200 with the engine's
-response; 400 for a body that is not a JSON object of the request shape; 404
-for an unknown pipeline group; 422 for a flow-contract violation; 500 for an
-execution error. Every error body is ``{"error": "..."}``.
+response; 400 for a body that is not a JSON object of the request shape; 422
+for a flow-contract violation; 500 for an execution error. Every error body
+is ``{"error": "..."}``. ``pineapple.engine.respond`` (same signature, the Go
+server's bytes) replaces it whenever the engine provides it.
 """
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ def respond(engine: Any, ctx: Context, body: bytes) -> tuple[int, bytes]:
         response = engine.execute(ctx, request)
     except ValidationError as exc:
         return 422, error_body(str(exc))
-    except LookupError as exc:  # an unknown pipeline group
-        return 404, error_body(str(exc.args[0]) if exc.args else "unknown pipeline group")
     except (ExecutionError, PineappleError) as exc:
         return 500, error_body(str(exc))
     return 200, orjson.dumps(response)
