@@ -12,7 +12,8 @@ import pytest
 import server
 from pineapple import resource
 
-from .fakes import GATES, FakeEngine, Tracker, dump, tracked_registry
+from .engines import TrackedEngine
+from .fakes import GATES, Tracker, dump, tracked_registry
 
 WriteConfig = Callable[[Mapping[str, Any]], bytes]
 MakeConfig = Callable[..., server.Config]
@@ -26,7 +27,7 @@ def tracker() -> Tracker:
 @pytest.fixture(autouse=True)
 def _clean_globals() -> Iterator[None]:
     GATES.clear()
-    FakeEngine.instances.clear()
+    TrackedEngine.instances.clear()
     yield
     for gate in GATES.values():
         gate.go.set()  # never leave a request hanging after a failed test
@@ -61,7 +62,7 @@ def make_config(config_path: Path, tracker: Tracker) -> MakeConfig:
         settings: dict[str, Any] = {
             "config_path": config_path,
             "registry": tracked_registry(tracker),
-            "engine_factory": FakeEngine,
+            "engine_factory": TrackedEngine,
             "watch": False,
             "admin_token": "",
             "drain_seconds": 10.0,

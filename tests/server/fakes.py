@@ -40,8 +40,6 @@ GATES: dict[str, Gate] = {}
 class FakeEngine:
     """A stand-in engine (test double): see the module docstring."""
 
-    instances: list[FakeEngine] = []
-
     def __init__(self, config: bytes | str | Mapping[str, Any]) -> None:
         root = resource.read_root_config(config)
         try:
@@ -62,8 +60,6 @@ class FakeEngine:
                 raise RegistryError(f"operator {stage!r}: unknown operator type {kind!r}")
             self.ops.append((kind, op))
         self.blocking = any(kind == "test_gate" for kind, _ in self.ops)
-        self.closes = 0
-        FakeEngine.instances.append(self)
 
     def execute(self, ctx: Context, request: dict[str, Any]) -> dict[str, Any]:
         common = request.get("common") or {}
@@ -89,7 +85,7 @@ class FakeEngine:
         return {"common": {}, "items": items}
 
     def close(self) -> None:
-        self.closes += 1
+        pass
 
 
 class TrackedList(list[Any]):
@@ -186,7 +182,7 @@ def unified_config(
         }
         stages.append("from_resource")
     if gate is not None:
-        operators["gate"] = {"type_name": "test_gate", "gate": gate, "$metadata": meta}
+        operators["gate"] = {"type_name": "test_gate", "gate": gate}
         stages.append("gate")
     for name, op in (extra_ops or {}).items():
         operators[name] = op

@@ -154,7 +154,7 @@ def test_failed_refresh_is_502_and_redacted(
 
 def test_metrics_cover_requests_reloads_and_resources(app_config: server.Config) -> None:
     with TestClient(server.create_app(app_config), client=LOOPBACK) as client:
-        client.post("/execute", content=b"{}")
+        client.post("/execute", content=b'{"common": {}, "items": []}')
         client.post("/execute", content=b"{bad")
         client.post("/admin/resources/feed/refresh")
         text = client.get("/metrics").text
@@ -174,7 +174,7 @@ def test_metrics_cover_requests_reloads_and_resources(app_config: server.Config)
 def test_two_apps_have_separate_metrics(app_config: server.Config) -> None:
     first, second = server.create_app(app_config), server.create_app(app_config)
     with TestClient(first) as a, TestClient(second) as b:
-        a.post("/execute", content=b"{}")
+        a.post("/execute", content=b'{"common": {}, "items": []}')
         assert 'route="/execute",status="200"} 1.0' in a.get("/metrics").text
         assert 'route="/execute",status="200"}' not in b.get("/metrics").text
 

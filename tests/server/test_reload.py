@@ -13,7 +13,8 @@ import server
 from pineapple import resource
 
 from .conftest import MakeConfig, WriteConfig
-from .fakes import GATES, FakeEngine, Gate, TrackedList, Tracker, items_resource, unified_config
+from .engines import TrackedEngine
+from .fakes import GATES, Gate, TrackedList, Tracker, items_resource, unified_config
 
 BODY = b'{"common": {}, "items": []}'
 
@@ -130,7 +131,7 @@ def test_failed_start_keeps_the_old_snapshot_serving(
     assert _tags(client) == [("static", "v1"), ("feed", "v1")]
     assert old is not None and old.manager.state == "started" and not old.closed
     # The engine built for the failed config was closed; the old one was not.
-    failed_engine = FakeEngine.instances[-1]
+    failed_engine = TrackedEngine.instances[-1]
     assert failed_engine is not old.engine and failed_engine.closes == 1
     assert old.engine.closes == 0  # type: ignore[attr-defined]
     # Visible in /config, in metrics, redacted.
