@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import orjson
 
@@ -85,23 +85,23 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _engine_api() -> Any:
+    return importlib.import_module("pineapple.engine")
+
+
 def _default_engine_factory() -> EngineFactory:
-    try:
-        from pineapple.engine import Engine  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        raise BuildError("engine", "pineapple.engine.Engine is not available") from None
-    factory: EngineFactory = Engine
-    return factory
+    engine = getattr(_engine_api(), "Engine", None)
+    if engine is None:
+        raise BuildError("engine", "pineapple.engine.Engine is not available")
+    return cast(EngineFactory, engine)
 
 
 def default_responder() -> Responder:
-    """The engine's ``/execute`` responder, or the server's own when the engine has none."""
-    try:
-        from pineapple.engine import respond  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+    """``pineapple.engine.respond`` (the Go server's bytes), or the server's own fallback."""
+    respond = getattr(_engine_api(), "respond", None)
+    if respond is None:
         from ._respond import respond
-    responder: Responder = respond
-    return responder
+    return cast(Responder, respond)
 
 
 class Builder:

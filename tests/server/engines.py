@@ -3,45 +3,36 @@
 ``TrackedEngine`` counts its instances and closes. With the real engine, the
 test-only operator ``test_gate`` (an observe operator marked blocking, which
 holds a request until its :class:`Gate` opens) is registered in the default
-operator registry.
+operator registry. (Transitional: once the engine is on main, the fallback to
+``FakeEngine`` goes away.)
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from pineapple import Context, ParamSpec
-from pineapple import engine as _engine_module
 
 from .fakes import GATES, FakeEngine
 
-REAL_ENGINE = hasattr(_engine_module, "Engine")
+_api: Any = importlib.import_module("pineapple.engine")
+REAL_ENGINE = hasattr(_api, "Engine")
 
-if REAL_ENGINE:
-    from pineapple.engine import (
-        Engine as _Base,
-    )
-    from pineapple.engine import (
-        Operator,
-        OperatorInput,
-        OperatorOutput,
-        OperatorSchema,
-        default_operator_registry,
-        register_operator,
-    )
 
-    class GateOperator(Operator):
+def _register_gate() -> None:
+    class GateOperator(_api.Operator):  # type: ignore[misc]
         """Holds the request until ``GATES[gate]`` opens (test only)."""
 
         def __init__(self, params: dict[str, Any]) -> None:
             self.gate = params["gate"]
 
-        def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        def execute(self, ctx: Context, inp: Any, out: Any) -> None:
             GATES[self.gate].pass_through()
 
-    if default_operator_registry().get("test_gate") is None:
-        register_operator(
-            OperatorSchema(
+    if _api.default_operator_registry().get("test_gate") is None:
+        _api.register_operator(
+            _api.OperatorSchema(
                 name="test_gate",
                 kind="observe",
                 description="Test only: holds a request until its gate opens.",
@@ -50,11 +41,14 @@ if REAL_ENGINE:
             ),
             GateOperator,
         )
-else:
-    _Base = FakeEngine  # type: ignore[assignment,misc]
 
 
-class TrackedEngine(_Base):  # type: ignore[misc,valid-type]
+if REAL_ENGINE:
+    _register_gate()
+_Base: Any = _api.Engine if REAL_ENGINE else FakeEngine
+
+
+class TrackedEngine(_Base):  # type: ignore[misc]
     """The engine under test, counting instances and closes."""
 
     instances: list[TrackedEngine] = []
