@@ -53,19 +53,35 @@ def check(config: Config, *, fetch: bool = False) -> list[str]:
 
 
 def bind(addr: str) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (port 0: any free port)."""
+    """A TCP socket bound to ``host:port`` (port 0: any free port), not yet listening.
+
+    Binding first reserves the port (a conflict fails before anything is
+    loaded); uvicorn calls ``listen`` once the first snapshot is serving, so
+    no connection is accepted while the server is still starting.
+    """
     host, port = parse_addr(addr)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(2048)
     except OSError:
         sock.close()
         raise
     sock.set_inheritable(True)
     return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, saying where it listens once it really does."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and sockets:
+            host, port = sockets[0].getsockname()[:2]
+            url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+            _log.info("listening on %s", url)
+            _log.info('try: curl -s -X POST %s/execute -d \'{"common": {}, "items": []}\'', url)
 
 
 def run(config: Config) -> int:
@@ -89,11 +105,7 @@ def _serve(config: Config, sock: socket.socket) -> int:
     except BuildError as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
-    host, port = sock.getsockname()[:2]
-    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-    _log.info("listening on %s", url)
-    _log.info('try: curl -s -X POST %s/execute -d \'{"common": {}, "items": []}\'', url)
-    server = uvicorn.Server(
+    server = _Server(
         uvicorn.Config(
             create_app(service),
             lifespan="on",
