@@ -11,14 +11,27 @@ configs, so the same tests run against the real engine once it lands.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from pineapple import Context, ParamSpec, ValidationError, resource
 from pineapple._errors import ConfigError, ExecutionError, RegistryError
+
+
+def file_gate(folder: str, timeout: float = 20.0) -> None:
+    """Cross-process gate: create ``folder/entered``, wait until ``folder/go`` exists."""
+    base = Path(folder)
+    (base / "entered").touch()
+    deadline = time.monotonic() + timeout
+    while not (base / "go").exists():
+        if time.monotonic() > deadline:
+            raise ExecutionError("test file gate was never opened")
+        time.sleep(0.01)
 
 
 class Gate:
@@ -56,10 +69,10 @@ class FakeEngine:
             if op is None:
                 raise ConfigError(f"pipeline references undefined operator {stage!r}")
             kind = op.get("type_name")
-            if kind not in ("recall_static", "recall_resource", "test_gate"):
+            if kind not in ("recall_static", "recall_resource", "test_gate", "test_file_gate"):
                 raise RegistryError(f"operator {stage!r}: unknown operator type {kind!r}")
             self.ops.append((kind, op))
-        self.blocking = any(kind == "test_gate" for kind, _ in self.ops)
+        self.blocking = any(kind.startswith("test_") for kind, _ in self.ops)
 
     def execute(self, ctx: Context, request: dict[str, Any]) -> dict[str, Any]:
         common = request.get("common") or {}
@@ -77,6 +90,8 @@ class FakeEngine:
                     continue
                 with handle as value:
                     items.extend(dict(i) for i in value)
+            elif kind == "test_file_gate":
+                file_gate(op["folder"])
             else:
                 GATES[op["gate"]].pass_through()
         fields = self.contract.get("item_output")

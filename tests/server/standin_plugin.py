@@ -4,7 +4,8 @@ It registers the ``test_items`` resource type in the default registry (its
 values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
 ``PINEAPPLE_TEST_CLOSE_LOG`` when closed), and, while ``pineapple.engine`` has
 no ``Engine`` yet (it is being written on another branch), installs the
-``FakeEngine`` test double in its place.
+``FakeEngine`` test double in its place; with the real engine it registers
+the ``test_file_gate`` operator (holds a request until a file appears).
 """
 
 from __future__ import annotations
@@ -17,10 +18,32 @@ from typing import Any
 import pineapple.engine
 from pineapple import ParamSpec, resource
 
-from .fakes import FakeEngine
+from .fakes import FakeEngine, file_gate
 
-if not hasattr(pineapple.engine, "Engine"):
-    setattr(pineapple.engine, "Engine", FakeEngine)  # noqa: B010 (a stand-in, on purpose)
+_api: Any = pineapple.engine
+if not hasattr(_api, "Engine"):
+    setattr(_api, "Engine", FakeEngine)  # noqa: B010 (a stand-in, on purpose)
+elif _api.default_operator_registry().get("test_file_gate") is None:
+
+    class FileGateOperator(_api.Operator):  # type: ignore[misc]
+        """Holds a request until ``<folder>/go`` exists (process tests only)."""
+
+        def __init__(self, params: dict[str, Any]) -> None:
+            self.folder = params["folder"]
+
+        def execute(self, ctx: Any, inp: Any, out: Any) -> None:
+            file_gate(self.folder)
+
+    _api.register_operator(
+        _api.OperatorSchema(
+            name="test_file_gate",
+            kind="observe",
+            description="Test only: holds a request until a file appears.",
+            params={"folder": ParamSpec(type="string", required=True)},
+            blocking=True,
+        ),
+        FileGateOperator,
+    )
 
 _lock = threading.Lock()
 _serials = itertools.count(1)

@@ -266,3 +266,46 @@ def test_workers_each_serve_their_own_snapshot(config_file: Path, close_log: Pat
     assert len(lines) == len(set(lines))
     # Both workers loaded v0 and v1 once each, and closed each exactly once.
     assert sorted(line.split()[2] for line in lines) == ["v0", "v0", "v1", "v1"]
+
+
+def test_sigterm_lets_the_in_flight_request_finish(config_file: Path, close_log: Path) -> None:
+    gate_dir = config_file.parent / "gate"
+    gate_dir.mkdir()
+    gated = unified_config(
+        "v0",
+        resources={"feed": items_resource("feed", "v0")},
+        recall_from="feed",
+        extra_ops={"hold": {"type_name": "test_file_gate", "folder": str(gate_dir)}},
+    )
+    config_file.write_bytes(dump(gated))
+    server = ServeProcess(config_file, close_log)
+    try:
+        result: dict[str, httpx.Response] = {}
+
+        def request() -> None:
+            with httpx.Client(base_url=server.url, timeout=30) as http:
+                result["r"] = http.post("/execute", content=BODY)
+
+        thread = threading.Thread(target=request)
+        thread.start()
+        end = time.monotonic() + 15
+        while not (gate_dir / "entered").exists():  # the request is inside the operator
+            assert time.monotonic() < end and server.proc.poll() is None, "".join(server.log)
+            time.sleep(0.01)
+        server.proc.send_signal(signal.SIGTERM)
+        end = time.monotonic() + 15
+        while not any("Shutting down" in line for line in server.log):
+            assert time.monotonic() < end, "".join(server.log)
+            time.sleep(0.01)
+        # Shutting down, the feed value is still open: the request holds the snapshot.
+        assert not close_log.exists()
+        (gate_dir / "go").touch()
+        thread.join(30)
+        assert result["r"].status_code == 200
+        assert {i["tag"] for i in result["r"].json()["items"]} == {"v0"}
+        assert server.proc.wait(30) == 0, "".join(server.log)
+    finally:
+        server.close()
+    assert [line.split()[:3] for line in close_log.read_text().splitlines()] == [
+        ["close", "feed", "v0"]
+    ]
