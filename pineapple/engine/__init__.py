@@ -12,6 +12,11 @@ from ._gofmt import format_g as format_g
 from ._gofmt import format_value as format_value
 from ._gofmt import go_json as go_json
 from ._gofmt import go_type_name as go_type_name
+from ._http import STATUS_BAD_REQUEST as STATUS_BAD_REQUEST
+from ._http import STATUS_CONTRACT as STATUS_CONTRACT
+from ._http import STATUS_EXECUTION as STATUS_EXECUTION
+from ._http import encode_response as encode_response
+from ._http import respond as respond
 from ._io import OperatorInput as OperatorInput
 from ._io import OperatorOutput as OperatorOutput
 from ._operator import RESERVED_KEYS as RESERVED_KEYS
@@ -32,6 +37,9 @@ from ._template import is_template as is_template
 __all__ = [
     "OPERATOR_KINDS",
     "RESERVED_KEYS",
+    "STATUS_BAD_REQUEST",
+    "STATUS_CONTRACT",
+    "STATUS_EXECUTION",
     "Engine",
     "Graph",
     "Metadata",
@@ -47,6 +55,7 @@ __all__ = [
     "build_operator",
     "check_params",
     "default_operator_registry",
+    "encode_response",
     "format_f",
     "format_g",
     "format_value",
@@ -54,4 +63,5 @@ __all__ = [
     "go_type_name",
     "is_template",
     "register_operator",
+    "respond",
 ]
