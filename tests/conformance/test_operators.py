@@ -27,8 +27,9 @@ def _check(case: dict[str, Any], out: OperatorOutput) -> list[str]:
     if exp.get("warnings") is not None:
         if out.warning is None and exp["warnings"]:
             errors.append("expected a warning, got none")
+        warning = out.warning or ""
         for sub in exp["warnings"] if out.warning is not None else ():
-            if sub not in out.warning:
+            if sub not in warning:
                 errors.append(f"warning {out.warning!r} lacks {sub!r}")
     if exp.get("removed_indices") is not None:
         got = sorted(out.removed or ())
@@ -53,10 +54,10 @@ def _check(case: dict[str, Any], out: OperatorOutput) -> list[str]:
     if exp.get("items") is not None:
         writes_by_index = out.item_write_map()
         for i, want in enumerate(exp["items"]):
+            row = writes_by_index.get(i, {})
             for key, value in want.items():
-                got = writes_by_index.get(i, {})
-                if key not in got or not same(value, got[key]):
-                    errors.append(f"items[{i}].{key} = {got.get(key)!r}, expected {value!r}")
+                if key not in row or not same(value, row[key]):
+                    errors.append(f"items[{i}].{key} = {row.get(key)!r}, expected {value!r}")
     return errors
 
 

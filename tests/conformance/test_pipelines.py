@@ -46,7 +46,7 @@ def test_pipeline_fixture(data: dict[str, Any], request: pytest.FixtureRequest) 
             for case in data["cases"]:
                 for command in case.get("prepopulate") or ():
                     assert client is not None
-                    client.execute_command(*command)
+                    client.execute_command(*command)  # type: ignore[no-untyped-call]
                 _run_case(engine, ctx, data, case)
                 if case.get("expected_redis_key") and client is not None:
                     assert client.exists(case["expected_redis_key"]), case["name"]

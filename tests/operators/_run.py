@@ -14,7 +14,7 @@ def run(
     params: dict[str, Any] | None = None,
     meta: dict[str, list[str]] | None = None,
     common: dict[str, Any] | None = None,
-    items: list[dict[str, Any]] | None = None,
+    items: list[Any] | None = None,
     *,
     ctx: Context | None = None,
     templated: dict[str, Any] | None = None,

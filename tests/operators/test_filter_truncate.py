@@ -8,7 +8,7 @@ from ._run import run
 
 
 def test_keeps_first_n_and_uses_templated_value() -> None:
-    items = [{}] * 5
+    items: list[dict[str, int]] = [{}] * 5
     assert run("filter_truncate", {"top_n": 2}, items=items).removed == {2, 3, 4}
     assert run(
         "filter_truncate", {"top_n": "{{k}}"}, items=items, templated={"top_n": 4}
