@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import NOT_MODIFIED
+from pineapple.resource import NOT_MODIFIED, redact
 
 from ._dsn import parse_mysql_dsn
 from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
@@ -133,7 +133,7 @@ class FeedDataPrinter:
     def summarize(self, value: Any) -> str:
         table: FeedTable = value
         indices = ", ".join(f"{c}({n} keys)" for c, n in table.index_sizes().items()) or "none"
-        return (
+        return redact(
             f"feed_data: {len(table)} rows x {len(table.columns)} columns, indices {indices}, "
             f"~{human_bytes(table.nbytes())}, from {table.source}"
         )
@@ -149,7 +149,7 @@ class FeedDataPrinter:
         ]
         for column, keys in table.index_sizes().items():
             lines.append(f"index {column}: {keys} distinct values")
-        return "\n".join(lines)
+        return redact("\n".join(lines))
 
 
 FEED_DATA_SCHEMA = ResourceSchema(

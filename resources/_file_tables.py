@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import NOT_MODIFIED
+from pineapple.resource import NOT_MODIFIED, redact, redact_value
 
 from ._errors import SourceError
 from ._printing import deep_sizeof, human_bytes, json_preview
@@ -190,7 +190,7 @@ class FileTablePrinter:
         return f"{self.kind}_file: list of {len(value)} rows, ~{size}, from {source}"
 
     def describe(self, value: Any) -> str:
-        return f"{self.summarize(value)}\n{json_preview(value)}"
+        return redact(f"{self.summarize(value)}\n{json_preview(redact_value(value))}")
 
 
 def _params(kind: str) -> dict[str, ParamSpec]:
