@@ -57,3 +57,11 @@ __all__ = [
 ]
 
 del _feed_data, _file_tables, _redis, _static
+
+# recall_feed_data is written against the engine's operator API
+# (pineapple.engine.Operator, branch `engine`). Until that is merged here the
+# operator is not registered; afterwards this guard is always true and can go.
+if hasattr(__import__("pineapple.engine").engine, "Operator"):  # pragma: no branch
+    from . import _recall_feed_data
+
+    del _recall_feed_data

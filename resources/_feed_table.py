@@ -259,7 +259,13 @@ class FeedTable:
     ) -> list[dict[str, Any]]:
         """The given rows as dicts of ``columns`` (default: all)."""
         names = tuple(columns) if columns is not None else self._names
-        cols = [(name, self.column(name)) for name in names]
+        return self.project(row_ids, [(name, name) for name in names])
+
+    def project(
+        self, row_ids: Iterable[int], fields: Sequence[tuple[str, str]]
+    ) -> list[dict[str, Any]]:
+        """The given rows as dicts of ``output name -> value of column``, per ``fields`` pair."""
+        cols = [(name, self.column(column)) for name, column in fields]
         return [{name: col[row] for name, col in cols} for row in row_ids]
 
     def prepare_order(self, column: str) -> None:
