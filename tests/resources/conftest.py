@@ -81,3 +81,13 @@ def mysql_proxy(mysql_params: dict[str, Any]) -> Iterator[TcpProxy]:
         yield proxy
     finally:
         proxy.down()
+
+
+@pytest.fixture
+def redis_proxy(redis_addr: str) -> Iterator[TcpProxy]:
+    host, _, port = redis_addr.rpartition(":")
+    proxy = TcpProxy((host, int(port)))
+    try:
+        yield proxy
+    finally:
+        proxy.down()
