@@ -75,7 +75,19 @@ def _is_list_valued(values: Sequence[Any]) -> bool:
 def _build_index(values: Sequence[Any]) -> Index:
     groups: defaultdict[Any, list[int]] = defaultdict(list)
     if _is_list_valued(values):
+        loads, decode_error = orjson.loads, orjson.JSONDecodeError
         for row, cell in enumerate(values):
+            # Fast path for the common JSON-array text ("[3, 7]"); the rest via _elements.
+            if type(cell) is str and cell[:1] == "[":
+                try:
+                    parsed = loads(cell)
+                except decode_error:
+                    parsed = None
+                if type(parsed) is list:
+                    for element in parsed:
+                        if element is not None and type(element) not in (list, dict):
+                            groups[element].append(row)
+                    continue
             for element in _elements(cell):
                 groups[element].append(row)
     else:
