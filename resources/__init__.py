@@ -13,7 +13,7 @@ Types (value shape):
                         (a list of item dicts: candidates)
 """
 
-from . import _feed_data, _file_tables, _redis, _static
+from . import _feed_data, _file_tables, _recall_feed_data, _redis, _static
 from ._dsn import MySQLDSN as MySQLDSN
 from ._dsn import parse_mysql_dsn as parse_mysql_dsn
 from ._errors import SourceError as SourceError
@@ -56,12 +56,4 @@ __all__ = [
     "parse_mysql_dsn",
 ]
 
-del _feed_data, _file_tables, _redis, _static
-
-# recall_feed_data is written against the engine's operator API
-# (pineapple.engine.Operator, branch `engine`). Until that is merged here the
-# operator is not registered; afterwards this guard is always true and can go.
-if hasattr(__import__("pineapple.engine").engine, "Operator"):  # pragma: no branch
-    from . import _recall_feed_data
-
-    del _recall_feed_data
+del _feed_data, _file_tables, _recall_feed_data, _redis, _static

@@ -6,13 +6,8 @@ from typing import Any
 
 import pytest
 
-import pineapple.engine
 import resources
 from pineapple import ExecutionError
-
-if not hasattr(pineapple.engine, "Operator"):
-    pytest.skip("needs the engine's operator API (branch engine)", allow_module_level=True)
-
 from pineapple.engine import Engine, OperatorInput, OperatorOutput, build_operator
 from pineapple.resource import Manager, Static, with_resources
 

@@ -8,15 +8,9 @@ from typing import Any
 
 import pytest
 
-import pineapple.engine
 import resources  # noqa: F401  (registers redis_connection)
-from pineapple.resource import Manager, with_resources
-
-if not hasattr(pineapple.engine, "Operator"):
-    pytest.skip("needs the engine's operator API (branch engine)", allow_module_level=True)
-
-import pineapple.operators
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
+from pineapple.resource import Manager, with_resources
 
 pytestmark = pytest.mark.redis
 
