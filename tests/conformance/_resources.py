@@ -49,7 +49,7 @@ def lazy_redis(config: dict[str, Any]) -> dict[str, Any]:
     entries = section.get("resources", section)
     for entry in entries.values():
         if entry.get("type", entry.get("type_name")) == "redis_connection":
-            target = entry["params"] if "params" in entry else entry
+            target = entry.get("params", entry)
             target["lazy_connect"] = True
     return result
 
