@@ -122,6 +122,15 @@ class FeedDataFetcher:
         table.load_seconds = time.monotonic() - started
         return table
 
+    def carry_over(self, value: Any) -> None:
+        """Resume change detection from a table a config reload carried over.
+
+        Without this, the first refresh after a reload would read the whole
+        table again even when ``version_query`` says nothing changed.
+        """
+        if self.version_query and isinstance(value, FeedTable) and value.version is not None:
+            self._version, self._has_version = value.version, True
+
     def close(self) -> None:
         """Close the database connection (reopened lazily if fetched again)."""
         self.source.close()

@@ -184,3 +184,23 @@ def test_factory_does_no_io() -> None:
     # Neither the host nor the file exists; building the fetcher must not notice.
     resources.FeedDataFetcher({"mysql_dsn": "u:p@tcp(no-such-host.invalid:3306)/d"}).close()
     resources.FeedDataFetcher({"sqlite_path": "/no/such/dir/feed.sqlite"}).close()
+
+
+def test_reload_carry_over_resumes_not_modified_without_reading_the_table(db: Path) -> None:
+    config = _config(
+        sqlite_path=str(db), version_query="SELECT MAX(updated_at) FROM recommend_feed_item"
+    )
+    old = Manager()
+    old.load_from_root_config(config)
+    old.start()
+    new = Manager()
+    new.load_from_root_config(config, carry_over=old)
+    new.start()
+    old.stop()
+    try:
+        assert new.refresh("feed") == "not_modified"  # no full read after the reload
+        assert new.status_of("feed").version == 1
+        _update(db, "UPDATE recommend_feed_item SET updated_at = 2 WHERE id = 3")
+        assert new.refresh("feed") == "swapped"
+    finally:
+        new.stop()
