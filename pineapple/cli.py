@@ -1,14 +1,33 @@
-"""The ``pineapple`` command line (filled in by the server, DSL and codegen work)."""
+"""The ``pineapple`` command line: one subcommand per job."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Callable
+from typing import cast
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+
+def add_server_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``serve`` and ``check`` (they live in the ``server`` package)."""
+    from server._cli import add_check_command, add_serve_command
+
+    add_serve_command(subparsers)
+    add_check_command(subparsers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="pineapple")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_server_commands(subparsers)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pineapple`` console script."""
-    args = sys.argv[1:] if argv is None else argv
-    print(f"pineapple: no commands yet ({' '.join(args)})", file=sys.stderr)
-    return 2
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    func = cast(Callable[[argparse.Namespace], int], args.func)
+    return func(args)

@@ -1,3 +1,51 @@
-"""server: placeholder until its issue lands."""
+"""The Pineapple server: a hot-reloading HTTP service around an Engine and a Manager.
 
-__all__: list[str] = []
+    from server import Config, run
+    run(Config(config_path="configs/demo.json", addr="127.0.0.1:8080"))
+
+Layers (each imports only the ones above it):
+
+    _config                      Config, the engine/responder contracts
+    _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
+    _build, _respond             building a snapshot step by step; the fallback responder
+    _metrics, _reloader          Prometheus metrics; reload = build + swap, serialised
+    _watcher, _service           the directory watcher; the service that owns all of it
+    _admin, _execute, _routes    HTTP: who may use admin routes, /execute, the other routes
+    _app, _run, _cli             the Starlette app; run()/check(); the CLI subcommands
+
+Read the "Guarantees:" blocks of ``_snapshot``, ``_reloader`` and ``_watcher``.
+"""
+
+from ._app import create_app as create_app
+from ._build import BuildError as BuildError
+from ._config import ADMIN_TOKEN_ENV as ADMIN_TOKEN_ENV
+from ._config import Config as Config
+from ._config import EngineLike as EngineLike
+from ._config import HandResource as HandResource
+from ._config import Responder as Responder
+from ._reloader import Reloader as Reloader
+from ._reloader import ReloadOutcome as ReloadOutcome
+from ._run import check as check
+from ._run import run as run
+from ._service import Service as Service
+from ._snapshot import ConfigInfo as ConfigInfo
+from ._snapshot import Snapshot as Snapshot
+from ._snapshot import SnapshotHolder as SnapshotHolder
+
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "BuildError",
+    "Config",
+    "ConfigInfo",
+    "EngineLike",
+    "HandResource",
+    "ReloadOutcome",
+    "Reloader",
+    "Responder",
+    "Service",
+    "Snapshot",
+    "SnapshotHolder",
+    "check",
+    "create_app",
+    "run",
+]

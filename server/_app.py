@@ -1,0 +1,61 @@
+"""``create_app``: the Starlette application around a :class:`Service`.
+
+The lifespan starts the service unless it is already started (``run`` starts
+it before binding the port, so a bad config never listens) and stops it on
+shutdown, after uvicorn has let in-flight requests finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ._config import Config
+from ._execute import ExecuteEndpoint, ExecuteFastPath
+from ._routes import JSONResponse, routes
+from ._service import Service
+
+__all__ = ["create_app"]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail}, exc.status_code, exc.headers)
+
+
+def create_app(config: Config | Service) -> Starlette:
+    """The ASGI app serving ``config`` (or an existing service); ``app.state.service``.
+
+    >>> from starlette.testclient import TestClient      # doctest: +SKIP
+    >>> with TestClient(create_app(Config("c.json"))) as client:  # doctest: +SKIP
+    ...     client.get("/readyz").json()["status"]
+    'ready'
+    """
+    service = config if isinstance(config, Service) else Service(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if not service.started:
+            await anyio.to_thread.run_sync(service.start)
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(service.stop)
+
+    execute = ExecuteEndpoint(service)
+    app = Starlette(
+        routes=[Route("/execute", execute), *routes(service)],
+        middleware=[Middleware(ExecuteFastPath, endpoint=execute)],
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.service = service
+    return app

@@ -1,0 +1,213 @@
+"""Building a snapshot: read -> Engine -> resources -> start -> validate deps.
+
+Each step that fails raises :class:`BuildError` naming the step, with a
+redacted message, after undoing the steps before it (the engine is closed,
+the manager stopped), so a failed build leaves nothing running behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import orjson
+
+from pineapple import PineappleError, resource
+
+from ._config import Config, EngineFactory, EngineLike, Responder
+from ._snapshot import ConfigInfo, Snapshot
+
+__all__ = [
+    "BuildError",
+    "BuildStep",
+    "Builder",
+    "import_plugins",
+    "read_config_file",
+    "secrets_in",
+]
+
+_log = logging.getLogger("pineapple.server")
+
+BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps"]
+
+
+class BuildError(PineappleError):
+    """A snapshot could not be built; ``step`` says where, the message says why."""
+
+    def __init__(self, step: BuildStep, message: str) -> None:
+        super().__init__(f"{step}: {message}")
+        self.step: BuildStep = step
+        self.reason = message
+
+
+def import_plugins(modules: Iterable[str]) -> None:
+    """Import each module (it registers resource/operator types at import time)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise BuildError("plugins", f"cannot import plugin {name!r}: {exc}") from None
+
+
+def read_config_file(path: Path) -> bytes:
+    """The file's bytes (symlinks followed); :class:`BuildError` at step ``read``."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BuildError("read", f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def secrets_in(data: bytes) -> set[str]:
+    """Every secret a config holds (params named like passwords, DSN passwords, env values)."""
+    try:
+        root = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return set()
+    if not isinstance(root, Mapping):
+        return set()
+    found = resource.secrets_of(root)
+    try:
+        for entry in resource.parse_resource_config(root):
+            found |= resource.secrets_of(entry.params)
+    except PineappleError:
+        pass  # an unparsable resource_config holds no interpolated secret to hide
+    return found
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, PineappleError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _engine_api() -> Any:
+    return importlib.import_module("pineapple.engine")
+
+
+def _default_engine_factory() -> EngineFactory:
+    engine = getattr(_engine_api(), "Engine", None)
+    if engine is None:
+        raise BuildError("engine", "pineapple.engine.Engine is not available")
+    return cast(EngineFactory, engine)
+
+
+def default_responder() -> Responder:
+    """``pineapple.engine.respond`` (the Go server's bytes), or the server's own fallback."""
+    respond = getattr(_engine_api(), "respond", None)
+    if respond is None:
+        from ._respond import respond
+    return cast(Responder, respond)
+
+
+class Builder:
+    """Builds snapshots for one server: same settings, registry and metrics each time."""
+
+    def __init__(self, config: Config, metrics: resource.ManagerMetrics | None = None) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._serial = 0
+
+    def info(self, data: bytes) -> ConfigInfo:
+        """Version, create time and content hash of ``data`` (no parsing errors raised)."""
+        version: Any = None
+        create_time: Any = None
+        try:
+            root = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            root = None
+        if isinstance(root, dict):
+            version = root.get("_PINEAPPLE_VERSION")
+            create_time = root.get("_PINEAPPLE_CREATE_TIME")
+        return ConfigInfo(
+            path=str(self._config.path),
+            version=version,
+            create_time=create_time,
+            content_hash=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            loaded_at=time.time(),
+        )
+
+    def build(self, data: bytes, *, carry_over: resource.Manager | None = None) -> Snapshot:
+        """A started, validated snapshot of ``data``; :class:`BuildError` otherwise."""
+        secrets = secrets_in(data)
+        engine = self._engine(data, secrets)
+        try:
+            manager = self._manager(data, secrets, carry_over)
+            try:
+                self._start(manager, secrets)
+                self._deps(data, manager, secrets)
+            except BaseException:
+                manager.stop()
+                raise
+        except BaseException:
+            _close_engine(engine)
+            raise
+        self._serial += 1
+        return Snapshot(engine, manager, self.info(data), self._serial)
+
+    def check(self, data: bytes, *, fetch: bool = False) -> list[str]:
+        """Validate ``data`` like ``nginx -t``: the resource names, or :class:`BuildError`.
+
+        Builds the engine and registers the resources; fetches them only with
+        ``fetch``; validates dependencies; then tears everything down.
+        """
+        secrets = secrets_in(data)
+        engine = self._engine(data, secrets)
+        try:
+            manager = self._manager(data, secrets, None)
+            try:
+                if fetch:
+                    self._start(manager, secrets)
+                self._deps(data, manager, secrets)
+                return manager.names()
+            finally:
+                manager.stop()
+        finally:
+            _close_engine(engine)
+
+    # -- the steps ------------------------------------------------------------------
+
+    def _engine(self, data: bytes, secrets: set[str]) -> EngineLike:
+        factory = self._config.engine_factory or _default_engine_factory()
+        try:
+            return factory(data)
+        except Exception as exc:
+            raise BuildError("engine", resource.redact(_describe(exc), secrets)) from None
+
+    def _manager(
+        self, data: bytes, secrets: set[str], carry_over: resource.Manager | None
+    ) -> resource.Manager:
+        manager = resource.Manager(
+            self._config.registry, self._metrics, start_timeout=self._config.start_timeout
+        )
+        try:
+            self._config.register_hand_resources(manager)
+            manager.load_from_root_config(data, carry_over=carry_over, env=self._config.env)
+        except Exception as exc:
+            manager.stop()  # releases values adopted from carry_over
+            raise BuildError("resources", resource.redact(_describe(exc), secrets)) from None
+        return manager
+
+    def _start(self, manager: resource.Manager, secrets: set[str]) -> None:
+        try:
+            manager.start()
+        except Exception as exc:
+            raise BuildError("start", resource.redact(_describe(exc), secrets)) from None
+
+    def _deps(self, data: bytes, manager: resource.Manager, secrets: set[str]) -> None:
+        try:
+            resource.validate_resource_deps(data, manager)
+        except Exception as exc:
+            raise BuildError("deps", resource.redact(_describe(exc), secrets)) from None
+
+
+def _close_engine(engine: EngineLike) -> None:
+    try:
+        engine.close()
+    except Exception:
+        _log.exception("closing an engine that failed to build a snapshot failed")

@@ -1,0 +1,95 @@
+"""The ``serve`` and ``check`` subcommands of the ``pineapple`` CLI.
+
+``pineapple/cli.py`` registers them with :func:`add_serve_command` and
+:func:`add_check_command`; each sets ``func`` on its parser to a function
+``(args) -> exit code``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from ._build import BuildError
+from ._config import Config
+from ._run import check, run
+
+__all__ = ["add_check_command", "add_serve_command"]
+
+
+def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``pineapple serve CONFIG [--addr HOST:PORT] [--plugin MODULE]... [--workers N]``."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve a unified config over HTTP, reloading it when it changes",
+        description="Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or "
+        "POST /admin/reload; SIGTERM drains and exits 0.",
+    )
+    parser.add_argument("config", help="path of the unified config JSON")
+    parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (it registers resource/operator types); repeatable",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    parser.add_argument(
+        "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
+    )
+    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
+    parser.add_argument("--log-level", default="info")
+    parser.set_defaults(func=serve_command)
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run ``pineapple serve``."""
+    if args.workers < 1:
+        print("pineapple serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    return run(
+        Config(
+            config_path=args.config,
+            addr=args.addr,
+            plugins=tuple(args.plugin),
+            workers=args.workers,
+            max_body_bytes=args.max_body_bytes,
+            poll_seconds=args.poll_seconds,
+            watch=not args.no_watch,
+            log_level=args.log_level,
+        )
+    )
+
+
+def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``pineapple check CONFIG [--fetch] [--plugin MODULE]...``."""
+    parser = subparsers.add_parser(
+        "check",
+        help="validate a unified config like nginx -t",
+        description="Build the engine, register every resource (fetch them only with --fetch) "
+        "and validate operator -> resource dependencies. Exit 0 when valid, 1 otherwise.",
+    )
+    parser.add_argument("config", help="path of the unified config JSON")
+    parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    parser.set_defaults(func=check_command)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """Run ``pineapple check``."""
+    # Fetch failures are reported once, below; the manager's own warnings would repeat them.
+    logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
+    config = Config(config_path=args.config, plugins=tuple(args.plugin))
+    try:
+        names = check(config, fetch=args.fetch)
+    except BuildError as exc:
+        print(f"pineapple: [{exc.step}] {exc.reason}", file=sys.stderr)
+        print(f"pineapple: configuration file {args.config} test failed", file=sys.stderr)
+        return 1
+    fetched = "fetched" if args.fetch else "declared, not fetched"
+    print(f"pineapple: {len(names)} resource(s) {fetched}: {', '.join(names) or '-'}")
+    print(f"pineapple: configuration file {args.config} test is successful")
+    return 0

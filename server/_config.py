@@ -1,0 +1,145 @@
+"""``Config``: everything the server needs to know before it starts.
+
+The engine and the responder are pluggable so that the server can be built
+and tested before (or without) a particular engine: by default they are
+``pineapple.engine.Engine`` and the engine's ``/execute`` responder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from pineapple import Context, resource
+
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "Config",
+    "EngineFactory",
+    "EngineLike",
+    "HandResource",
+    "ResourcesHook",
+    "Responder",
+    "parse_addr",
+]
+
+ADMIN_TOKEN_ENV = "PINEAPPLE_ADMIN_TOKEN"
+
+
+class EngineLike(Protocol):
+    """What the server needs of an engine (``pineapple.engine.Engine`` is one)."""
+
+    @property
+    def blocking(self) -> bool:
+        """True when some operator does blocking I/O: run ``execute`` off the event loop."""
+        ...
+
+    def execute(self, ctx: Context, request: dict[str, Any]) -> dict[str, Any]:
+        """Run the main pipeline group on ``request``."""
+        ...
+
+    def close(self) -> None:
+        """Release what the operators hold. Called once, when the snapshot retires."""
+        ...
+
+
+EngineFactory = Callable[[bytes], EngineLike]
+"""Builds an engine from the config file's bytes; raises a ``PineappleError`` when invalid."""
+
+Responder = Callable[[Any, Context, bytes], tuple[int, bytes]]
+"""``/execute`` semantics: (engine, context, request body) -> (HTTP status, JSON bytes)."""
+
+
+@dataclass(frozen=True)
+class HandResource:
+    """A resource registered by code, not by the config file (kept across reloads).
+
+    Each new snapshot's Manager registers it again, so its fetcher runs once
+    per snapshot; unlike config entries it is not carried over.
+    """
+
+    name: str
+    fetcher: resource.Fetcher
+    interval: float | timedelta = 0
+    type_name: str = "hand"
+    printer: resource.Printer | None = None
+    secrets: tuple[str, ...] = ()
+
+    def register(self, manager: resource.Manager) -> None:
+        """Register this resource on ``manager``."""
+        manager.register(
+            self.name,
+            self.fetcher,
+            self.interval,
+            type_name=self.type_name,
+            printer=self.printer,
+            secrets=self.secrets,
+        )
+
+
+ResourcesHook = Callable[[resource.Manager], None] | Sequence[HandResource]
+"""``Config.resources``: a callable registering resources, or a list of ``HandResource``."""
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` (``":port"`` means all interfaces; IPv6 as ``[::1]:port``)."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"address {addr!r} is not host:port")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of one server (and of each of its worker processes).
+
+    >>> Config(config_path="configs/demo.json", addr="127.0.0.1:8080").workers
+    1
+    """
+
+    config_path: str | Path
+    addr: str = "127.0.0.1:8080"
+    resources: ResourcesHook | None = None
+    plugins: Sequence[str] = ()
+    workers: int = 1
+    max_body_bytes: int = 8 * 1024 * 1024
+    execute_threads: int = 32
+    watch: bool = True
+    debounce_seconds: float = 0.2
+    poll_seconds: float = 10.0
+    start_timeout: float = 60.0
+    drain_seconds: float = 30.0
+    admin_token: str | None = None
+    registry: resource.Registry | None = None
+    engine_factory: EngineFactory | None = None
+    responder: Responder | None = None
+    env: Mapping[str, str] | None = None
+    log_level: str = "info"
+
+    @property
+    def path(self) -> Path:
+        """The config file's path as given (not resolved: it may be a symlink)."""
+        return Path(self.config_path)
+
+    def resolved_admin_token(self) -> str | None:
+        """``admin_token`` or, when unset, env ``PINEAPPLE_ADMIN_TOKEN`` (empty: none)."""
+        token = (
+            self.admin_token if self.admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV)
+        )
+        return token or None
+
+    def register_hand_resources(self, manager: resource.Manager) -> None:
+        """Register ``resources`` (callable or ``HandResource`` list) on ``manager``."""
+        hook = self.resources
+        if hook is None:
+            return
+        if callable(hook):
+            hook(manager)
+            return
+        for spec in hook:
+            spec.register(manager)

@@ -1,0 +1,135 @@
+"""``POST /execute``: the hot path, a bare ASGI app (no Request/Response objects).
+
+Per request: read the body (413 past the limit), borrow the serving snapshot,
+run the responder inline on the event loop when the engine does no blocking
+I/O, otherwise on a bounded pool of worker threads, release the snapshot,
+send the bytes. The context handed to the engine is built once per snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ._respond import error_body
+from ._service import Service
+
+__all__ = ["ExecuteEndpoint", "ExecuteFastPath"]
+
+_log = logging.getLogger("pineapple.server")
+
+_JSON = (b"content-type", b"application/json")
+_ALLOW = (b"allow", b"POST")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+class ExecuteEndpoint:
+    """The ASGI app behind ``POST /execute``."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+        self._holder = service.holder
+        self._metrics = service.metrics
+        self._respond = service.responder
+        self._limit = service.config.max_body_bytes
+        self._threads = service.config.execute_threads
+        self._limiter: CapacityLimiter | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        if scope["method"] != "POST":
+            await _send(send, 405, error_body("use POST for /execute"), _ALLOW)
+            self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
+            return
+        try:
+            body = await self._read_body(scope, receive)
+        except _TooLarge:
+            status, out = 413, error_body(f"request body exceeds {self._limit} bytes")
+        except _Disconnected:
+            return
+        else:
+            status, out = await self._run(body)
+        await _send(send, status, out)
+        self._metrics.observe_execute(status, time.perf_counter() - started)
+
+    async def _run(self, body: bytes) -> tuple[int, bytes]:
+        snap = self._holder.acquire()
+        if snap is None:
+            return 503, error_body("no config is being served")
+        try:
+            if snap.blocking:
+                limiter = self._limiter
+                if limiter is None:
+                    limiter = self._limiter = CapacityLimiter(self._threads)
+                return await anyio.to_thread.run_sync(
+                    self._respond, snap.engine, snap.context, body, limiter=limiter
+                )
+            return self._respond(snap.engine, snap.context, body)
+        except Exception as exc:
+            _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
+            return 500, error_body(f"internal error: {type(exc).__name__}")
+        finally:
+            snap.release()
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                if value.isdigit() and int(value) > self._limit:
+                    raise _TooLarge
+                break
+        message: Message = await receive()
+        if message["type"] != "http.request":
+            raise _Disconnected
+        body: bytes = message.get("body", b"")
+        if not message.get("more_body", False):
+            if len(body) > self._limit:
+                raise _TooLarge
+            return body
+        chunks = [body]
+        size = len(body)
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._limit:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+async def _send(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
+    headers = [_JSON, (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class ExecuteFastPath:
+    """Middleware sending ``/execute`` straight to its endpoint, past routing.
+
+    Installed innermost of the user middleware, so Starlette's error
+    middleware still wraps it; the endpoint handles its own errors.
+    """
+
+    def __init__(self, app: ASGIApp, endpoint: ExecuteEndpoint) -> None:
+        self._app = app
+        self._endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/execute":
+            await self._endpoint(scope, receive, send)
+        else:
+            await self._app(scope, receive, send)

@@ -1,0 +1,201 @@
+"""Prometheus metrics of one server, in a ``CollectorRegistry`` of its own.
+
+Counters and histograms are updated where things happen (requests, reloads,
+refreshes); per-resource gauges (version, generation, age, last success) are
+read from the current snapshot's Manager at scrape time, so they always
+describe the resources that are serving.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from pineapple import resource
+
+from ._snapshot import Snapshot
+
+__all__ = ["CONTENT_TYPE", "ServerMetrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_LATENCY_BUCKETS = (
+    0.0002,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    10.0,
+)
+
+
+class ServerMetrics:
+    """The server's metrics; also the ``ManagerMetrics`` every snapshot's Manager reports to.
+
+    Thread safety: every method may be called from any thread (prometheus
+    client metrics are thread-safe; ``_last_success`` is guarded by a lock).
+    """
+
+    def __init__(self, current: Callable[[], Snapshot | None]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "pineapple_http_requests",
+            "HTTP requests answered, by route, method and status code.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "pineapple_http_request_duration_seconds",
+            "Time to answer an HTTP request, by route.",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.reloads = Counter(
+            "pineapple_config_reloads",
+            "Config reload attempts by result (ok, unchanged, error).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.reload_duration = Histogram(
+            "pineapple_config_reload_duration_seconds",
+            "Time to build, start and validate a new snapshot.",
+            registry=self.registry,
+        )
+        self.refreshes = Counter(
+            "pineapple_resource_refreshes",
+            "Resource fetch attempts by resource, type and result (swapped, not_modified, error).",
+            ["resource", "type", "result"],
+            registry=self.registry,
+        )
+        self.refresh_duration = Histogram(
+            "pineapple_resource_refresh_duration_seconds",
+            "Time of one resource fetch.",
+            ["resource"],
+            registry=self.registry,
+        )
+        self._last_success: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self.registry.register(_SnapshotCollector(current, self.last_success))
+        self._execute_latency = self.latency.labels("/execute")
+        self._execute_counts: dict[int, Counter] = {}
+
+    # -- ManagerMetrics -----------------------------------------------------------------
+
+    def observe_refresh(
+        self, name: str, type_name: str, result: resource.RefreshResult, seconds: float
+    ) -> None:
+        """One fetch of resource ``name`` ended with ``result`` after ``seconds``."""
+        self.refreshes.labels(name, type_name or "unknown", result).inc()
+        self.refresh_duration.labels(name).observe(seconds)
+        if result != "error":
+            with self._lock:
+                self._last_success[name] = time.time()
+
+    def last_success(self, name: str) -> float | None:
+        """When ``name`` was last fetched successfully by any snapshot (Unix seconds)."""
+        with self._lock:
+            return self._last_success.get(name)
+
+    # -- requests -------------------------------------------------------------------------
+
+    def observe_execute(self, status: int, seconds: float) -> None:
+        """One ``POST /execute`` answered (the hot path: label children are cached)."""
+        child = self._execute_counts.get(status)
+        if child is None:
+            child = self._execute_counts[status] = self.requests.labels("/execute", "POST", status)
+        child.inc()
+        self._execute_latency.observe(seconds)
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        """One request to any other route."""
+        self.requests.labels(route, method, status).inc()
+        self.latency.labels(route).observe(seconds)
+
+    def observe_reload(self, result: str, seconds: float | None) -> None:
+        """One reload attempt."""
+        self.reloads.labels(result).inc()
+        if seconds is not None and result != "unchanged":
+            self.reload_duration.observe(seconds)
+
+    def render(self) -> bytes:
+        """The exposition text for ``GET /metrics``."""
+        return generate_latest(self.registry)
+
+
+class _SnapshotCollector(Collector):
+    """Per-resource gauges of the serving snapshot, read at scrape time."""
+
+    def __init__(
+        self,
+        current: Callable[[], Snapshot | None],
+        last_success: Callable[[str], float | None],
+    ) -> None:
+        self._current = current
+        self._last_success = last_success
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # dynamic: not checked for duplicates at registration
+
+    def collect(self) -> Iterator[Metric]:
+        version = GaugeMetricFamily(
+            "pineapple_resource_version",
+            "Successful swaps of the resource's value (starts at 1).",
+            labels=["resource", "type"],
+        )
+        generation = GaugeMetricFamily(
+            "pineapple_resource_generation",
+            "Changes of the resource's config entry.",
+            labels=["resource", "type"],
+        )
+        age = GaugeMetricFamily(
+            "pineapple_resource_age_seconds",
+            "Seconds since the current value was loaded.",
+            labels=["resource", "type"],
+        )
+        success = GaugeMetricFamily(
+            "pineapple_resource_last_success_timestamp_seconds",
+            "When the resource was last fetched successfully (Unix seconds).",
+            labels=["resource", "type"],
+        )
+        ready = GaugeMetricFamily(
+            "pineapple_resource_ready",
+            "1 when the resource has a value to lend.",
+            labels=["resource", "type"],
+        )
+        config = GaugeMetricFamily(
+            "pineapple_config_loaded_timestamp_seconds",
+            "When the serving config was loaded, labelled by its content hash.",
+            labels=["content_hash"],
+        )
+        snap = self._current()
+        if snap is not None:
+            now = time.time()
+            config.add_metric([snap.info.content_hash[:16]], snap.info.loaded_at)
+            for st in snap.manager.status():
+                labels = [st.name, st.type or "unknown"]
+                version.add_metric(labels, st.version)
+                generation.add_metric(labels, st.generation)
+                ready.add_metric(labels, 1.0 if st.ready else 0.0)
+                if st.loaded_at is not None:
+                    age.add_metric(labels, max(0.0, now - st.loaded_at))
+                last = max(
+                    (t for t in (st.loaded_at, self._last_success(st.name)) if t is not None),
+                    default=None,
+                )
+                if last is not None:
+                    success.add_metric(labels, last)
+        yield from (version, generation, age, success, ready, config)

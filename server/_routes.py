@@ -1,0 +1,166 @@
+"""Every route but ``/execute``: health, status, admin, metrics.
+
+Each handler borrows the serving snapshot for as long as it reads from it,
+so a status read never touches a manager that is being torn down. Nothing
+here prints a secret: statuses and descriptions are redacted by the Manager,
+reload errors by the builder, and the config's content is never shown (only
+its hash).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from pineapple import resource
+
+from ._admin import admin_refusal
+from ._metrics import CONTENT_TYPE
+from ._service import Service
+
+__all__ = ["JSONResponse", "routes"]
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class JSONResponse(Response):
+    """A JSON response rendered with orjson."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _error(code: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=code)
+
+
+def routes(service: Service) -> list[Route]:
+    """The routes of ``service`` (``/execute`` is added by the app)."""
+    metrics = service.metrics
+
+    def observed(path: str, handler: Handler) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            response = await handler(request)
+            metrics.observe_request(
+                path, request.method, response.status_code, time.perf_counter() - started
+            )
+            return response
+
+        return endpoint
+
+    def admin(path: str, handler: Handler) -> Handler:
+        async def guarded(request: Request) -> Response:
+            refusal = admin_refusal(request, service.admin_token)
+            if refusal is not None:
+                headers = {"www-authenticate": "Bearer"} if refusal.status == 401 else None
+                return JSONResponse({"error": str(refusal)}, refusal.status, headers)
+            return await handler(request)
+
+        return observed(path, guarded)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        snap = service.holder.current
+        if service.draining:
+            return JSONResponse({"status": "draining"}, 503)
+        if snap is None:
+            return JSONResponse({"status": "not loaded"}, 503)
+        return JSONResponse({"status": "ready", "snapshot": snap.serial})
+
+    async def config(request: Request) -> Response:
+        snap = service.holder.current
+        reloader = service.reloader
+        body: dict[str, Any] = {
+            "config": snap.info.to_dict() if snap is not None else None,
+            "snapshot": snap.serial if snap is not None else None,
+            "in_flight": max(0, snap.refs - 1) if snap is not None else 0,
+            "reload_attempts": reloader.attempts,
+            "last_reload": reloader.last.to_dict() if reloader.last else None,
+            "last_reload_error": reloader.last_error.to_dict() if reloader.last_error else None,
+        }
+        return JSONResponse(body)
+
+    async def resources(request: Request) -> Response:
+        snap = service.holder.acquire()
+        if snap is None:
+            return _error(503, "no config is being served")
+        try:
+            statuses = [st.to_dict() for st in snap.manager.status()]
+        finally:
+            snap.release()
+        return JSONResponse({"snapshot": snap.serial, "resources": statuses})
+
+    async def resource_detail(request: Request) -> Response:
+        name = request.path_params["name"]
+        snap = service.holder.acquire()
+        if snap is None:
+            return _error(503, "no config is being served")
+        try:
+            try:
+                status = snap.manager.status_of(name)
+            except resource.UnknownResourceError:
+                return _error(404, f"unknown resource {name!r}")
+            description = await anyio.to_thread.run_sync(snap.manager.describe, name)
+        finally:
+            snap.release()
+        return JSONResponse({"status": status.to_dict(), "description": description})
+
+    async def reload(request: Request) -> Response:
+        force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
+        outcome = await anyio.to_thread.run_sync(
+            lambda: service.reloader.reload("admin", force=force)
+        )
+        return JSONResponse(outcome.to_dict(), 422 if outcome.result == "error" else 200)
+
+    async def refresh(request: Request) -> Response:
+        name = request.path_params["name"]
+        snap = service.holder.acquire()
+        if snap is None:
+            return _error(503, "no config is being served")
+        try:
+            try:
+                result = await anyio.to_thread.run_sync(snap.manager.refresh, name)
+            except resource.UnknownResourceError:
+                return _error(404, f"unknown resource {name!r}")
+            except resource.RefreshError as exc:
+                return _error(502, str(exc), resource=snap.manager.status_of(name).to_dict())
+            except resource.ManagerStateError as exc:
+                return _error(503, str(exc))
+            status = snap.manager.status_of(name).to_dict()
+        finally:
+            snap.release()
+        return JSONResponse({"result": result, "status": status})
+
+    async def metrics_endpoint(request: Request) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    return [
+        Route("/healthz", observed("/healthz", healthz), methods=["GET"]),
+        Route("/readyz", observed("/readyz", readyz), methods=["GET"]),
+        Route("/config", observed("/config", config), methods=["GET"]),
+        Route("/resources", observed("/resources", resources), methods=["GET"]),
+        Route(
+            "/resources/{name}",
+            observed("/resources/{name}", resource_detail),
+            methods=["GET"],
+        ),
+        Route("/admin/reload", admin("/admin/reload", reload), methods=["POST"]),
+        Route(
+            "/admin/resources/{name}/refresh",
+            admin("/admin/resources/{name}/refresh", refresh),
+            methods=["POST"],
+        ),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+    ]

@@ -1,0 +1,207 @@
+"""``run(Config)``: serve until SIGTERM/SIGINT; ``check``: validate like ``nginx -t``.
+
+One process: start the service (read -> Engine -> resources -> start ->
+deps), bind the port, serve. Any failure before listening returns exit code
+1 with the reason logged, and leaves nothing running. ``workers > 1``: the
+parent validates the config, binds the port once, and spawns that many
+worker processes sharing the socket, each with its own snapshot and watcher;
+SIGTERM/SIGINT/SIGHUP are forwarded to every worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+import uvicorn
+
+from ._app import create_app
+from ._build import Builder, BuildError, import_plugins, read_config_file
+from ._config import Config, parse_addr
+from ._service import BUILTIN_PLUGINS, Service
+
+__all__ = ["bind", "check", "run"]
+
+_log = logging.getLogger("pineapple.server")
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def check(config: Config, *, fetch: bool = False) -> list[str]:
+    """Validate ``config`` without serving: the resource names, or :class:`BuildError`.
+
+    Reads the file, builds the Engine, registers every resource (fetching
+    only with ``fetch``) and validates operator -> resource dependencies.
+    """
+    import_plugins((*BUILTIN_PLUGINS, *config.plugins))
+    data = read_config_file(config.path)
+    return Builder(config).check(data, fetch=fetch)
+
+
+def bind(addr: str) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free port)."""
+    host, port = parse_addr(addr)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(config: Config) -> int:
+    """Serve ``config`` until SIGTERM/SIGINT; the process exit code (0: clean shutdown)."""
+    _configure_logging(config.log_level)
+    if config.workers > 1:
+        return _run_workers(config)
+    try:
+        sock = bind(config.addr)
+    except (OSError, ValueError) as exc:
+        _log.error("cannot listen on %s: %s", config.addr, exc)
+        return 1
+    with sock:
+        return _serve(config, sock)
+
+
+def _serve(config: Config, sock: socket.socket) -> int:
+    service = Service(config)
+    try:
+        service.start()
+    except BuildError as exc:
+        _log.error("not serving %s: %s", config.path, exc)
+        return 1
+    host, port = sock.getsockname()[:2]
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    _log.info("listening on %s", url)
+    _log.info('try: curl -s -X POST %s/execute -d \'{"common": {}, "items": []}\'', url)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(service),
+            lifespan="on",
+            access_log=False,
+            log_config=None,
+            log_level=config.log_level,
+            timeout_graceful_shutdown=int(config.drain_seconds),
+        )
+    )
+    previous = _install_signal_handlers(service)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        service.stop()  # idempotent: a no-op after the lifespan's shutdown
+        _restore(previous)
+    return 0 if server.started else 1
+
+
+def _install_signal_handlers(service: Service) -> dict[int, object]:
+    """SIGHUP reloads; SIGTERM/SIGINT get a no-op so uvicorn's re-raise exits with 0."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def on_hup(signum: int, frame: FrameType | None) -> None:
+        threading.Thread(
+            target=service.reloader.reload, args=("signal",), name="pineapple-sighup"
+        ).start()
+
+    def after_shutdown(signum: int, frame: FrameType | None) -> None:
+        _log.info("shut down after %s", signal.Signals(signum).name)
+
+    previous: dict[int, object] = {}
+    for signum, handler in (
+        (signal.SIGHUP, on_hup),
+        (signal.SIGTERM, after_shutdown),
+        (signal.SIGINT, after_shutdown),
+    ):
+        previous[signum] = signal.signal(signum, handler)
+    return previous
+
+
+def _restore(previous: dict[int, object]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+# -- several worker processes ------------------------------------------------------------
+
+
+def _worker_main(config: Config, sock: socket.socket) -> None:
+    _configure_logging(config.log_level)
+    sys.exit(_serve(config, sock))
+
+
+def _run_workers(config: Config) -> int:
+    try:
+        names = check(config)
+    except BuildError as exc:
+        _log.error("not serving %s: %s", config.path, exc)
+        return 1
+    try:
+        sock = bind(config.addr)
+    except (OSError, ValueError) as exc:
+        _log.error("cannot listen on %s: %s", config.addr, exc)
+        return 1
+    _log.info("config ok (%d resources); starting %d workers", len(names), config.workers)
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_worker_main, args=(config, sock), name=f"pineapple-worker-{i}")
+        for i in range(config.workers)
+    ]
+    stopping = threading.Event()
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if signum != signal.SIGHUP:
+            stopping.set()
+        for proc in workers:
+            if proc.pid is not None and proc.exitcode is None:
+                os.kill(proc.pid, signum)
+
+    previous = {
+        s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    }
+    try:
+        for proc in workers:
+            proc.start()
+        return _supervise(workers, stopping)
+    finally:
+        _restore(previous)  # type: ignore[arg-type]
+        sock.close()
+
+
+def _supervise(
+    workers: Sequence[multiprocessing.process.BaseProcess], stopping: threading.Event
+) -> int:
+    failed = False
+    alive = list(workers)
+    while alive:
+        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=0.5)
+        for proc in [p for p in alive if p.exitcode is not None]:
+            alive.remove(proc)
+            if proc.exitcode != 0:
+                failed = True
+                _log.error("%s exited with %s", proc.name, proc.exitcode)
+            if not stopping.is_set():
+                # A worker left on its own: stop the rest rather than serve at partial capacity.
+                stopping.set()
+                failed = True
+                for other in alive:
+                    other.terminate()
+    return 1 if failed else 0

@@ -1,0 +1,106 @@
+"""The config watcher: file events on the config's directory, plus a slow poll.
+
+Watching the *directory* (not the file) is what makes every way of replacing
+a file visible: an in-place write modifies the file; an editor's rename-save
+creates it anew (the old inode that a file watch would follow is gone); a
+Kubernetes ConfigMap update swaps the ``..data`` symlink, and the config file
+(itself a symlink through ``..data``) never changes at all. Events are
+grouped (debounced) by watchfiles; the reloader's content hash turns the
+spurious ones into no-ops. When no event arrives for ``poll_seconds`` the
+watcher asks for a reload anyway, as a backstop for missed events (network
+file systems, a symlink whose target lives elsewhere).
+
+Guarantees:
+- The OS watch is installed in :meth:`ConfigWatcher.start`, before it
+  returns: a change made after ``start()`` is seen.
+- ``on_change`` runs on the watcher's thread, one call at a time; an
+  exception from it is logged and the watcher keeps going.
+- :meth:`stop` returns after the thread has exited (within about one step).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from watchfiles._rust_notify import RustNotify
+
+from ._reloader import Trigger
+
+__all__ = ["ConfigWatcher"]
+
+_log = logging.getLogger("pineapple.server")
+
+_STEP_MS = 50
+
+
+class ConfigWatcher:
+    """Calls ``on_change("watch")`` on relevant events and ``on_change("poll")`` when idle."""
+
+    def __init__(
+        self,
+        path: Path,
+        on_change: Callable[[Trigger], object],
+        *,
+        debounce_seconds: float = 0.2,
+        poll_seconds: float = 10.0,
+    ) -> None:
+        self._path = Path(os.path.abspath(path))
+        self._dir = self._path.parent
+        self._on_change = on_change
+        self._debounce_ms = max(_STEP_MS, int(debounce_seconds * 1000))
+        self._poll_ms = max(1, int(poll_seconds * 1000))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._notify: RustNotify | None = None
+
+    def start(self) -> None:
+        """Install the watch on the config's directory and start the thread."""
+        self._notify = RustNotify([str(self._dir)], False, False, 300, False, True)
+        self._thread = threading.Thread(target=self._run, name="pineapple-watcher", daemon=True)
+        self._thread.start()
+        _log.info("watching %s for changes to %s", self._dir, self._path.name)
+
+    def stop(self) -> None:
+        """Stop watching; returns once the thread has exited."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._notify is not None:
+            self._notify.close()
+            self._notify = None
+
+    def _relevant(self, changed: str) -> bool:
+        name = os.path.basename(changed)
+        if name == self._path.name or name.startswith(".."):
+            return True  # the file itself, or a ConfigMap's ..data / ..<timestamp> entries
+        target = os.path.realpath(self._path)
+        return os.path.dirname(target) == str(self._dir) and name == os.path.basename(target)
+
+    def _run(self) -> None:
+        notify = self._notify
+        assert notify is not None
+        while not self._stop.is_set():
+            try:
+                got = notify.watch(self._debounce_ms, _STEP_MS, self._poll_ms, self._stop)
+            except Exception:
+                _log.exception("watching %s failed; relying on the poll", self._dir)
+                if self._stop.wait(self._poll_ms / 1000):
+                    return
+                got = "timeout"
+            if got == "stop":
+                return
+            if got == "timeout":
+                self._call("poll")
+            elif isinstance(got, set) and any(self._relevant(p) for _, p in got):
+                self._call("watch")
+
+    def _call(self, trigger: Trigger) -> None:
+        try:
+            self._on_change(trigger)
+        except Exception:
+            _log.exception("config reload after a %s event failed", trigger)

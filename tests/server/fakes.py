@@ -1,0 +1,217 @@
+"""Test doubles for the server tests: a stand-in engine and counting resource types.
+
+``FakeEngine`` is NOT the Pine engine. It runs the small subset of the unified
+config that these tests use (``recall_static``, ``recall_resource`` and a
+test-only ``test_gate`` operator, stages of ``pipeline_group.main``,
+``flow_contract`` projection) so that the server can be tested while the real
+engine is being written. The configs these tests write are valid unified
+configs, so the same tests run against the real engine once it lands.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from pineapple import Context, ParamSpec, ValidationError, resource
+from pineapple._errors import ConfigError, ExecutionError, RegistryError
+
+
+class Gate:
+    """Blocks a request inside an operator: ``entered`` is set on arrival, waits for ``go``."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def pass_through(self, timeout: float = 10.0) -> None:
+        self.entered.set()
+        if not self.go.wait(timeout):
+            raise ExecutionError("test gate was never opened")
+
+
+GATES: dict[str, Gate] = {}
+
+
+class FakeEngine:
+    """A stand-in engine (test double): see the module docstring."""
+
+    def __init__(self, config: bytes | str | Mapping[str, Any]) -> None:
+        root = resource.read_root_config(config)
+        try:
+            operators = root["pipeline_config"]["operators"]
+            stages = root["pipeline_group"]["main"]["pipeline"]
+        except (KeyError, TypeError):
+            raise ConfigError(
+                "fake engine: pipeline_config.operators and main group needed"
+            ) from None
+        self.contract = root.get("flow_contract", {})
+        self.ops: list[tuple[str, dict[str, Any]]] = []
+        for stage in stages:
+            op = operators.get(stage)
+            if op is None:
+                raise ConfigError(f"pipeline references undefined operator {stage!r}")
+            kind = op.get("type_name")
+            if kind not in ("recall_static", "recall_resource", "test_gate"):
+                raise RegistryError(f"operator {stage!r}: unknown operator type {kind!r}")
+            self.ops.append((kind, op))
+        self.blocking = any(kind == "test_gate" for kind, _ in self.ops)
+
+    def execute(self, ctx: Context, request: dict[str, Any]) -> dict[str, Any]:
+        common = request.get("common") or {}
+        for field in self.contract.get("common_input", []):
+            if field not in common:
+                raise ValidationError(f"flow contract: common input {field!r} is missing")
+        items: list[dict[str, Any]] = list(request.get("items") or [])
+        for kind, op in self.ops:
+            if kind == "recall_static":
+                items.extend(dict(i) for i in op.get("items", []))
+            elif kind == "recall_resource":
+                provider = resource.from_context(ctx)
+                handle = provider.get(op["resource_name"]) if provider is not None else None
+                if handle is None:
+                    continue
+                with handle as value:
+                    items.extend(dict(i) for i in value)
+            else:
+                GATES[op["gate"]].pass_through()
+        fields = self.contract.get("item_output")
+        if fields is not None:
+            items = [{k: i[k] for k in fields if k in i} for i in items]
+        return {"common": {}, "items": items}
+
+    def close(self) -> None:
+        pass
+
+
+class TrackedList(list[Any]):
+    """A resource value (a list of items) that counts its closes."""
+
+    def __init__(self, items: list[Any], tracker: Tracker, name: str) -> None:
+        super().__init__(items)
+        self.tracker = tracker
+        self.name = name
+        self.closes = 0
+
+    def close(self) -> None:
+        self.closes += 1
+        self.tracker.closed(self)
+
+
+class Tracker:
+    """Counts fetches and closes per resource name; can gate a fetch."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fetches: Counter[str] = Counter()
+        self.closed_values: list[TrackedList] = []
+        self.fetch_gates: dict[str, Gate] = {}
+
+    def fetched(self, name: str) -> None:
+        with self.lock:
+            self.fetches[name] += 1
+        gate = self.fetch_gates.get(name)
+        if gate is not None:
+            gate.pass_through()
+
+    def closed(self, value: TrackedList) -> None:
+        with self.lock:
+            self.closed_values.append(value)
+
+
+def tracked_registry(tracker: Tracker) -> resource.Registry:
+    """An isolated registry with ``test_items`` (a list of items; ``fail`` makes it fail)."""
+    registry = resource.Registry()
+
+    def factory(params: dict[str, Any]) -> resource.Fetcher:
+        name = params["label"]
+
+        def fetch() -> TrackedList:
+            tracker.fetched(name)
+            if params["fail"]:
+                raise RuntimeError(f"cannot reach {params['dsn']}")
+            return TrackedList(params["items"] or [], tracker, name)
+
+        return fetch
+
+    registry.register(
+        resource.ResourceSchema(
+            name="test_items",
+            description="A list of items, for server tests.",
+            default_interval=-1,
+            params={
+                "label": ParamSpec(type="string", required=True),
+                "items": ParamSpec(type="list"),
+                "password": ParamSpec(type="string"),
+                "fail": ParamSpec(type="bool", default=False),
+                "dsn": ParamSpec(type="string", default="mysql://app:hunter2@db/x"),
+            },
+        ),
+        factory,
+    )
+    return registry
+
+
+def unified_config(
+    tag: str,
+    *,
+    resources: Mapping[str, Mapping[str, Any]] | None = None,
+    recall_from: str | None = None,
+    gate: str | None = None,
+    extra_ops: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A valid unified config whose static recall yields one item tagged ``tag``."""
+    meta = {"common_input": [], "common_output": [], "item_input": [], "item_output": ["id", "tag"]}
+    operators: dict[str, Any] = {
+        "static": {
+            "type_name": "recall_static",
+            "items": [{"id": "static", "tag": tag}],
+            "$metadata": meta,
+        }
+    }
+    stages = ["static"]
+    if recall_from is not None:
+        operators["from_resource"] = {
+            "type_name": "recall_resource",
+            "resource_name": recall_from,
+            "$metadata": meta,
+        }
+        stages.append("from_resource")
+    if gate is not None:
+        operators["gate"] = {"type_name": "test_gate", "gate": gate}
+        stages.append("gate")
+    for name, op in (extra_ops or {}).items():
+        operators[name] = op
+        stages.append(name)
+    root: dict[str, Any] = {
+        "_PINEAPPLE_VERSION": 1,
+        "_PINEAPPLE_CREATE_TIME": f"2026-01-01T00:00:00Z/{tag}",
+        "pipeline_config": {"operators": operators},
+        "pipeline_group": {"main": {"pipeline": stages}},
+        "flow_contract": {
+            "common_input": [],
+            "item_input": [],
+            "common_output": [],
+            "item_output": ["id", "tag"],
+        },
+    }
+    if resources is not None:
+        root["resource_config"] = {name: dict(entry) for name, entry in resources.items()}
+    return root
+
+
+def items_resource(label: str, tag: str, **params: Any) -> dict[str, Any]:
+    """A ``test_items`` entry yielding one item ``{"id": label, "tag": tag}``."""
+    return {
+        "type": "test_items",
+        "interval": -1,
+        "params": {"label": label, "items": [{"id": label, "tag": tag}], **params},
+    }
+
+
+def dump(config: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(config, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)

@@ -1,0 +1,73 @@
+"""``pineapple check`` (like ``nginx -t``) and ``pineapple serve`` start-up failures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .fakes import dump, items_resource, unified_config
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = "tests.server.standin_plugin"
+
+
+def pineapple(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys; from pineapple.cli import main; sys.exit(main())"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def test_check_accepts_a_valid_config_without_fetching(tmp_path: Path) -> None:
+    path = tmp_path / "ok.json"
+    # A resource that would fail to fetch: check does not fetch it without --fetch.
+    failing = items_resource("feed", "v1", fail=True)
+    path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
+    result = pineapple("check", str(path), "--plugin", PLUGIN)
+    assert result.returncode == 0, result.stderr
+    assert "test is successful" in result.stdout
+    assert "feed" in result.stdout
+
+
+def test_check_fetch_reports_a_failing_resource(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    failing = items_resource("feed", "v1", fail=True)
+    path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
+    result = pineapple("check", str(path), "--fetch", "--plugin", PLUGIN)
+    assert result.returncode == 1
+    assert "[start]" in result.stderr and "'feed'" in result.stderr
+    assert "test failed" in result.stderr
+    assert "hunter2" not in result.stderr + result.stdout
+
+
+def test_check_reports_a_missing_dependency(tmp_path: Path) -> None:
+    path = tmp_path / "deps.json"
+    path.write_bytes(dump(unified_config("v1", recall_from="nowhere")))
+    result = pineapple("check", str(path), "--plugin", PLUGIN)
+    assert result.returncode == 1
+    assert "[deps]" in result.stderr and "nowhere" in result.stderr
+
+
+def test_check_reports_an_unreadable_file(tmp_path: Path) -> None:
+    result = pineapple("check", str(tmp_path / "missing.json"), "--plugin", PLUGIN)
+    assert result.returncode == 1
+    assert "[read]" in result.stderr
+
+
+def test_serve_exits_non_zero_when_the_first_load_fails(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    failing = items_resource("feed", "v1", fail=True)
+    path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
+    result = pineapple("serve", str(path), "--addr", "127.0.0.1:0", "--plugin", PLUGIN)
+    assert result.returncode == 1
+    assert "not serving" in result.stderr and "feed" in result.stderr
+    assert "listening" not in result.stderr
+    assert "hunter2" not in result.stderr
