@@ -11,7 +11,7 @@
     config = compile_flow(flow)      # dict; flow.compile() gives the JSON text
 
 Layers: ``_errors`` < ``_resource``, ``_recorder`` < ``generated`` (written by
-``python -m codegen``) < ``_flow`` < ``_validate``, ``_compile``.
+``python -m codegen``) < ``_flow`` < ``_validate``, ``_compile``, ``_load``.
 """
 
 from ._compile import compile_flow as compile_flow
@@ -21,6 +21,8 @@ from ._errors import ValidationError as ValidationError
 from ._flow import Flow as Flow
 from ._flow import ResourceDecl as ResourceDecl
 from ._flow import SubFlow as SubFlow
+from ._load import FlowLoadError as FlowLoadError
+from ._load import load_flow as load_flow
 from ._recorder import METADATA_KEYWORDS as METADATA_KEYWORDS
 from ._recorder import OperatorCall as OperatorCall
 from ._resource import BaseResource as BaseResource
@@ -29,6 +31,7 @@ __all__ = [
     "METADATA_KEYWORDS",
     "BaseResource",
     "Flow",
+    "FlowLoadError",
     "OperatorCall",
     "ResourceDecl",
     "SubFlow",
@@ -36,4 +39,5 @@ __all__ = [
     "compile_flow",
     "compile_json",
     "dumps",
+    "load_flow",
 ]
