@@ -3,4 +3,92 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from datetime import timedelta
+from typing import Any
+
+from dsl._resource import BaseResource
+from pineapple import ParamSpec
+
+__all__ = ["RedisConnectionResource", "StaticResource"]
+
+
+class RedisConnectionResource(BaseResource):
+    """A shared redis.Redis client owning a bounded connection pool; borrowed by the Redis
+    operators through resource_name, closed after its last borrow. Pinged on every load, so
+    a wrong address fails start.
+
+    Args:
+        addr: Server address, host:port. (string, required)
+        password: Password (AUTH); secret. (string, default '')
+        db: Database number. (int, default 0)
+        pool_size: Maximum connections in the pool; 0: 50. (int, default 0)
+        dial_timeout_ms: TCP connect timeout in ms. (int, default 2000)
+        read_timeout_ms: Per-command socket timeout in ms (max of read and write is used).
+            (int, default 2000)
+        write_timeout_ms: Per-command socket timeout in ms (max of read and write is used).
+            (int, default 2000)
+        pool_timeout_ms: How long a borrower waits for a free pooled connection, in ms.
+            (int, default 2000)
+        metrics_name: Accepted for config compatibility with the other engines; unused.
+            (string, default '')
+        interval: seconds (or a timedelta) between refreshes; None: the type's default
+            (never refreshed); 0: the manager default; -1: never.
+    """
+
+    _name = "redis_connection"
+    _default_interval = -1
+    _params_schema = {
+        "addr": ParamSpec(type="string", required=True),
+        "password": ParamSpec(type="string", default=""),
+        "db": ParamSpec(type="int", default=0),
+        "pool_size": ParamSpec(type="int", default=0),
+        "dial_timeout_ms": ParamSpec(type="int", default=2000),
+        "read_timeout_ms": ParamSpec(type="int", default=2000),
+        "write_timeout_ms": ParamSpec(type="int", default=2000),
+        "pool_timeout_ms": ParamSpec(type="int", default=2000),
+        "metrics_name": ParamSpec(type="string", default=""),
+    }
+
+    def __init__(
+        self,
+        *,
+        addr: str,
+        password: str = "",
+        db: int = 0,
+        pool_size: int = 0,
+        dial_timeout_ms: int = 2000,
+        read_timeout_ms: int = 2000,
+        write_timeout_ms: int = 2000,
+        pool_timeout_ms: int = 2000,
+        metrics_name: str = "",
+        interval: float | timedelta | None = None,
+    ) -> None:
+        super().__init__(
+            interval=interval,
+            addr=addr,
+            password=password,
+            db=db,
+            pool_size=pool_size,
+            dial_timeout_ms=dial_timeout_ms,
+            read_timeout_ms=read_timeout_ms,
+            write_timeout_ms=write_timeout_ms,
+            pool_timeout_ms=pool_timeout_ms,
+            metrics_name=metrics_name,
+        )
+
+
+class StaticResource(BaseResource):
+    """A constant value from the config (any JSON), served as given; never refreshed.
+
+    Args:
+        value: The value to serve (any JSON value). (any, required)
+        interval: seconds (or a timedelta) between refreshes; None: the type's default
+            (never refreshed); 0: the manager default; -1: never.
+    """
+
+    _name = "static"
+    _default_interval = -1
+    _params_schema = {"value": ParamSpec(type="any", required=True)}
+
+    def __init__(self, *, value: Any, interval: float | timedelta | None = None) -> None:
+        super().__init__(interval=interval, value=value)
