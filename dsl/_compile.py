@@ -67,13 +67,13 @@ class _Tree:
 def _walk(
     node: Flow | SubFlow, path: str, inherited: tuple[str, ...], tree: _Tree, seen: set[int]
 ) -> None:
-    if id(node) in seen:
-        raise ValidationError(f"sub-flow {node.name!r} is placed more than once")
     seen.add(id(node))
     entries: list[str | int] = []
     tree.pipelines[path] = entries
     for child in node.children:
         if isinstance(child, SubFlowEntry):
+            if id(child.flow) in seen:
+                raise ValidationError(f"sub-flow {child.flow.name!r} is placed more than once")
             sub_path = f"{path}/{child.flow.name}" if path else child.flow.name
             if sub_path in tree.pipelines:
                 raise ValidationError(f"sub-flow path {sub_path!r} is used twice")
