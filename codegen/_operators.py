@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from pineapple.engine import OperatorSchema
 
 from ._names import method_name
 from ._params import Param, param_of
-from ._source import Group, Node, docstring, render
+from ._source import Group, Node, docstring, render, string
 
 __all__ = ["FLOW_NAMES", "METADATA_ARGS", "render_operators"]
 
@@ -70,8 +69,8 @@ def _method(schema: OperatorSchema) -> str:
 
 
 def _call(type_name: str, params: Sequence[Param]) -> Group:
-    values = Group("{", [(f"{json.dumps(p.key)}: ", p.arg) for p in params], "}")
-    items: list[tuple[str, Node]] = [("", json.dumps(type_name)), ("", values)]
+    values = Group("{", [(f"{string(p.key)}: ", p.arg) for p in params], "}")
+    items: list[tuple[str, Node]] = [("", string(type_name)), ("", values)]
     items += [(f"{name}=", name) for name, _, _ in METADATA_ARGS]
     return Group("self._add_operator(", items, ")")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from pineapple.resource import ResourceSchema
@@ -10,7 +9,7 @@ from pineapple.resource import ResourceSchema
 from ._errors import CodegenError
 from ._names import camel_name
 from ._params import Param, param_of, spec_node
-from ._source import Group, Node, docstring, render
+from ._source import Group, Node, docstring, render, string
 
 __all__ = ["render_resources"]
 
@@ -65,7 +64,7 @@ def _class(schema: ResourceSchema, class_name: str) -> tuple[str, set[str]]:
 
 
 def _str(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    return string(text)
 
 
 def _super_call(params: Sequence[Param]) -> Group:

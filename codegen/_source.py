@@ -8,12 +8,11 @@ trailing comma (which ruff keeps as it is: the "magic trailing comma").
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
 from dataclasses import dataclass, field
 
-__all__ = ["LINE_WIDTH", "Group", "Node", "docstring", "literal", "render"]
+__all__ = ["LINE_WIDTH", "Group", "Node", "docstring", "literal", "render", "string"]
 
 LINE_WIDTH = 100
 _INDENT = "    "
@@ -70,15 +69,37 @@ def literal(value: object) -> Node:
             raise ValueError(f"cannot write the non-finite float {value!r} as a literal")
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return string(value)
     if isinstance(value, list | tuple):
         return Group("[", [("", literal(v)) for v in value], "]")
     if isinstance(value, dict):
         items: list[tuple[str, Node]] = []
         for key, item in value.items():
-            items.append((f"{json.dumps(str(key), ensure_ascii=False)}: ", literal(item)))
+            items.append((f"{string(str(key))}: ", literal(item)))
         return Group("{", items, "}")
     raise ValueError(f"cannot write a {type(value).__name__} as a literal")
+
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def string(text: str) -> str:
+    """``text`` as a string literal, quoted as ruff quotes it.
+
+    Double quotes, unless the text holds more double than single quotes.
+    """
+    quote = "'" if text.count('"') > text.count("'") else '"'
+    out = []
+    for ch in text:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch == quote:
+            out.append("\\" + ch)
+        elif not ch.isprintable():
+            out.append(repr(ch)[1:-1])
+        else:
+            out.append(ch)
+    return quote + "".join(out) + quote
 
 
 def _escape(text: str) -> str:
