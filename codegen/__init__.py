@@ -18,6 +18,7 @@ from ._files import render_all as render_all
 from ._files import stale_files as stale_files
 from ._files import write_files as write_files
 from ._main import add_arguments as add_arguments
+from ._main import add_codegen_command as add_codegen_command
 from ._main import main as main
 from ._main import run as run
 from ._operators import FLOW_NAMES as FLOW_NAMES
@@ -30,6 +31,7 @@ __all__ = [
     "METADATA_ARGS",
     "CodegenError",
     "add_arguments",
+    "add_codegen_command",
     "default_target",
     "main",
     "render_all",

@@ -9,7 +9,7 @@ from pathlib import Path
 from ._errors import CodegenError
 from ._files import default_target, render_all, stale_files, write_files
 
-__all__ = ["add_arguments", "main", "run"]
+__all__ = ["add_arguments", "add_codegen_command", "main", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +43,18 @@ def run(check: bool = False, out: Path | None = None) -> int:
     for name in write_files(target, files):
         print(f"codegen: wrote {target / name}")
     return 0
+
+
+def add_codegen_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``codegen`` on the ``pineapple`` parser."""
+    parser = subparsers.add_parser(
+        "codegen",
+        help="write the typed DSL classes from the registries",
+        description="Write dsl/generated/resources.py and operators.py from the resource "
+        "and operator registries (built-ins and entry-point plugins).",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=lambda args: run(check=args.check, out=args.out))
 
 
 def main(argv: list[str] | None = None) -> int:
