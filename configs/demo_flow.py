@@ -17,8 +17,11 @@ flow = Flow(
     item_output=["item_id", "category", "ctr"],
 )
 
-flow.resource("candidates", JsonFileResource(path="configs/data/candidates.json", interval=60))
-flow.resource("item_ctr", JsonFileResource(path="configs/data/item_ctr.json", interval=60))
+# json_file reloads a file when its mtime or size changes (checked every 60 s by default).
+flow.resource("candidates", JsonFileResource(path="configs/data/candidates.json", format="list"))
+flow.resource(
+    "item_ctr", JsonFileResource(path="configs/data/item_ctr.json", format="mapping", interval=30)
+)
 
 flow.recall_resource(
     name="recall_candidates",

@@ -26,6 +26,7 @@ flow.resource(
         mysql_dsn="${FEED_MYSQL_DSN}",
         table="feed_items",
         index_columns=["category"],
+        order_columns=["score"],
         interval=300,
     ),
 )
