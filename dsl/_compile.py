@@ -21,7 +21,7 @@ from pineapple.resource import Registry, default_registry
 from ._errors import ValidationError
 from ._flow import Flow, SubFlow, SubFlowEntry
 from ._recorder import OperatorCall
-from ._validate import check_flow
+from ._validate import TEMPLATE_MARKER, check_flow
 
 __all__ = ["CompiledOperator", "compile_flow", "compile_json", "dumps", "flatten"]
 
@@ -138,19 +138,32 @@ def flatten(flow: Flow) -> tuple[list[CompiledOperator], dict[str, list[str]]]:
     return tree.operators, pipelines
 
 
+def template_fields(params: Mapping[str, Any]) -> list[str]:
+    """The common fields named by ``{{field}}`` markers in string params, in order."""
+    found: list[str] = []
+    for value in params.values():
+        if isinstance(value, str):
+            found += [f for f in TEMPLATE_MARKER.findall(value) if f not in found]
+    return found
+
+
 def _operator_entry(op: CompiledOperator) -> dict[str, Any]:
     call = op.call
-    common_input = list(call.common_input)
-    common_input += [f for f in op.skip if f not in common_input]
-    entry: dict[str, Any] = {
-        "type_name": call.type_name,
-        "$metadata": {
-            "common_input": common_input,
-            "common_output": list(call.common_output),
-            "item_input": list(call.item_input),
-            "item_output": list(call.item_output),
-        },
+    metadata: dict[str, Any] = {
+        "common_input": list(call.common_input),
+        "common_output": list(call.common_output),
+        "item_input": list(call.item_input),
+        "item_output": list(call.item_output),
     }
+    # Fields the engine must order before this operator but that the operator
+    # itself does not read: skip guards and {{field}} template sources.
+    skip_reads = [f for f in op.skip if f not in call.common_input]
+    if skip_reads:
+        metadata["common_input_skip"] = skip_reads
+    template_reads = [f for f in template_fields(call.params) if f not in call.common_input]
+    if template_reads:
+        metadata["common_input_template"] = template_reads
+    entry: dict[str, Any] = {"type_name": call.type_name, "$metadata": metadata}
     if call.sources is not None:
         entry["sources"] = list(call.sources)
     if op.skip:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,11 @@ if TYPE_CHECKING:
     from ._compile import CompiledOperator
     from ._flow import Flow
 
-__all__ = ["check_flow"]
+__all__ = ["TEMPLATE_MARKER", "check_flow"]
+
+TEMPLATE_MARKER = re.compile(r"\{\{(\w+)\}\}")
+"""A ``{{field}}`` marker: the param takes the request's common field per request."""
+_BARE_MARKER = re.compile(r"^\{\{(\w+)\}\}$")
 
 
 def _resource_names(value: Any) -> Iterator[str]:
@@ -37,7 +42,20 @@ def _deferred(spec: ParamSpec, value: Any) -> bool:
     """A value resolved later: a ``{{field}}`` template or a ``${VAR}`` reference."""
     if not isinstance(value, str) or spec.type in ("string", "any"):
         return False
-    return (spec.templatable and "{{" in value) or "${" in value
+    return (spec.templatable and _BARE_MARKER.match(value) is not None) or "${" in value
+
+
+def _check_templates(
+    what: str, specs: Mapping[str, ParamSpec], params: Mapping[str, Any]
+) -> Iterator[str]:
+    for key, value in params.items():
+        spec = specs.get(key)
+        if spec is None or not isinstance(value, str) or not TEMPLATE_MARKER.search(value):
+            continue
+        if not spec.templatable:
+            yield f"{what}: parameter {key!r} is not templatable, so it cannot take {value!r}"
+        elif not _BARE_MARKER.match(value):
+            yield f"{what}: parameter {key!r} must be a bare {{{{field}}}} marker, got {value!r}"
 
 
 def _check_params(
@@ -78,12 +96,10 @@ def _check_operators(
             problem = _check_params(what, schema.params, op.call.params)
             if problem:
                 yield problem
+            yield from _check_templates(what, schema.params, op.call.params)
         for key in sorted(reserved.intersection(op.call.params)):
             yield f"{what}: {key!r} is a reserved key, not a parameter"
         yield from _check_json(what, op.call.params)
-        for f in op.skip:
-            if not f.startswith("_"):
-                yield f"{what}: skip field {f!r} must start with '_'"
 
 
 def _check_sources(compiled: list[CompiledOperator]) -> Iterator[str]:

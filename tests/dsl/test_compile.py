@@ -160,6 +160,34 @@ def test_templated_value_passes_for_a_templatable_param(compile_isolated: Compil
     assert compile_isolated(flow)["pipeline_config"]["operators"]["cut"]["top_n"] == "{{limit}}"
 
 
+def test_template_fields_are_ordered_reads(compile_isolated: Compile) -> None:
+    flow = Flow("f", common_input=["limit", "other"])
+    flow.add_operator("filter_truncate", {"top_n": "{{limit}}"}, name="cut")
+    flow.add_operator(
+        "filter_truncate", {"top_n": "{{other}}"}, name="cut2", common_input=["other"]
+    )
+    ops = compile_isolated(flow)["pipeline_config"]["operators"]
+    assert ops["cut"]["$metadata"]["common_input"] == []
+    assert ops["cut"]["$metadata"]["common_input_template"] == ["limit"]
+    assert "common_input_template" not in ops["cut2"]["$metadata"]
+
+
+@pytest.mark.parametrize(
+    ("op", "params", "expected"),
+    [
+        ("reorder_sort", {"order": "{{order}}"}, "'order' is not templatable"),
+        ("filter_truncate", {"top_n": "top {{n}}"}, "'top_n' must be a bare {{field}} marker"),
+    ],
+)
+def test_templates_only_where_the_schema_allows(
+    compile_isolated: Compile, op: str, params: dict[str, Any], expected: str
+) -> None:
+    flow = Flow("f")
+    flow.add_operator(op, params, name="x")
+    with pytest.raises(ValidationError, match=re.escape(expected)):
+        compile_isolated(flow)
+
+
 def test_resource_params_are_checked_and_env_references_allowed(compile_isolated: Compile) -> None:
     flow = recall_flow()
     flow.resource("t", TableFile(path="${DATA_PATH}", port="${PORT}"))
@@ -314,10 +342,14 @@ def test_skip_when_guards_operators_and_sub_flows(compile_isolated: Compile) -> 
     ops = compile_isolated(flow)["pipeline_config"]["operators"]
     assert "skip" not in ops["before"] and "skip" not in ops["after"]
     assert ops["guarded"]["skip"] == ["_not_vip"]
-    assert ops["guarded"]["$metadata"]["common_input"] == ["level", "_not_vip"]
+    # skip guards are ordered before the operator but not handed to it
+    assert ops["guarded"]["$metadata"]["common_input"] == ["level"]
+    assert ops["guarded"]["$metadata"]["common_input_skip"] == ["_not_vip"]
+    assert "common_input_skip" not in ops["before"]["$metadata"]
     assert ops["vip_sort"]["skip"] == ["_not_vip"]
     assert ops["inner_cut"]["skip"] == ["_not_vip", "_inner"]
-    assert ops["inner_cut"]["$metadata"]["common_input"] == ["_not_vip", "_inner"]
+    assert ops["inner_cut"]["$metadata"]["common_input"] == []
+    assert ops["inner_cut"]["$metadata"]["common_input_skip"] == ["_not_vip", "_inner"]
 
 
 def test_defaults_are_written_when_given(compile_isolated: Compile) -> None:

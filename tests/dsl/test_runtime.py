@@ -72,3 +72,29 @@ def test_compiled_flow_loads_in_engine_and_manager_and_serves() -> None:
     finally:
         engine.close()
         manager.stop()
+
+
+def test_skip_sub_flow_and_template_run_in_the_engine() -> None:
+    from dsl import SubFlow
+
+    engine_class = _engine_class()
+    flow = Flow("guards", common_input=["_no_sort", "limit"], item_output=["id", "score"])
+    flow.resource("hot", StaticResource(value=ITEMS))
+    flow.add_operator("recall_resource", {"resource_name": "hot"}, item_output=["id", "score"])
+    with flow.skip_when("_no_sort"):
+        flow.add_operator("reorder_sort", {"order": "desc"}, item_input=["score"])
+    flow.add_subflow(SubFlow("tail").add_operator("filter_truncate", {"top_n": "{{limit}}"}))
+    config = compile_flow(flow)
+    manager = Manager()
+    manager.load_from_root_config(config)
+    manager.start()
+    engine = engine_class(config)
+    try:
+        ctx = with_resources(Context(), manager)
+        sorted_top = engine.execute(ctx, {"common": {"_no_sort": False, "limit": 2}, "items": []})
+        unsorted = engine.execute(ctx, {"common": {"_no_sort": True, "limit": 1}, "items": []})
+    finally:
+        engine.close()
+        manager.stop()
+    assert [item["id"] for item in sorted_top["items"]] == ["b", "c"]
+    assert [item["id"] for item in unsorted["items"]] == ["a"]
