@@ -114,3 +114,34 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
             main(argv)
         assert info.value.code == 2
     assert "FLOW.py" in capsys.readouterr().err
+
+
+def test_compile_output_is_byte_stable_across_processes(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    body = (
+        GOOD
+        + "from tests.dsl._schemas import operator_registry\n"
+        + "import dsl._compile\n"
+        + "dsl._compile.default_operator_registry = operator_registry\n"
+        + "flow.add_operator('recall_resource', {'resource_name': 'hot'}, item_output=['id'])\n"
+        + "flow.add_operator('filter_truncate', {'top_n': 3}, sources=[])\n"
+    )
+    path = write(tmp_path, body)
+    repo = Path(__file__).resolve().parents[2]
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}.json"
+        subprocess.run(
+            [str(Path(sys.executable).parent / "pineapple"), "compile", str(path), "-o", str(out)],
+            check=True,
+            cwd=repo,
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(repo)},
+        )
+        lines = out.read_text().splitlines()
+        outputs.append([line for line in lines if "_PINEAPPLE_CREATE_TIME" not in line])
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0]) > 20
