@@ -1,8 +1,8 @@
 """A production-shape flow (compiles to ``configs/production.json``).
 
 Candidates come from a MySQL table (``feed_data``, refreshed every five
-minutes, bitmap-indexed by category); a shared Redis pool
-(``redis_connection``) serves the user's recently seen items. Secrets stay out
+minutes, bitmap-indexed by category, ranked by score at load time); a shared
+Redis pool (``redis_connection``) serves the user's recently seen items. Secrets stay out
 of the file: ``${VAR}`` is read from the environment when the server loads
 the config::
 
@@ -24,7 +24,7 @@ flow.resource(
     "feed_data",
     FeedDataResource(
         mysql_dsn="${FEED_MYSQL_DSN}",
-        table="feed_items",
+        table="${FEED_TABLE:-feed_items}",
         index_columns=["category"],
         order_columns=["score"],
         interval=300,
@@ -43,6 +43,9 @@ flow.recall_feed_data(
     name="recall_by_category",
     resource_name="feed_data",
     match={"category": "user_category"},
+    order_by="score",
+    descending=True,
+    default_size=200,
     common_input=["user_category"],
     item_output=["item_id", "score"],
 )
@@ -54,5 +57,4 @@ flow.transform_redis_get(
     common_input=["user_id"],
     common_output=["seen_item_ids", "seen_cache_hit"],
 )
-flow.reorder_sort(name="sort_by_score", order="desc", item_input=["score"])
 flow.filter_truncate(name="top_20", top_n=20)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
+
 from dsl._recorder import OperatorRecorder
 
 __all__ = ["OperatorMethods"]
@@ -10,3 +13,876 @@ __all__ = ["OperatorMethods"]
 
 class OperatorMethods(OperatorRecorder):
     """One typed method per registered operator type; ``Flow`` inherits it."""
+
+    def filter_condition(
+        self,
+        *,
+        value: Any,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Removes items where a specified field equals a given value.
+
+        Operator type ``filter_condition`` (filter).
+
+        Args:
+            value: Items where field == value are removed. (any, required)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "filter_condition",
+            {"value": value},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def filter_paginate(
+        self,
+        *,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Keeps only items in the [page*size, page*size+size) range, removes the rest.
+
+        Operator type ``filter_paginate`` (filter).
+
+        Args:
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "filter_paginate",
+            {},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def filter_truncate(
+        self,
+        *,
+        top_n: int | str,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Keeps only the first N items, removing the rest.
+
+        Operator type ``filter_truncate`` (filter).
+
+        Args:
+            top_n: Number of items to keep. Supports {{field}} interpolation. (int, required,
+                may be a {{field}} template)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "filter_truncate",
+            {"top_n": top_n},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def merge_dedup(
+        self,
+        *,
+        strategy: str = "first",
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Deduplicates items by a key field, keeping the first occurrence.
+
+        Operator type ``merge_dedup`` (merge).
+
+        Args:
+            strategy: Dedup strategy — "first" keeps first occurrence. (string, default 'first')
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "merge_dedup",
+            {"strategy": strategy},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def observe_log(
+        self,
+        *,
+        log_prefix: str = "",
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Reads declared input fields and writes them to the engine's logger. Read-only: it
+        produces no output fields and does not modify the DataFrame.
+
+        Operator type ``observe_log`` (observe).
+
+        Args:
+            log_prefix: Prefix prepended to each log line. (string, default '')
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "observe_log",
+            {"log_prefix": log_prefix},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def recall_feed_data(
+        self,
+        *,
+        resource_name: str,
+        match: dict[str, Any] | None = None,
+        order_by: str | None = None,
+        descending: bool = False,
+        page_field: str = "page",
+        size_field: str = "size",
+        default_size: int = 100,
+        max_size: int = 1000,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Recalls items from a feed_data table by exact-match bitmap indices.
+
+        Operator type ``recall_feed_data`` (recall).
+
+        Args:
+            resource_name: Name of a feed_data resource. (string, required)
+            match: Indexed column -> common field whose value it must equal (AND). (dict)
+            order_by: Column to order by (default: load order). (string)
+            descending: Order descending. (bool, default False)
+            page_field: Common field with the 0-based page. (string, default 'page')
+            size_field: Common field with the page size. (string, default 'size')
+            default_size: Page size when the size field is absent. (int, default 100)
+            max_size: Upper bound of the page size. (int, default 1000)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "recall_feed_data",
+            {
+                "resource_name": resource_name,
+                "match": match,
+                "order_by": order_by,
+                "descending": descending,
+                "page_field": page_field,
+                "size_field": size_field,
+                "default_size": default_size,
+                "max_size": max_size,
+            },
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def recall_resource(
+        self,
+        *,
+        resource_name: str,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Recalls items from a named resource.
+
+        Operator type ``recall_resource`` (recall).
+
+        Args:
+            resource_name: Name of the resource to read. (string, required)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "recall_resource",
+            {"resource_name": resource_name},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def recall_static(
+        self,
+        *,
+        items: Any,
+        set_common: Any = None,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Emits a configurable static set of items for testing and validation.
+
+        Operator type ``recall_static`` (recall).
+
+        Args:
+            items: JSON array of item maps to emit as candidates. (any, required)
+            set_common: JSON object of common fields the recall writes. (any)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "recall_static",
+            {"items": items, "set_common": set_common},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def reorder_shuffle_by_salt(
+        self,
+        *,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Deterministic hash-based shuffle using a caller-provided salt.
+
+        Operator type ``reorder_shuffle_by_salt`` (reorder).
+
+        Args:
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "reorder_shuffle_by_salt",
+            {},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def reorder_sort(
+        self,
+        *,
+        order: str = "desc",
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Sorts items by a numeric field in ascending or descending order.
+
+        Operator type ``reorder_sort`` (reorder).
+
+        Args:
+            order: Sort direction — "asc" or "desc". (string, default 'desc')
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "reorder_sort",
+            {"order": order},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def reorder_topn_boost(
+        self,
+        *,
+        size: int = 10,
+        bench_profile: Any = None,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Boosts the top-N items by salted hash of their id to the front; the rest keep their
+        order.
+
+        Operator type ``reorder_topn_boost`` (reorder).
+
+        Args:
+            size: Number of items to boost. (int, default 10)
+            bench_profile: Accepted for config compatibility; ignored. (any)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "reorder_topn_boost",
+            {"size": size, "bench_profile": bench_profile},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_copy(
+        self,
+        *,
+        direction: str,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Copies field values between common and item dimensions.
+
+        Operator type ``transform_copy`` (transform).
+
+        Args:
+            direction: Copy direction: "common_to_item", "item_to_common", "common_to_common",
+                or "item_to_item". (string, required)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_copy",
+            {"direction": direction},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_dispatch(
+        self,
+        *,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Copies a common-side field value to every item as an item-side field.
+
+        Operator type ``transform_dispatch`` (transform).
+
+        Args:
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_dispatch",
+            {},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_normalize(
+        self,
+        *,
+        method: str = "min_max",
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Normalizes a numeric item field using min-max scaling to [0, 1].
+
+        Operator type ``transform_normalize`` (transform).
+
+        Args:
+            method: Normalization method. (string, default 'min_max')
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_normalize",
+            {"method": method},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_redis_get(
+        self,
+        *,
+        resource_name: str,
+        key_prefix: str,
+        data_type: str = "string",
+        fail_on_error: bool = False,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Generic Redis read operator. Reads a value by key and outputs the result and a cache-hit
+        flag.
+
+        Operator type ``transform_redis_get`` (transform, blocking I/O).
+
+        Args:
+            resource_name: Name of a redis_connection resource to borrow the client from.
+                (string, required)
+            key_prefix: Key prefix prepended to the suffix built from common_input fields.
+                Supports {{field}} interpolation. (string, required, may be a {{field}}
+                template)
+            data_type: Redis data type: "set", "string", or "list". (string, default 'string')
+            fail_on_error: Fail the request on a Redis error instead of treating it as a cache
+                miss. (bool, default False)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_redis_get",
+            {
+                "resource_name": resource_name,
+                "key_prefix": key_prefix,
+                "data_type": data_type,
+                "fail_on_error": fail_on_error,
+            },
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_redis_set(
+        self,
+        *,
+        resource_name: str,
+        key_prefix: str,
+        data_type: str = "string",
+        ttl: int | str = 0,
+        fail_on_error: bool = False,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Generic Redis write operator. Writes a value by key with optional TTL.
+
+        Operator type ``transform_redis_set`` (transform, blocking I/O).
+
+        Args:
+            resource_name: Name of a redis_connection resource to borrow the client from.
+                (string, required)
+            key_prefix: Key prefix prepended to the suffix built from common_input fields.
+                Supports {{field}} interpolation. (string, required, may be a {{field}}
+                template)
+            data_type: Redis data type: "set", "string", or "list". (string, default 'string')
+            ttl: TTL in seconds. 0 means no expiry. Supports {{field}} interpolation. (int,
+                default 0, may be a {{field}} template)
+            fail_on_error: Fail the request on a Redis error instead of logging and continuing.
+                (bool, default False)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_redis_set",
+            {
+                "resource_name": resource_name,
+                "key_prefix": key_prefix,
+                "data_type": data_type,
+                "ttl": ttl,
+                "fail_on_error": fail_on_error,
+            },
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_redis_zrangebyscore(
+        self,
+        *,
+        resource_name: str,
+        key_prefix: str = "",
+        window_seconds: int = 0,
+        fail_on_error: bool = False,
+        redis_addr: str | None = None,
+        redis_password: str | None = None,
+        bench_profile: Any = None,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Reads members of a Redis sorted set whose score (a unix time) lies within the last
+        window_seconds; outputs the members, a hit flag and their count.
+
+        Operator type ``transform_redis_zrangebyscore`` (transform, blocking I/O).
+
+        Args:
+            resource_name: Name of a redis_connection resource to borrow the client from.
+                (string, required)
+            key_prefix: Key prefix prepended to the common_input fields joined by ':'. (string,
+                default '', may be a {{field}} template)
+            window_seconds: Only scores >= now - window_seconds; 0 reads the whole set. (int,
+                default 0)
+            fail_on_error: Fail the request on a Redis error. (bool, default False)
+            redis_addr: Legacy; ignored. (string)
+            redis_password: Legacy; ignored. (string)
+            bench_profile: Accepted for compatibility; ignored. (any)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_redis_zrangebyscore",
+            {
+                "resource_name": resource_name,
+                "key_prefix": key_prefix,
+                "window_seconds": window_seconds,
+                "fail_on_error": fail_on_error,
+                "redis_addr": redis_addr,
+                "redis_password": redis_password,
+                "bench_profile": bench_profile,
+            },
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_resource_lookup(
+        self,
+        *,
+        resource_name: str,
+        lookup_key: str,
+        output_field: str,
+        default_value: Any = None,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Enriches items by looking up values from a named resource.
+
+        Operator type ``transform_resource_lookup`` (transform).
+
+        Args:
+            resource_name: Name of the resource to read. (string, required)
+            lookup_key: Item field whose value is used as the lookup key. (string, required)
+            output_field: Item field to write the looked-up value to. (string, required)
+            default_value: Value used when the key is not found (unset: missing keys are
+                skipped). (any)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_resource_lookup",
+            {
+                "resource_name": resource_name,
+                "lookup_key": lookup_key,
+                "output_field": output_field,
+                "default_value": default_value,
+            },
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_size(
+        self,
+        *,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Outputs the current item count to a common field.
+
+        Operator type ``transform_size`` (transform).
+
+        Args:
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_size",
+            {},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )

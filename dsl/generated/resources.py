@@ -9,7 +9,174 @@ from typing import Any
 from dsl._resource import BaseResource
 from pineapple import ParamSpec
 
-__all__ = ["RedisConnectionResource", "StaticResource"]
+__all__ = [
+    "CsvFileResource",
+    "FeedDataResource",
+    "JsonFileResource",
+    "RedisConnectionResource",
+    "StaticResource",
+]
+
+
+class CsvFileResource(BaseResource):
+    """A CSV file with a header row as a list of item rows, or a lookup table keyed by 'key';
+    reloaded when its mtime or size changes.
+
+    Args:
+        path: Path of the csv file. (string, required)
+        format: mapping (lookup table), list (candidate rows) or auto. (string, default
+            'auto')
+        key: Row field whose text keys the mapping (makes format mapping). (string)
+        value_column: With key: map each key to this field instead of the whole row.
+            (string)
+        delimiter: Field separator. (string, default ',')
+        infer_types: Turn integer and decimal cells into numbers (else all text). (bool,
+            default True)
+        interval: seconds (or a timedelta) between refreshes; None: the type's default (60
+            s); 0: the manager default; -1: never.
+    """
+
+    _name = "csv_file"
+    _default_interval = 60
+    _params_schema = {
+        "path": ParamSpec(type="string", required=True),
+        "format": ParamSpec(type="string", default="auto"),
+        "key": ParamSpec(type="string"),
+        "value_column": ParamSpec(type="string"),
+        "delimiter": ParamSpec(type="string", default=","),
+        "infer_types": ParamSpec(type="bool", default=True),
+    }
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        format: str = "auto",
+        key: str | None = None,
+        value_column: str | None = None,
+        delimiter: str = ",",
+        infer_types: bool = True,
+        interval: float | timedelta | None = None,
+    ) -> None:
+        super().__init__(
+            interval=interval,
+            path=path,
+            format=format,
+            key=key,
+            value_column=value_column,
+            delimiter=delimiter,
+            infer_types=infer_types,
+        )
+
+
+class FeedDataResource(BaseResource):
+    """A whole item table held in memory (columnar) with exact-match bitmap indices, from
+    MySQL/MariaDB (mysql_dsn) or SQLite (sqlite_path); recalled by recall_feed_data.
+
+    Args:
+        mysql_dsn: user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db.
+            (string)
+        sqlite_path: Path of a SQLite file (instead of mysql_dsn). (string)
+        table: Table to load whole (default recommend_feed_item). (string)
+        query: A SELECT to load instead of a table. (string)
+        id_column: The item id column. (string, default 'id')
+        index_columns: Columns with exact-match bitmap indices (default none); a JSON-array
+            or comma-list cell is indexed under each element. (list)
+        order_columns: Columns recall orders by; their sort ranks are built at load time.
+            (list)
+        version_query: A query whose unchanged answer skips the reload (NOT_MODIFIED).
+            (string)
+        connect_timeout_ms: MySQL connect timeout in ms. (int, default 5000)
+        read_timeout_ms: MySQL read timeout in ms. (int, default 60000)
+        interval: seconds (or a timedelta) between refreshes; None: the type's default (600
+            s); 0: the manager default; -1: never.
+    """
+
+    _name = "feed_data"
+    _default_interval = 600
+    _params_schema = {
+        "mysql_dsn": ParamSpec(type="string"),
+        "sqlite_path": ParamSpec(type="string"),
+        "table": ParamSpec(type="string"),
+        "query": ParamSpec(type="string"),
+        "id_column": ParamSpec(type="string", default="id"),
+        "index_columns": ParamSpec(type="list"),
+        "order_columns": ParamSpec(type="list"),
+        "version_query": ParamSpec(type="string"),
+        "connect_timeout_ms": ParamSpec(type="int", default=5000),
+        "read_timeout_ms": ParamSpec(type="int", default=60000),
+    }
+
+    def __init__(
+        self,
+        *,
+        mysql_dsn: str | None = None,
+        sqlite_path: str | None = None,
+        table: str | None = None,
+        query: str | None = None,
+        id_column: str = "id",
+        index_columns: list[Any] | None = None,
+        order_columns: list[Any] | None = None,
+        version_query: str | None = None,
+        connect_timeout_ms: int = 5000,
+        read_timeout_ms: int = 60000,
+        interval: float | timedelta | None = None,
+    ) -> None:
+        super().__init__(
+            interval=interval,
+            mysql_dsn=mysql_dsn,
+            sqlite_path=sqlite_path,
+            table=table,
+            query=query,
+            id_column=id_column,
+            index_columns=index_columns,
+            order_columns=order_columns,
+            version_query=version_query,
+            connect_timeout_ms=connect_timeout_ms,
+            read_timeout_ms=read_timeout_ms,
+        )
+
+
+class JsonFileResource(BaseResource):
+    """A JSON file as a lookup table (object, or rows keyed by 'key') or a list of item rows;
+    reloaded when its mtime or size changes.
+
+    Args:
+        path: Path of the json file. (string, required)
+        format: mapping (lookup table), list (candidate rows) or auto. (string, default
+            'auto')
+        key: Row field whose text keys the mapping (makes format mapping). (string)
+        value_column: With key: map each key to this field instead of the whole row.
+            (string)
+        interval: seconds (or a timedelta) between refreshes; None: the type's default (60
+            s); 0: the manager default; -1: never.
+    """
+
+    _name = "json_file"
+    _default_interval = 60
+    _params_schema = {
+        "path": ParamSpec(type="string", required=True),
+        "format": ParamSpec(type="string", default="auto"),
+        "key": ParamSpec(type="string"),
+        "value_column": ParamSpec(type="string"),
+    }
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        format: str = "auto",
+        key: str | None = None,
+        value_column: str | None = None,
+        interval: float | timedelta | None = None,
+    ) -> None:
+        super().__init__(
+            interval=interval,
+            path=path,
+            format=format,
+            key=key,
+            value_column=value_column,
+        )
 
 
 class RedisConnectionResource(BaseResource):
