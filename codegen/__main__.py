@@ -1,6 +1,8 @@
-"""Placeholder: the codegen issue replaces this with the real generator."""
+"""``python -m codegen``: see :func:`codegen.main`."""
 
 import sys
 
+from codegen import main
+
 if __name__ == "__main__":
-    sys.exit(0)
+    sys.exit(main())

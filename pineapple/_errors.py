@@ -8,6 +8,8 @@ pass them through :func:`pineapple.resource.redact` first.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConfigError",
     "DuplicateRegistrationError",
@@ -39,7 +41,18 @@ class ValidationError(PineappleError):
 
 
 class ExecutionError(PineappleError):
-    """An operator failed while a request was executed."""
+    """An operator failed while a request was executed.
+
+    ``operator``: the failing operator's name (None when not known).
+    ``result``: the partial response (``{"common", "items"}``) projected from
+    the request frame at the time of the failure, or None.
+    The operator's own exception, if any, is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, operator: str | None = None, result: Any = None) -> None:
+        super().__init__(message)
+        self.operator = operator
+        self.result = result
 
 
 class DuplicateRegistrationError(RegistryError):

@@ -1,4 +1,10 @@
-"""The ``pineapple`` command line: one subcommand per job."""
+"""The ``pineapple`` command line: one subcommand per job.
+
+Each package registers its own subcommands with an ``add_*_command(subparsers)``
+function that sets ``func`` (arguments -> exit code); this module only
+assembles them. The packages are imported when the parser is built, so a
+command loads only what the parser needs plus its own package.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +24,21 @@ def add_server_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     add_check_command(subparsers)
 
 
+def add_dsl_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``compile`` (in ``dsl``) and ``codegen`` (in ``codegen``)."""
+    from codegen import add_codegen_command
+    from dsl._cli import add_compile_command
+
+    add_compile_command(subparsers)
+    add_codegen_command(subparsers)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="pineapple")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_server_commands(subparsers)
+    add_dsl_commands(subparsers)
     return parser
 
 

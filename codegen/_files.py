@@ -1,0 +1,69 @@
+"""Where generated files live, and writing or checking them."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pineapple.engine import OperatorSchema, all_operator_schemas
+from pineapple.resource import ResourceSchema, all_schemas
+
+from ._errors import CodegenError
+from ._operators import render_operators
+from ._resources import render_resources
+
+__all__ = ["default_target", "render_all", "stale_files", "write_files"]
+
+
+def default_target() -> Path:
+    """``dsl/generated`` of the installed ``dsl`` package (found without importing it)."""
+    spec = importlib.util.find_spec("dsl")
+    if spec is None or not spec.submodule_search_locations:
+        raise CodegenError("cannot find the dsl package to write dsl/generated into")
+    return Path(next(iter(spec.submodule_search_locations))) / "generated"
+
+
+def render_all(
+    resources: Sequence[ResourceSchema] | None = None,
+    operators: Sequence[OperatorSchema] | None = None,
+) -> dict[str, str]:
+    """``file name -> text`` of every generated file (default: the process-wide registries)."""
+    return {
+        "resources.py": render_resources(all_schemas() if resources is None else resources),
+        "operators.py": render_operators(
+            all_operator_schemas() if operators is None else operators
+        ),
+    }
+
+
+def stale_files(target: Path, files: Mapping[str, str]) -> list[str]:
+    """The names of files under ``target`` that are missing or differ from ``files``."""
+    stale = []
+    for name, text in sorted(files.items()):
+        path = target / name
+        try:
+            current = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = None
+        if current != text:
+            stale.append(name)
+    return stale
+
+
+def write_files(target: Path, files: Mapping[str, str]) -> list[str]:
+    """Write the files that changed (each atomically); returns their names."""
+    changed = stale_files(target, files)
+    target.mkdir(parents=True, exist_ok=True)
+    for name in changed:
+        fd, tmp = tempfile.mkstemp(dir=target, prefix=f".{name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(files[name])
+            os.replace(tmp, target / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return changed

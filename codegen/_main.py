@@ -1,0 +1,68 @@
+"""``python -m codegen [--check] [--out DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ._errors import CodegenError
+from ._files import default_target, render_all, stale_files, write_files
+
+__all__ = ["add_arguments", "add_codegen_command", "main", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``codegen`` (shared with ``pineapple codegen``)."""
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when a generated file is missing or stale",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="directory to write into (default: dsl/generated of the dsl package)",
+    )
+
+
+def run(check: bool = False, out: Path | None = None) -> int:
+    """Generate (or with ``check`` verify) the DSL files; returns the exit code."""
+    target = out or default_target()
+    try:
+        files = render_all()
+    except CodegenError as exc:
+        print(f"codegen: error: {exc}", file=sys.stderr)
+        return 1
+    if check:
+        stale = stale_files(target, files)
+        for name in stale:
+            print(f"codegen: {target / name} is stale; run `python -m codegen`", file=sys.stderr)
+        return 1 if stale else 0
+    for name in write_files(target, files):
+        print(f"codegen: wrote {target / name}")
+    return 0
+
+
+def add_codegen_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``codegen`` on the ``pineapple`` parser."""
+    parser = subparsers.add_parser(
+        "codegen",
+        help="write the typed DSL classes from the registries",
+        description="Write dsl/generated/resources.py and operators.py from the resource "
+        "and operator registries (built-ins and entry-point plugins).",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=lambda args: run(check=args.check, out=args.out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m codegen``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m codegen",
+        description="Write typed DSL classes from the resource and operator registries.",
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run(check=args.check, out=args.out)

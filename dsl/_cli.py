@@ -1,0 +1,66 @@
+"""``pineapple compile FLOW.py -o CONFIG.json`` (registered by ``pineapple.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from ._compile import compile_json
+from ._errors import ValidationError
+from ._load import load_flow
+
+__all__ = ["add_compile_command", "run_compile"]
+
+
+def run_compile(args: argparse.Namespace) -> int:
+    """Compile ``args.flow``; write ``args.output`` (or stdout). 0 ok, 1 on a flow error."""
+    try:
+        text = compile_json(load_flow(args.flow, args.attr))
+    except ValidationError as exc:
+        print(f"pineapple compile: error: {exc}", file=sys.stderr)
+        return 1
+    if args.output is None or str(args.output) == "-":
+        sys.stdout.write(text)
+        return 0
+    write_atomically(Path(args.output), text)
+    print(f"pineapple compile: wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` so that a reader (a config watcher) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def add_compile_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``compile`` on the ``pineapple`` parser."""
+    parser = subparsers.add_parser(
+        "compile",
+        help="compile a flow (Python DSL) to a unified JSON config",
+        description="Compile FLOW.py, which defines `flow` (a dsl.Flow or a function "
+        "returning one), to the unified JSON config.",
+    )
+    parser.add_argument("flow", type=Path, metavar="FLOW.py")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="CONFIG.json",
+        help="where to write the config (default: standard output)",
+    )
+    parser.add_argument(
+        "--attr", default="flow", help="the name the flow has in the file (default: flow)"
+    )
+    parser.set_defaults(func=run_compile)

@@ -1,0 +1,247 @@
+"""``Flow`` and ``SubFlow``: an ordered declaration of operators, sub-flows and resources.
+
+A flow records calls; it checks shapes as they are made and everything else
+when it is compiled (:func:`dsl.compile_flow`). Operators come from the
+generated ``OperatorMethods`` mixin (one typed method per registered
+operator type) or from :meth:`add_operator` for a type by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+from ._errors import ValidationError
+from ._recorder import OperatorCall, make_call
+from ._resource import BaseResource
+from .generated.operators import OperatorMethods
+
+__all__ = ["Flow", "ResourceDecl", "SubFlow", "SubFlowEntry"]
+
+
+@dataclass(frozen=True)
+class ResourceDecl:
+    """One ``flow.resource(name, res)`` declaration."""
+
+    name: str
+    resource_type: str
+    interval: int | float
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SubFlowEntry:
+    """A sub-flow placed in its parent, with the skip fields active at that point."""
+
+    flow: SubFlow
+    skip: tuple[str, ...]
+
+
+def _check_name(kind: str, name: object) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValidationError(f"{kind} name must be a non-empty string, got {name!r}")
+    if "/" in name:
+        raise ValidationError(f"{kind} name {name!r} must not contain '/' (the path separator)")
+    return name
+
+
+class _Node(OperatorMethods):
+    """What flows and sub-flows share: ordered children and the skip scope."""
+
+    def __init__(self, name: str) -> None:
+        self._name = _check_name(type(self).__name__, name)
+        self._children: list[OperatorCall | SubFlowEntry] = []
+        self._skip_scope: list[str] = []
+
+    @property
+    def name(self) -> str:
+        """The flow's (or sub-flow's) name."""
+        return self._name
+
+    @property
+    def children(self) -> list[OperatorCall | SubFlowEntry]:
+        """Operator calls and sub-flows in declaration order (a copy)."""
+        return list(self._children)
+
+    def _add_operator(
+        self,
+        type_name: str,
+        params: Mapping[str, Any],
+        *,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        call = make_call(
+            type_name,
+            params,
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+        call.skip = list(self._skip_scope)
+        self._children.append(call)
+        return self
+
+    def add_operator(
+        self,
+        type_name: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Add an operator of type ``type_name`` by name (untyped; checked at compile).
+
+        The generated methods (``flow.filter_truncate(top_n=10)``) are the typed
+        way; this one serves plugin types that codegen has not seen yet::
+
+            flow.add_operator("my_scorer", {"weight": 0.5}, item_output=["score"])
+        """
+        if not isinstance(type_name, str) or not type_name:
+            raise ValidationError("add_operator: type_name must be a non-empty string")
+        return self._add_operator(
+            type_name,
+            params or {},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def add_subflow(self, sub_flow: SubFlow) -> Self:
+        """Place ``sub_flow`` here (a ``pipeline_map`` entry named by its path)."""
+        if not isinstance(sub_flow, SubFlow):
+            raise ValidationError(
+                f"{self._name!r}: add_subflow takes a SubFlow, got {type(sub_flow).__name__}"
+            )
+        if sub_flow is self:
+            raise ValidationError(f"sub-flow {self._name!r} cannot contain itself")
+        self._children.append(SubFlowEntry(sub_flow, tuple(self._skip_scope)))
+        return self
+
+    @contextlib.contextmanager
+    def skip_when(self, *fields: str) -> Iterator[Self]:
+        """Operators and sub-flows added inside the block are skipped when a field is true.
+
+        Each field is a common field whose name starts with ``_`` (an engine
+        control field), written by an earlier operator; it becomes the
+        operator's ``skip`` list and is added to its ``common_input`` so the
+        engine orders the writer first::
+
+            flow.transform_by_lua(..., common_output=["_not_vip"])
+            with flow.skip_when("_not_vip"):
+                flow.reorder_sort(order="desc", item_input=["vip_score"])
+        """
+        if not fields:
+            raise ValidationError(f"{self._name!r}: skip_when needs at least one field")
+        for f in fields:
+            if not isinstance(f, str) or not f.startswith("_"):
+                raise ValidationError(
+                    f"{self._name!r}: skip field {f!r} must be a string starting with '_' "
+                    "(control fields are engine-internal)"
+                )
+        before = len(self._skip_scope)
+        self._skip_scope.extend(f for f in fields if f not in self._skip_scope)
+        try:
+            yield self
+        finally:
+            del self._skip_scope[before:]
+
+
+class SubFlow(_Node):
+    """A named group of operators; compiles to a ``pipeline_map`` entry.
+
+    Sub-flows nest; a sub-flow's path is its ancestors' names and its own,
+    joined by ``/``. A sub-flow object may be placed only once.
+    """
+
+
+class Flow(_Node):
+    """A whole pipeline: its contract, operators, sub-flows and resources.
+
+    ::
+
+        flow = Flow("recommend", common_input=["user_id"], item_output=["item_id"])
+        flow.resource("hot_items", JsonFileResource(path="data/hot.json"))
+        flow.recall_resource(resource_name="hot_items", item_output=["item_id", "score"])
+        text = flow.compile()
+
+    The contract lists become ``flow_contract``; the top-level children become
+    ``pipeline_group.main``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        common_input: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(name)
+        what = f"flow {name!r}"
+        self.common_input = _contract(what, "common_input", common_input)
+        self.item_input = _contract(what, "item_input", item_input)
+        self.common_output = _contract(what, "common_output", common_output)
+        self.item_output = _contract(what, "item_output", item_output)
+        self._resources: dict[str, ResourceDecl] = {}
+
+    @property
+    def resources(self) -> list[ResourceDecl]:
+        """The declared resources, in declaration order."""
+        return list(self._resources.values())
+
+    def resource(self, name: str, res: BaseResource) -> Self:
+        """Declare resource ``name`` (operators refer to it by ``resource_name``)."""
+        _check_name("resource", name)
+        if not isinstance(res, BaseResource):
+            raise ValidationError(
+                f"resource {name!r}: expected a BaseResource, got {type(res).__name__}"
+            )
+        if name in self._resources:
+            raise ValidationError(f"resource {name!r} is declared twice in flow {self._name!r}")
+        self._resources[name] = ResourceDecl(
+            name=name,
+            resource_type=res.resource_type,
+            interval=res.interval,
+            params=dict(res.params),
+        )
+        return self
+
+    def compile(self) -> str:
+        """The unified JSON text of this flow (see :func:`dsl.compile_json`)."""
+        from ._compile import compile_json
+
+        return compile_json(self)
+
+
+def _contract(what: str, key: str, value: Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(f"{what}: {key} must be a list of field names")
+    return list(value)

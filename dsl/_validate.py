@@ -1,0 +1,179 @@
+"""The compile-time checks of a flow; each returns the problems it finds as messages."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pineapple import ConfigError, ParamSpec
+from pineapple._params import validate_params
+from pineapple.engine import OperatorRegistry
+from pineapple.resource import Registry
+
+from ._errors import ValidationError
+
+if TYPE_CHECKING:
+    from ._compile import CompiledOperator
+    from ._flow import Flow
+
+__all__ = ["TEMPLATE_MARKER", "check_flow"]
+
+TEMPLATE_MARKER = re.compile(r"\{\{(\w+)\}\}")
+"""A ``{{field}}`` marker: the param takes the request's common field per request."""
+_BARE_MARKER = re.compile(r"^\{\{(\w+)\}\}$")
+
+
+def _resource_names(value: Any) -> Iterator[str]:
+    """Every ``resource_name`` string at any depth of a params value."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if key == "resource_name" and isinstance(item, str):
+                yield item
+            else:
+                yield from _resource_names(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _resource_names(item)
+
+
+def _deferred(spec: ParamSpec, value: Any) -> bool:
+    """A value resolved later: a ``{{field}}`` template or a ``${VAR}`` reference."""
+    if not isinstance(value, str) or spec.type in ("string", "any"):
+        return False
+    return (spec.templatable and _BARE_MARKER.match(value) is not None) or "${" in value
+
+
+def _check_templates(
+    what: str, specs: Mapping[str, ParamSpec], params: Mapping[str, Any]
+) -> Iterator[str]:
+    for key, value in params.items():
+        spec = specs.get(key)
+        if spec is None or not isinstance(value, str) or not TEMPLATE_MARKER.search(value):
+            continue
+        if not spec.templatable:
+            yield f"{what}: parameter {key!r} is not templatable, so it cannot take {value!r}"
+        elif not _BARE_MARKER.match(value):
+            yield f"{what}: parameter {key!r} must be a bare {{{{field}}}} marker, got {value!r}"
+
+
+def _check_params(
+    what: str, specs: Mapping[str, ParamSpec], params: Mapping[str, Any]
+) -> str | None:
+    loose = {
+        key: ParamSpec(type="any", required=spec.required, description=spec.description)
+        if _deferred(spec, params.get(key))
+        else spec
+        for key, spec in specs.items()
+    }
+    try:
+        validate_params(what, loose, params)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _check_json(what: str, params: Mapping[str, Any]) -> list[str]:
+    problems = []
+    for key, value in params.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            problems.append(f"{what}: parameter {key!r} is not a JSON value")
+    return problems
+
+
+def _check_operators(
+    compiled: list[CompiledOperator], registry: OperatorRegistry, reserved: frozenset[str]
+) -> Iterator[str]:
+    for op in compiled:
+        what = f"operator {op.name!r} (type {op.call.type_name})"
+        schema = registry.get(op.call.type_name)
+        if schema is None:
+            yield f"operator {op.name!r}: unknown operator type {op.call.type_name!r}"
+        else:
+            problem = _check_params(what, schema.params, op.call.params)
+            if problem:
+                yield problem
+            yield from _check_templates(what, schema.params, op.call.params)
+        for key in sorted(reserved.intersection(op.call.params)):
+            yield f"{what}: {key!r} is a reserved key, not a parameter"
+        yield from _check_json(what, op.call.params)
+
+
+def _check_sources(compiled: list[CompiledOperator]) -> Iterator[str]:
+    position = {op.name: i for i, op in enumerate(compiled)}
+    for i, op in enumerate(compiled):
+        for source in op.call.sources or []:
+            at = position.get(source)
+            if at is None:
+                yield f"operator {op.name!r}: source {source!r} is not an operator of the flow"
+            elif at >= i:
+                yield (
+                    f"operator {op.name!r}: source {source!r} is declared after it "
+                    "(a forward reference; sources must come first)"
+                )
+
+
+def _check_resource_refs(flow: Flow, compiled: list[CompiledOperator]) -> Iterator[str]:
+    declared = sorted(decl.name for decl in flow.resources)
+    listing = ", ".join(repr(n) for n in declared) or "none"
+    for op in compiled:
+        for name in dict.fromkeys(_resource_names(op.call.params)):
+            if name not in declared:
+                yield (
+                    f"operator {op.name!r} needs resource {name!r}, which the flow does not "
+                    f"declare with flow.resource() (declared: {listing})"
+                )
+
+
+def _check_resources(flow: Flow, registry: Registry) -> Iterator[str]:
+    for decl in flow.resources:
+        what = f"resource {decl.name!r} (type {decl.resource_type})"
+        schema = registry.get(decl.resource_type)
+        if schema is None:
+            yield f"resource {decl.name!r}: unknown resource type {decl.resource_type!r}"
+        else:
+            problem = _check_params(what, schema.params, decl.params)
+            if problem:
+                yield problem
+        yield from _check_json(what, decl.params)
+
+
+def check_flow(
+    flow: Flow,
+    compiled: list[CompiledOperator],
+    pipelines: Mapping[str, list[str]],
+    *,
+    operators: OperatorRegistry,
+    resources: Registry,
+    reserved_keys: frozenset[str],
+) -> None:
+    """Raise :class:`ValidationError` listing every problem of the flow (no-op when none)."""
+    problems: list[str] = []
+    if not compiled:
+        problems.append(f"flow {flow.name!r} has no operators")
+    problems += [
+        f"operator name {op.name!r} is also a sub-flow path"
+        for op in compiled
+        if op.name in pipelines
+    ]
+    problems += [
+        f"sub-flow {path!r} has no operators or sub-flows"
+        for path, names in pipelines.items()
+        if path and not names
+    ]
+    problems += _check_operators(compiled, operators, reserved_keys)
+    problems += _check_sources(compiled)
+    problems += _check_resource_refs(flow, compiled)
+    problems += _check_resources(flow, resources)
+    if problems:
+        raise ValidationError(_summary(flow.name, problems), problems)
+
+
+def _summary(name: str, problems: list[str]) -> str:
+    if len(problems) == 1:
+        return f"flow {name!r}: {problems[0]}"
+    lines = "\n".join(f"  - {p}" for p in problems)
+    return f"flow {name!r} has {len(problems)} problems:\n{lines}"

@@ -1,0 +1,1 @@
+"""Code written by ``python -m codegen`` from the registries; do not edit by hand."""

@@ -1,0 +1,228 @@
+"""The operator API: how an operator is written, registered and built.
+
+How to write an operator
+========================
+
+An operator is a class derived from :class:`Operator`. Its constructor takes
+the validated params (a plain dict: required params present, declared
+defaults applied, unknown params already rejected); it checks them and
+raises ``ValueError`` (or any exception) on a bad value, which the engine
+reports as ``RegistryError`` ``Init failed: <message>``. ``prepare`` runs
+once after the engine has set ``self.name`` and ``self.meta`` (the
+``$metadata`` field lists); precompute everything there. ``execute`` runs
+once per request: read ``inp``, write ``out``, return ``None``. Raising
+fails the request with an ``ExecutionError`` naming the operator (the
+original exception is kept as ``__cause__``)::
+
+    from typing import Any
+
+    from pineapple import Context, ParamSpec
+    from pineapple.engine import (
+        Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator,
+    )
+    from pineapple import resource
+
+    class ScaleOp(Operator):
+        concurrent_safe = True            # execute keeps no per-request state on self
+
+        def __init__(self, params: dict[str, Any]) -> None:
+            factor = params["factor"]
+            if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+                raise ValueError(f"transform_scale: factor must be numeric, got {factor!r}")
+            self.factor = float(factor)
+
+        def prepare(self) -> None:
+            self.src = self.meta.item_input[0]
+            self.dst = self.meta.item_output[0]
+
+        def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+            f = self.factor
+            out.set_column(self.dst, [v * f for v in inp.column(self.src)])
+
+    register_operator(
+        OperatorSchema(
+            name="transform_scale", kind="transform", description="Multiplies a field.",
+            params={"factor": ParamSpec(type="float", required=True, description="...")},
+        ),
+        ScaleOp,                          # the factory: params -> operator
+    )
+
+Reading: ``inp.common`` (declared common inputs), ``inp.items`` (the
+frame's rows: read-only), ``inp.column(field)``, ``inp.item(i, field)``,
+``len(inp)``, ``inp.templated`` (per-request values of ``{{field}}`` params).
+Writing: ``out.set_common``, ``out.set_item``, ``out.set_column``,
+``out.add_item(s)``, ``out.remove_item(s)``, ``out.set_item_order``,
+``out.warn``; what a kind may write is listed on :class:`OperatorOutput`.
+
+Resources: borrow with ``pineapple.resource.from_context(ctx)`` and release
+every handle before returning, also when raising; the ``with`` form does
+both::
+
+    provider = resource.from_context(ctx)
+    handle = provider.get(self.resource_name) if provider is not None else None
+    if handle is None:
+        raise LookupError(f"my_op: resource {self.resource_name!r} not found")
+    with handle as table:               # released on return and on raise
+        ...                             # never keep `table` past the block
+
+Row-set markers (class attributes) tell the DAG builder how the operator
+touches the set of items: ``consumes_row_set`` (iterates items: waits for
+recalls and filters before it), ``mutates_row_set`` (removes or reorders
+items), ``additive_writes_row_set`` (appends items: every recall).
+``concurrent_safe`` allows ``data_parallel`` > 1 (transforms only). An
+operator that holds something to release (a pool, a thread) overrides
+``close``; the engine calls it once from ``Engine.close``.
+
+Mark operators that do network or disk I/O in ``execute`` with
+``OperatorSchema(blocking=True)``: a server then runs such pipelines off its
+event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .._context import Context
+from .._errors import RegistryError
+from ._io import OperatorInput, OperatorOutput
+from ._schema import OperatorRegistry, OperatorSchema, default_operator_registry
+
+__all__ = ["RESERVED_KEYS", "Metadata", "Operator", "build_operator", "check_params"]
+
+RESERVED_KEYS: frozenset[str] = frozenset(
+    {
+        "type_name",
+        "$metadata",
+        "$code_info",
+        "skip",
+        "recall",
+        "sources",
+        "debug",
+        "consumes_row_set",
+        "mutates_row_set",
+        "additive_writes_row_set",
+        "common_defaults",
+        "item_defaults",
+        "strict_common",
+        "strict_item",
+        "for_branch_control",
+        "data_parallel",
+    }
+)
+"""Operator config keys that belong to the engine; every other key is a param."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """An operator's declared field lists (``$metadata``), as the operator sees them.
+
+    ``common_input`` has the engine-internal skip and template fields removed.
+    """
+
+    common_input: tuple[str, ...] = ()
+    common_output: tuple[str, ...] = ()
+    item_input: tuple[str, ...] = ()
+    item_output: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, data: Mapping[str, Sequence[str]] | None) -> Metadata:
+        """Build from a ``$metadata``-shaped mapping (missing lists are empty)."""
+        data = data or {}
+        return cls(
+            common_input=tuple(data.get("common_input") or ()),
+            common_output=tuple(data.get("common_output") or ()),
+            item_input=tuple(data.get("item_input") or ()),
+            item_output=tuple(data.get("item_output") or ()),
+        )
+
+
+class Operator:
+    """Base class of every operator (see the module docstring for a how-to)."""
+
+    consumes_row_set: ClassVar[bool] = False
+    mutates_row_set: ClassVar[bool] = False
+    additive_writes_row_set: ClassVar[bool] = False
+    concurrent_safe: ClassVar[bool] = False
+
+    name: str = ""
+    meta: Metadata = Metadata()
+
+    def bind(self, name: str, meta: Metadata) -> None:
+        """Called once by the engine after construction; then calls ``prepare``."""
+        self.name = name
+        self.meta = meta
+        self.prepare()
+
+    def prepare(self) -> None:
+        """Precompute from ``self.name`` and ``self.meta`` (default: nothing)."""
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        """Run once per request: read ``inp``, write ``out``."""
+        raise NotImplementedError(f"{type(self).__name__}.execute")
+
+    def close(self) -> None:
+        """Release what the operator holds (default: nothing). Called once."""
+
+
+def check_params(schema: OperatorSchema, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Params for the factory: reserved keys dropped, required checked, defaults applied.
+
+    Value types are the operator's to check (its messages name the param),
+    so that a ``{{field}}`` template may stand in for a number.
+    """
+    params = {k: v for k, v in raw.items() if k not in RESERVED_KEYS}
+    for pname in sorted(schema.params):
+        spec = schema.params[pname]
+        if pname not in params:
+            if spec.required:
+                raise RegistryError(
+                    f"pine: registry error [{schema.name}]: required parameter "
+                    f'"{pname}" missing for operator "{schema.name}"'
+                )
+            if spec.default is not None:
+                params[pname] = spec.default
+    for key in sorted(params):
+        if key not in schema.params:
+            raise RegistryError(
+                f"pine: registry error [{schema.name}]: unknown parameter "
+                f'"{key}" for operator "{schema.name}"'
+            )
+    return params
+
+
+def build_operator(
+    type_name: str,
+    params: Mapping[str, Any] | None = None,
+    metadata: Metadata | Mapping[str, Sequence[str]] | None = None,
+    *,
+    name: str | None = None,
+    registry: OperatorRegistry | None = None,
+) -> tuple[Operator, OperatorSchema]:
+    """Look up ``type_name``, check params, construct and bind the operator.
+
+    For tests and fixture runners as much as for the engine. Raises
+    ``RegistryError`` for an unknown type, bad params or a failing constructor.
+    """
+    reg = registry if registry is not None else default_operator_registry()
+    schema = reg.get(type_name)
+    factory = reg.factory(type_name)
+    if schema is None or factory is None:
+        raise RegistryError(f"pine: registry error [{type_name}]: operator type not registered")
+    checked = check_params(schema, params or {})
+    try:
+        op = factory(checked)
+    except Exception as exc:
+        raise RegistryError(f"pine: registry error [{type_name}]: Init failed: {exc}") from exc
+    if not isinstance(op, Operator):
+        raise RegistryError(
+            f"pine: registry error [{type_name}]: factory returned "
+            f"{type(op).__name__}, not a pineapple.engine.Operator"
+        )
+    meta = metadata if isinstance(metadata, Metadata) else Metadata.of(metadata)
+    try:
+        op.bind(name if name is not None else type_name, meta)
+    except Exception as exc:
+        raise RegistryError(f"pine: registry error [{type_name}]: Init failed: {exc}") from exc
+    return op, schema

@@ -1,0 +1,78 @@
+"""Writing generated files, and ``--check`` failing on stale ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import codegen
+from pineapple.cli import main as pineapple_main
+
+from .conftest import REPO
+
+
+def test_write_then_check_is_clean(tmp_path: Path, rendered: dict[str, str]) -> None:
+    assert codegen.write_files(tmp_path, rendered) == ["operators.py", "resources.py"]
+    assert codegen.stale_files(tmp_path, rendered) == []
+    assert codegen.write_files(tmp_path, rendered) == []  # nothing changed, nothing written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["operators.py", "resources.py"]
+
+
+def test_stale_and_missing_files_are_reported(tmp_path: Path, rendered: dict[str, str]) -> None:
+    assert codegen.stale_files(tmp_path, rendered) == ["operators.py", "resources.py"]
+    codegen.write_files(tmp_path, rendered)
+    path = tmp_path / "resources.py"
+    path.write_text(path.read_text() + "# edited by hand\n")
+    assert codegen.stale_files(tmp_path, rendered) == ["resources.py"]
+
+
+def test_run_check_fails_on_a_stale_file_and_passes_after_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert codegen.run(out=tmp_path) == 0
+    assert codegen.run(check=True, out=tmp_path) == 0
+    (tmp_path / "operators.py").write_text("# stale\n")
+    assert codegen.run(check=True, out=tmp_path) == 1
+    assert "operators.py is stale" in capsys.readouterr().err
+    assert (tmp_path / "operators.py").read_text() == "# stale\n"  # --check writes nothing
+    assert codegen.run(out=tmp_path) == 0
+    assert codegen.run(check=True, out=tmp_path) == 0
+
+
+def test_python_m_codegen_check_exit_codes(tmp_path: Path) -> None:
+    def check() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "codegen", "--check", "--out", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
+    missing = check()
+    assert missing.returncode == 1 and "stale" in missing.stderr
+    subprocess.run(
+        [sys.executable, "-m", "codegen", "--out", str(tmp_path)],
+        check=True,
+        cwd=REPO,
+        capture_output=True,
+    )
+    assert check().returncode == 0
+
+
+def test_pineapple_codegen_subcommand(tmp_path: Path) -> None:
+    assert pineapple_main(["codegen", "--out", str(tmp_path)]) == 0
+    assert pineapple_main(["codegen", "--check", "--out", str(tmp_path)]) == 0
+    (tmp_path / "resources.py").unlink()
+    assert pineapple_main(["codegen", "--check", "--out", str(tmp_path)]) == 1
+
+
+def test_checked_in_files_are_current() -> None:
+    """What CI runs: the files in dsl/generated match the registries."""
+    assert codegen.default_target() == REPO / "dsl" / "generated"
+    assert codegen.run(check=True) == 0
