@@ -41,9 +41,8 @@ bench: $(STAMP)
 
 run: $(STAMP)
 	@test -f $(CONFIG) || { echo "make run: $(CONFIG) not found; try: make run CONFIG=path/to/config.json"; exit 2; }
-	@echo "Serving $(CONFIG) on http://$(ADDR)  (edit the file to hot-reload it; Ctrl-C to stop)"
-	@echo "Try:  curl -s -X POST http://$(ADDR)/execute -d '{\"common\": {}, \"items\": []}'"
-	@echo "      curl -s http://$(ADDR)/config; curl -s http://$(ADDR)/resources"
+	@echo "Serving $(CONFIG) on http://$(ADDR): edit the file to hot-reload it; Ctrl-C stops."
+	@echo "Once it listens it prints a curl line to try; also: curl -s http://$(ADDR)/resources"
 	$(BIN)/pineapple serve $(CONFIG) --addr $(ADDR)
 
 clean:

@@ -26,6 +26,7 @@ __all__ = [
     "BuildError",
     "BuildStep",
     "Builder",
+    "example_request",
     "import_plugins",
     "read_config_file",
     "secrets_in",
@@ -77,6 +78,19 @@ def secrets_in(data: bytes) -> set[str]:
     except PineappleError:
         pass  # an unparsable resource_config holds no interpolated secret to hide
     return found
+
+
+def example_request(data: bytes) -> bytes:
+    """A request body that the config's ``flow_contract`` accepts (for the start-up hint)."""
+    try:
+        root = orjson.loads(data)
+        contract = root.get("flow_contract") or {}
+        common = {str(f): "demo" for f in contract.get("common_input") or ()}
+        fields = [str(f) for f in contract.get("item_input") or ()]
+    except (orjson.JSONDecodeError, AttributeError, TypeError):
+        common, fields = {}, []
+    items = [{f: "demo" for f in fields}] if fields else []
+    return orjson.dumps({"common": common, "items": items})
 
 
 def _describe(exc: BaseException) -> str:

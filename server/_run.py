@@ -24,7 +24,7 @@ from types import FrameType
 import uvicorn
 
 from ._app import create_app
-from ._build import Builder, BuildError, import_plugins, read_config_file
+from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
 from ._service import BUILTIN_PLUGINS, Service
 
@@ -73,7 +73,11 @@ def bind(addr: str) -> socket.socket:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, saying where it listens once it really does."""
+    """uvicorn's server, saying where it listens (and what to try) once it really does."""
+
+    def __init__(self, config: uvicorn.Config, example: bytes) -> None:
+        super().__init__(config)
+        self._example = example.decode()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -81,7 +85,7 @@ class _Server(uvicorn.Server):
             host, port = sockets[0].getsockname()[:2]
             url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
             _log.info("listening on %s", url)
-            _log.info('try: curl -s -X POST %s/execute -d \'{"common": {}, "items": []}\'', url)
+            _log.info("try: curl -s -X POST %s/execute -d '%s'", url, self._example)
 
 
 def run(config: Config) -> int:
@@ -113,7 +117,8 @@ def _serve(config: Config, sock: socket.socket) -> int:
             log_config=None,
             log_level=config.log_level,
             timeout_graceful_shutdown=int(config.drain_seconds),
-        )
+        ),
+        _example_for(config),
     )
     previous = _install_signal_handlers(service)
     try:
@@ -122,6 +127,13 @@ def _serve(config: Config, sock: socket.socket) -> int:
         service.stop()  # idempotent: a no-op after the lifespan's shutdown
         _restore(previous)
     return 0 if server.started else 1
+
+
+def _example_for(config: Config) -> bytes:
+    try:
+        return example_request(read_config_file(config.path))
+    except BuildError:
+        return b'{"common": {}, "items": []}'
 
 
 def _install_signal_handlers(service: Service) -> dict[int, object]:

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from .engines import REAL_ENGINE
 from .fakes import dump, items_resource, unified_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +74,10 @@ def test_serve_exits_non_zero_when_the_first_load_fails(tmp_path: Path) -> None:
     assert "not serving" in result.stderr and "feed" in result.stderr
     assert "listening" not in result.stderr
     assert "hunter2" not in result.stderr
+
+
+@pytest.mark.skipif(not REAL_ENGINE, reason="needs pineapple.engine.Engine (branch engine)")
+def test_check_the_demo_config() -> None:
+    result = pineapple("check", "configs/demo.json", "--fetch")
+    assert result.returncode == 0, result.stderr
+    assert "test is successful" in result.stdout

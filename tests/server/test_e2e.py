@@ -18,6 +18,7 @@ import httpx
 import orjson
 import pytest
 
+from .engines import REAL_ENGINE
 from .fakes import dump, items_resource, unified_config
 
 pytestmark = pytest.mark.e2e
@@ -309,3 +310,23 @@ def test_sigterm_lets_the_in_flight_request_finish(config_file: Path, close_log:
     assert [line.split()[:3] for line in close_log.read_text().splitlines()] == [
         ["close", "feed", "v0"]
     ]
+
+
+@pytest.mark.skipif(not REAL_ENGINE, reason="needs pineapple.engine.Engine (branch engine)")
+def test_make_run_serves_the_demo(close_log: Path) -> None:
+    server = ServeProcess(ROOT / "configs" / "demo.json", close_log)
+    try:
+        end = time.monotonic() + 10
+        while not any("try: curl" in line for line in server.log):  # logged right after
+            assert time.monotonic() < end, "".join(server.log)
+            time.sleep(0.01)
+        [hint] = [line for line in server.log if "try: curl" in line]
+        body = hint.split(" -d '", 1)[1].rstrip().rstrip("'")
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            response = http.post("/execute", content=body.encode())
+            assert response.status_code == 200, response.text
+            assert response.json()["items"]
+            assert http.get("/readyz").status_code == 200
+        assert server.stop() == 0
+    finally:
+        server.close()
