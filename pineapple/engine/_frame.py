@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from itertools import repeat
 from operator import contains, setitem
@@ -23,7 +23,7 @@ __all__ = ["FrameError", "apply_output", "build_common", "check_items", "project
 
 _EMPTY: Mapping[str, Any] = {}
 _isfinite = math.isfinite
-_drain = partial(deque, maxlen=0)  # runs an iterator to its end in C
+_drain: Callable[[Iterable[Any]], object] = partial(deque, maxlen=0)  # runs an iterator in C
 
 
 class FrameError(Exception):
