@@ -71,15 +71,24 @@ def _adapter(frozen: tuple[tuple[str, ParamSpec], ...]) -> pydantic.TypeAdapter[
     return pydantic.TypeAdapter(model)
 
 
-def _describe(err: Mapping[str, Any]) -> str:
-    loc = ".".join(str(part) for part in err.get("loc", ())) or "(params)"
-    kind = err.get("type", "")
-    if kind == "missing":
-        return f"parameter {loc!r} is required"
-    if kind == "extra_forbidden":
-        return f"unknown parameter {loc!r}"
-    # Never echo the input value: it may be a secret.
-    return f"parameter {loc!r}: {err.get('msg', 'invalid value')}"
+def _problems(specs: Mapping[str, ParamSpec], errors: list[Any]) -> str:
+    seen: dict[str, str] = {}
+    for err in errors:
+        loc = err.get("loc", ())
+        name = str(loc[0]) if loc else "(params)"
+        if name in seen:
+            continue
+        kind = err.get("type", "")
+        if kind == "missing":
+            seen[name] = f"parameter {name!r} is required"
+        elif kind == "extra_forbidden":
+            seen[name] = f"unknown parameter {name!r}"
+        elif name in specs:
+            # Never echo the input value: it may be a secret.
+            seen[name] = f"parameter {name!r} must be of type {specs[name].type}"
+        else:
+            seen[name] = f"parameter {name!r}: {err.get('msg', 'invalid value')}"
+    return "; ".join(seen.values())
 
 
 def validate_params(
@@ -95,8 +104,7 @@ def validate_params(
     try:
         adapter.validate_python(dict(params))
     except pydantic.ValidationError as exc:
-        problems = "; ".join(_describe(e) for e in exc.errors())
-        raise ConfigError(f"{what}: {problems}") from None
+        raise ConfigError(f"{what}: {_problems(specs, exc.errors())}") from None
     out = dict(params)
     for name, spec in specs.items():
         if name not in out and spec.default is not None:

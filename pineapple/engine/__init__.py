@@ -4,6 +4,19 @@ Writing an operator: see :mod:`pineapple.engine._operator` (``Operator``,
 ``OperatorInput``, ``OperatorOutput``, ``register_operator``).
 """
 
+from ._dag import Graph as Graph
+from ._engine import Engine as Engine
+from ._engine import Result as Result
+from ._gofmt import format_f as format_f
+from ._gofmt import format_g as format_g
+from ._gofmt import format_value as format_value
+from ._gofmt import go_json as go_json
+from ._gofmt import go_type_name as go_type_name
+from ._http import STATUS_BAD_REQUEST as STATUS_BAD_REQUEST
+from ._http import STATUS_CONTRACT as STATUS_CONTRACT
+from ._http import STATUS_EXECUTION as STATUS_EXECUTION
+from ._http import encode_response as encode_response
+from ._http import respond as respond
 from ._io import OperatorInput as OperatorInput
 from ._io import OperatorOutput as OperatorOutput
 from ._operator import RESERVED_KEYS as RESERVED_KEYS
@@ -19,10 +32,16 @@ from ._schema import OperatorSchema as OperatorSchema
 from ._schema import all_operator_schemas as all_operator_schemas
 from ._schema import default_operator_registry as default_operator_registry
 from ._schema import register_operator as register_operator
+from ._template import is_template as is_template
 
 __all__ = [
     "OPERATOR_KINDS",
     "RESERVED_KEYS",
+    "STATUS_BAD_REQUEST",
+    "STATUS_CONTRACT",
+    "STATUS_EXECUTION",
+    "Engine",
+    "Graph",
     "Metadata",
     "Operator",
     "OperatorFactory",
@@ -31,9 +50,18 @@ __all__ = [
     "OperatorOutput",
     "OperatorRegistry",
     "OperatorSchema",
+    "Result",
     "all_operator_schemas",
     "build_operator",
     "check_params",
     "default_operator_registry",
+    "encode_response",
+    "format_f",
+    "format_g",
+    "format_value",
+    "go_json",
+    "go_type_name",
+    "is_template",
     "register_operator",
+    "respond",
 ]

@@ -356,8 +356,9 @@ class Manager:
             return None
         ref = slot.current
         while ref is not None:
-            if ref.acquire():
-                return ResourceHandle(ref)
+            handle = ref.borrow()
+            if handle is not None:
+                return handle
             ref = slot.current  # lost the race with a swap: the newer value is published
         return None
 
@@ -369,14 +370,14 @@ class Manager:
         """The config entries loaded by ``load_from_root_config``, by name."""
         return dict(self._entries)
 
-    def status(self) -> list[ResourceStatus]:
-        """The status of every resource, sorted by name."""
+    def status(self, now: float | None = None) -> list[ResourceStatus]:
+        """The status of every resource, sorted by name, as of ``now`` (Unix time)."""
         stopped = self._state == "stopped"
-        return [self._slots[n].snapshot_status(stopped) for n in sorted(self._slots)]
+        return [self._slots[n].snapshot_status(stopped, now) for n in sorted(self._slots)]
 
-    def status_of(self, name: str) -> ResourceStatus:
+    def status_of(self, name: str, now: float | None = None) -> ResourceStatus:
         """The status of one resource; :class:`UnknownResourceError` if unknown."""
-        return self._slot(name).snapshot_status(self._state == "stopped")
+        return self._slot(name).snapshot_status(self._state == "stopped", now)
 
     def describe(self, name: str) -> str | None:
         """The printer's description of the current value (None when not loaded)."""

@@ -1,0 +1,275 @@
+"""``Engine``: an immutable, compiled pipeline that executes requests.
+
+Construction does all the work that does not depend on a request: parse and
+check the config, expand sub-flows, build every operator, compute field
+specs and templated-param plans, build the dependency graph. ``execute``
+then runs plain dict/list code: no pydantic, no copies beyond the request's
+own rows, no threads.
+
+Guarantees:
+- An ``Engine`` is immutable after construction and safe to share between
+  threads; per-request state lives in locals of ``run``. Operators must keep
+  no per-request state on themselves (the engine calls ``execute`` of one
+  operator instance from many threads at once).
+- Operators run in the order of the expanded pipeline, which is a
+  topological order of the dependency graph (every edge points forward).
+- ``close`` calls every operator's ``close`` exactly once, even if some raise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._context import Context
+from .._errors import ExecutionError, ValidationError
+from ._config import FlowContract, PipelineConfig, expand_sequence, parse_config
+from ._dag import Graph, build_graph
+from ._frame import FrameError, apply_output, build_common, check_items, project
+from ._io import OperatorInput, OperatorOutput
+from ._parallel import ShardError, execute_sharded
+from ._schema import OperatorRegistry, default_operator_registry
+from ._step import Step, compile_step
+from ._template import resolve_templates
+
+__all__ = ["Engine", "Result"]
+
+_log = logging.getLogger("pineapple.engine")
+_EMPTY: Mapping[str, Any] = {}
+
+
+@dataclass
+class Result:
+    """One execution's outcome: the projected response, warnings, and the error if any.
+
+    On an ``ExecutionError`` the response is the partial result at the
+    time of the failure (what the public engines return beside the error).
+    """
+
+    common: dict[str, Any]
+    items: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+    error: ExecutionError | None = None
+
+    def response(self) -> dict[str, Any]:
+        """``{"common": ..., "items": [...]}``."""
+        return {"common": self.common, "items": self.items}
+
+
+class Engine:
+    """A compiled Pine pipeline.
+
+    ``Engine(config)`` accepts the unified config as bytes, str or a parsed
+    dict and raises ``ConfigError``, ``RegistryError`` or ``ValidationError``
+    (config-level) with the public engines' messages. The entry group is
+    ``pipeline_group.main``, or the only group when there is exactly one;
+    requests cannot select another group.
+
+    >>> engine = Engine({
+    ...     "pipeline_config": {"operators": {"size": {
+    ...         "type_name": "transform_size",
+    ...         "$metadata": {"common_output": ["n"]}}}},
+    ...     "pipeline_group": {"main": {"pipeline": ["size"]}},
+    ...     "flow_contract": {"common_output": ["n"]}})
+    >>> engine.execute(None, {"common": {}, "items": [{"id": 1}, {"id": 2}]})
+    {'common': {'n': 2}, 'items': [{}, {}]}
+    """
+
+    def __init__(
+        self,
+        config: bytes | str | Mapping[str, Any],
+        *,
+        registry: OperatorRegistry | None = None,
+    ) -> None:
+        if registry is None:
+            _load_builtin_operators()
+        reg = registry if registry is not None else default_operator_registry()
+        self.config: PipelineConfig = parse_config(config)
+        sequence, self._parents = expand_sequence(self.config)
+        _check_sources_order(sequence, self.config)
+        steps: list[Step] = []
+        try:
+            for name in sequence:
+                steps.append(compile_step(self.config.operators[name], reg))
+        except BaseException:
+            _close_all(steps)
+            raise
+        self._steps: tuple[Step, ...] = tuple(steps)
+        self.graph: Graph = build_graph(
+            [self.config.operators[s.name] for s in steps], [s.traits for s in steps]
+        )
+        self.contract: FlowContract = self.config.contract
+        self.blocking: bool = any(s.blocking for s in steps)
+        """True when any operator does blocking I/O (``OperatorSchema.blocking``)."""
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    @property
+    def operators(self) -> list[str]:
+        """Operator names in execution order."""
+        return [s.name for s in self._steps]
+
+    def execute(self, ctx: Context | None, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one request; returns ``{"common": {...}, "items": [...]}``.
+
+        Raises ``ValidationError`` when the request breaks the flow contract
+        and ``ExecutionError`` (``.operator``, ``.result`` = partial
+        response, ``__cause__`` = the operator's exception) when an operator fails.
+        """
+        result = self.run(ctx, request)
+        if result.error is not None:
+            raise result.error
+        return {"common": result.common, "items": result.items}
+
+    def run(self, ctx: Context | None, request: Mapping[str, Any]) -> Result:
+        """Like ``execute``, but an execution error is returned in the ``Result``.
+
+        ``ValidationError`` is still raised (there is no result to return).
+        """
+        common, items = self._admit(request)
+        if ctx is None:
+            ctx = Context()
+        warnings: list[str] = []
+        error: ExecutionError | None = None
+        for step in self._steps:
+            if step.skip and _skipped(step, common):
+                continue
+            try:
+                view = build_common(step, common) if step.needs_common else _EMPTY
+                if step.item_strict or step.item_nullable:
+                    check_items(step, items)
+                templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
+            except (FrameError, ValueError) as exc:
+                error = _wrap(step, exc)
+                break
+            inp = OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
+            try:
+                if step.data_parallel > 1:
+                    out = execute_sharded(step, ctx, inp)
+                else:
+                    out = OperatorOutput()
+                    step.execute(ctx, inp, out)
+            except ShardError as exc:
+                error = ExecutionError(str(exc), operator=step.name)
+                error.__cause__ = exc
+                break
+            except Exception as exc:
+                error = _wrap(step, exc)
+                break
+            bad = step.violations(out)
+            if bad:
+                error = ExecutionError(
+                    f'pine: execution error in operator "{step.name}": type violation: '
+                    f"operator type {step.kind.capitalize()} must not call [{' '.join(bad)}]",
+                    operator=step.name,
+                )
+                break
+            if out.warning is not None:
+                warnings.append(f'operator "{step.name}": {out.warning}')
+            try:
+                items = apply_output(step, out, common, items)
+            except FrameError as exc:
+                error = _wrap(step, exc)
+                break
+        contract = self.contract
+        response = project(common, items, contract.common_output, contract.item_output)
+        if error is not None:
+            error.result = response
+        return Result(response["common"], response["items"], warnings, error)
+
+    def _admit(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Check the request against the flow contract and copy it into a frame."""
+        if request is None:
+            raise ValidationError("pine: validation error: request must not be nil")
+        common = request.get("common")
+        if common is None:
+            raise ValidationError("pine: validation error: request.Common must not be nil")
+        if not isinstance(common, dict):
+            raise ValidationError("pine: validation error: request.common must be an object")
+        for f in self.contract.common_input:
+            if f not in common:
+                raise ValidationError(
+                    f'pine: validation error: missing required common input field "{f}"'
+                )
+        raw_items = request.get("items") or ()
+        if not isinstance(raw_items, list | tuple):
+            raise ValidationError("pine: validation error: request.items must be an array")
+        item_input = self.contract.item_input
+        for i, item in enumerate(raw_items):
+            if not isinstance(item, dict):
+                raise ValidationError(f"pine: validation error: item[{i}] must be an object")
+            for f in item_input:
+                if f not in item:
+                    raise ValidationError(
+                        f'pine: validation error: item[{i}] missing required item input field "{f}"'
+                    )
+        return dict(common), [dict(item) for item in raw_items]
+
+    def close(self) -> None:
+        """Close every operator once (errors are logged, not raised). Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        _close_all(self._steps)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Engine({len(self._steps)} operators, blocking={self.blocking})"
+
+
+def _skipped(step: Step, common: Mapping[str, Any]) -> bool:
+    for f in step.skip:
+        v = common.get(f)
+        if v is not None and v is not False:
+            return True
+    return False
+
+
+def _wrap(step: Step, exc: BaseException) -> ExecutionError:
+    err = ExecutionError(
+        f'pine: execution error in operator "{step.name}": {exc}', operator=step.name
+    )
+    err.__cause__ = exc
+    return err
+
+
+def _check_sources_order(sequence: list[str], cfg: PipelineConfig) -> None:
+    seen: set[str] = set()
+    for name in sequence:
+        for src in cfg.operators[name].sources:
+            if src not in seen:
+                raise ValidationError(
+                    f'pine: validation error: operator "{name}": sources references "{src}" '
+                    "which is declared after the current operator (forward reference)"
+                )
+        seen.add(name)
+
+
+def _close_all(steps: tuple[Step, ...] | list[Step]) -> None:
+    for step in steps:
+        try:
+            step.op.close()
+        except Exception:
+            _log.exception('operator "%s" close failed', step.name)
+
+
+_builtin_loaded = False
+
+
+def _load_builtin_operators() -> None:
+    """Import the built-in operators (and entry-point plugins) once."""
+    global _builtin_loaded
+    if not _builtin_loaded:
+        import pineapple.operators  # noqa: F401  (registers at import)
+
+        default_operator_registry().all()  # loads entry-point plugins
+        _builtin_loaded = True

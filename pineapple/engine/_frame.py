@@ -1,0 +1,181 @@
+"""The request frame: building operator inputs from it and applying outputs to it.
+
+A frame is a plain ``common`` dict and a list of item dicts, owned by one
+request (copied from the request on entry). Errors raised here are
+``FrameError``; the runner wraps them into ``ExecutionError`` naming the
+operator, with the same texts as the public engines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from itertools import repeat
+from operator import contains
+from typing import Any
+
+from ._io import OperatorOutput
+from ._step import Step
+
+__all__ = ["FrameError", "apply_output", "build_common", "check_items", "project"]
+
+_EMPTY: Mapping[str, Any] = {}
+_isfinite = math.isfinite
+
+
+class FrameError(Exception):
+    """Input could not be built or output could not be applied."""
+
+
+def build_common(step: Step, common: dict[str, Any]) -> dict[str, Any]:
+    """The operator's view of the common fields (strict, then defaulted, then nullable)."""
+    view: dict[str, Any] = {}
+    for f in step.common_strict:
+        v = common.get(f)
+        if v is None:
+            raise FrameError(f'required field "{f}" is nil in common')
+        view[f] = v
+    for f, default in step.common_defaulted:
+        v = common.get(f)
+        view[f] = default if v is None else v
+    for f in step.common_nullable:
+        if f not in common:
+            raise FrameError(f'required field "{f}" is missing in common')
+        view[f] = common[f]
+    return view
+
+
+def check_items(step: Step, items: list[dict[str, Any]]) -> None:
+    """Strict item fields must be non-null, nullable ones present, on every item."""
+    ok = True
+    for f in step.item_strict:
+        if not all(row.get(f) is not None for row in items):
+            ok = False
+    for f in step.item_nullable:
+        if not all(map(contains, items, repeat(f))):
+            ok = False
+    if ok:
+        return
+    for i, row in enumerate(items):  # item-major, for the first error as the engines report it
+        for f in step.item_strict:
+            if row.get(f) is None:
+                raise FrameError(f'required field "{f}" is nil on item[{i}]')
+        for f in step.item_nullable:
+            if f not in row:
+                raise FrameError(f'required field "{f}" is missing on item[{i}]')
+
+
+def _bad_float(v: Any) -> bool:
+    return type(v) is float and not _isfinite(v)
+
+
+def _first_bad(values: list[Any]) -> int:
+    """Index of the first NaN/Inf in ``values``, or -1."""
+    types = set(map(type, values))
+    if float not in types:
+        return -1
+    if types <= {float, int}:
+        try:
+            if _isfinite(math.fsum(values)):
+                return -1
+        except OverflowError:
+            pass
+    for i, v in enumerate(values):
+        if type(v) is float and not _isfinite(v):
+            return i
+    return -1
+
+
+def _nan(field: str) -> str:
+    return f'field "{field}": NaN/Inf is not a valid JSON value'
+
+
+def apply_output(
+    step: Step, out: OperatorOutput, common: dict[str, Any], items: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Apply ``out`` to the frame; returns the (possibly new) item list."""
+    cw = out.common_writes
+    if cw:
+        for f, v in cw.items():
+            if _bad_float(v):
+                raise FrameError(f"common write: {_nan(f)}")
+        common.update(cw)
+    n = len(items)
+    if out.item_writes:
+        for i, f, v in out.item_writes:
+            if i < 0 or i >= n:
+                raise FrameError(f"SetItem index {i} out of range [0, {n})")
+            if _bad_float(v):
+                raise FrameError(f"item[{i}] write: {_nan(f)}")
+            items[i][f] = v
+    if out.column_writes:
+        for f, values in out.column_writes:
+            if len(values) != n:
+                raise FrameError(
+                    f'SetItemColumn "{f}" length {len(values)} does not match item count {n}'
+                )
+            bad = _first_bad(values)
+            if bad >= 0:
+                raise FrameError(f"item[{bad}] write: {_nan(f)}")
+            for row, v in zip(items, values, strict=True):
+                row[f] = v
+    if out.removed:
+        items = _remove(items, out.removed)
+    if out.item_order is not None:
+        items = _reorder(items, out.item_order)
+    added = out.added_items
+    if added:
+        if not out.finite_added:
+            for row in added:
+                for f, v in row.items():
+                    if _bad_float(v):
+                        raise FrameError(f"added item write: {_nan(f)}")
+        if step.recall:
+            name = step.name
+            for row in added:
+                row["_source"] = name
+        items.extend(added)
+    return items
+
+
+def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, Any]]:
+    n = len(items)
+    lo, hi = min(removed), max(removed)
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
+    if hi == n - 1 and hi - lo + 1 == len(removed):  # a tail: truncation
+        return items[:lo]
+    return [row for i, row in enumerate(items) if i not in removed]
+
+
+def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, Any]]:
+    n = len(items)
+    if len(order) != n:
+        raise FrameError(f"SetItemOrder length {len(order)} does not match item count {n}")
+    if n == 0:
+        return items
+    if min(order) < 0 or max(order) >= n:
+        bad = next(i for i in order if i < 0 or i >= n)
+        raise FrameError(f"SetItemOrder index {bad} out of range [0, {n})")
+    if len(set(order)) != n:
+        seen: set[int] = set()
+        for i in order:
+            if i in seen:
+                raise FrameError(f"SetItemOrder duplicate index {i} (order must be a permutation)")
+            seen.add(i)
+    return [items[i] for i in order]
+
+
+def project(
+    common: Mapping[str, Any],
+    items: list[dict[str, Any]],
+    common_out: tuple[str, ...],
+    item_out: tuple[str, ...],
+) -> dict[str, Any]:
+    """The response: declared output fields only (absent fields left out)."""
+    rc = {f: common[f] for f in common_out if f in common}
+    if not item_out:
+        return {"common": rc, "items": [{} for _ in items]}
+    ritems = [{f: row[f] for f in item_out if f in row} for row in items]
+    return {"common": rc, "items": ritems}

@@ -1,0 +1,157 @@
+"""Value formatting that matches the Go reference engine byte for byte.
+
+The shared fixtures pin behaviour that comes from Go's ``fmt`` and
+``encoding/json``: ``%v`` of a number is ``%g`` with the shortest digits
+(``1e+06``), JSON numbers are ``float64`` (so ``1`` and ``1.0`` are one
+value), JSON output uses plain decimals below 1e21, sorts map keys and
+escapes ``<``, ``>`` and ``&``. Python ``int`` values are treated as the
+``float64`` they would be after a JSON round trip in Go.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import orjson
+
+__all__ = ["format_f", "format_g", "format_value", "go_json", "go_type_name", "json_float"]
+
+
+def _digits(f: float) -> tuple[str, int]:
+    """Shortest round-trip digits of ``abs(f)`` (finite, non-zero) and the point position."""
+    text = repr(abs(f))
+    mant, _, exp_text = text.partition("e")
+    whole, _, frac = mant.partition(".")
+    if frac == "0":
+        frac = ""
+    raw = whole + frac
+    stripped = raw.lstrip("0")
+    point = len(whole) + (int(exp_text) if exp_text else 0) - (len(raw) - len(stripped))
+    return stripped.rstrip("0") or "0", point
+
+
+def format_g(f: float) -> str:
+    """Go's ``%g`` / ``%v`` of a float64 (``strconv.FormatFloat(f, 'g', -1, 64)``)."""
+    if f != f:
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    if f.is_integer() and -1e6 < f < 1e6:
+        return str(int(f))
+    digits, point = _digits(f)
+    sign = "-" if f < 0 else ""
+    exp = point - 1
+    if exp < -4 or exp >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        esign = "-" if exp < 0 else "+"
+        return f"{sign}{mant}e{esign}{abs(exp):02d}"
+    return sign + _fixed(digits, point)
+
+
+def _fixed(digits: str, point: int) -> str:
+    if point <= 0:
+        return "0." + "0" * (-point) + digits
+    if point >= len(digits):
+        return digits + "0" * (point - len(digits))
+    return digits[:point] + "." + digits[point:]
+
+
+def format_f(f: float) -> str:
+    """Go's ``strconv.FormatFloat(f, 'f', -1, 64)`` of a finite float64."""
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    digits, point = _digits(f)
+    return ("-" if f < 0 else "") + _fixed(digits, point)
+
+
+def json_float(f: float) -> str:
+    """Go ``encoding/json`` text of a finite float64."""
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    digits, point = _digits(f)
+    sign = "-" if f < 0 else ""
+    a = abs(f)
+    if a < 1e-6 or a >= 1e21:
+        exp = point - 1
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        esign = "-" if exp < 0 else "+"
+        return f"{sign}{mant}e{esign}{abs(exp):02d}".replace("e-0", "e-")
+    return sign + _fixed(digits, point)
+
+
+def format_value(v: Any) -> str:
+    """Go's ``fmt.Sprint(v)`` for a JSON-like value."""
+    if v is None:
+        return "<nil>"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float):
+        return format_g(v)
+    if isinstance(v, int):
+        return str(v) if -1000000 < v < 1000000 else format_g(float(v))
+    if isinstance(v, list | tuple):
+        return "[" + " ".join(format_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "map[" + " ".join(f"{k}:{format_value(v[k])}" for k in sorted(v)) + "]"
+    return str(v)
+
+
+def go_type_name(v: Any) -> str:
+    """Go's ``%T`` of the value a JSON decode would have produced."""
+    if v is None:
+        return "<nil>"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int | float):
+        return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list | tuple):
+        return "[]interface {}"
+    if isinstance(v, dict):
+        return "map[string]interface {}"
+    return type(v).__name__
+
+
+_SUSPECT = re.compile(rb"\.0[,}\]]|\de-6|\.0$")
+
+
+def _go_numbers(v: Any) -> Any:
+    if type(v) is float:
+        if v.is_integer() and abs(v) < 1e21:
+            if v == 0 and math.copysign(1.0, v) < 0:
+                return orjson.Fragment(b"-0")
+            return int(v)
+        if 1e-6 <= abs(v) < 1e-5:
+            return orjson.Fragment(json_float(v).encode())
+        return v
+    if type(v) is dict:
+        return {k: _go_numbers(x) for k, x in v.items()}
+    if type(v) is list:
+        return [_go_numbers(x) for x in v]
+    return v
+
+
+def go_json(v: Any) -> bytes:
+    """JSON bytes as Go's ``json.Marshal`` writes them (no trailing newline).
+
+    Fast path: orjson with sorted keys; only when its output may hold a
+    float that Go writes differently (``1.0``, ``1e-6``) are the numbers
+    rewritten first.
+    """
+    out = orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+    if _SUSPECT.search(out):
+        out = orjson.dumps(_go_numbers(v), option=orjson.OPT_SORT_KEYS)
+    if b"<" in out or b">" in out or b"&" in out:
+        out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    if b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out:
+        out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    return out

@@ -1,0 +1,116 @@
+"""``respond``: the HTTP ``/execute`` semantics of the Go server, byte for byte.
+
+The server hands over the raw request body and sends back exactly the
+status and bytes returned here (``Content-Type: application/json``). The
+response body is what Go's ``json.Encoder`` writes for the server's
+``executeResponse``: keys ``common``, ``items``, then ``warnings`` and
+``error`` only when present; map keys sorted; integral numbers without
+``.0``; ``<``, ``>``, ``&`` escaped; a trailing newline.
+
+Status codes: 200 success; 400 malformed body (``{"error": "invalid
+request: ..."}``); 422 flow-contract violation (``ValidationError``; the Go
+server answers 400 here, DESIGN asks 422); 500 execution error, with the
+partial result beside the error text (as Go).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from .._context import Context
+from .._errors import ValidationError
+from ._engine import Engine
+from ._gofmt import go_json
+
+__all__ = [
+    "STATUS_BAD_REQUEST",
+    "STATUS_CONTRACT",
+    "STATUS_EXECUTION",
+    "encode_response",
+    "respond",
+]
+
+STATUS_BAD_REQUEST = 400
+STATUS_CONTRACT = 422
+STATUS_EXECUTION = 500
+
+_GO_KIND = {dict: "object", list: "array", str: "string", bool: "bool", type(None): "null"}
+
+
+def _go_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return _GO_KIND.get(type(value), "value")
+
+
+def encode_response(
+    common: Mapping[str, Any] | None,
+    items: list[Any] | None,
+    warnings: list[str] | None = None,
+    error: str | None = None,
+) -> bytes:
+    """The Go server's JSON body for an execute response (with the trailing newline)."""
+    parts = [b'{"common":', go_json(common), b',"items":', go_json(items)]
+    if warnings:
+        parts += [b',"warnings":', go_json(warnings)]
+    if error:
+        parts += [b',"error":', go_json(error)]
+    parts.append(b"}\n")
+    return b"".join(parts)
+
+
+def _bad_request(message: str) -> tuple[int, bytes]:
+    return STATUS_BAD_REQUEST, go_json({"error": f"invalid request: {message}"}) + b"\n"
+
+
+def _parse(body: bytes) -> dict[str, Any] | str:
+    """The request, or the text of why it is malformed."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return str(exc) if body.strip() else "EOF"
+    if not isinstance(data, dict):
+        return (
+            f"json: cannot unmarshal {_go_kind(data)} into Go value of type server.executeRequest"
+        )
+    common = data.get("common")
+    if common is not None and not isinstance(common, dict):
+        return (
+            f"json: cannot unmarshal {_go_kind(common)} into Go struct field "
+            "executeRequest.common of type map[string]interface {}"
+        )
+    items = data.get("items")
+    if items is not None:
+        if not isinstance(items, list):
+            return (
+                f"json: cannot unmarshal {_go_kind(items)} into Go struct field "
+                "executeRequest.items of type []map[string]interface {}"
+            )
+        for item in items:
+            if item is not None and not isinstance(item, dict):
+                return (
+                    f"json: cannot unmarshal {_go_kind(item)} into Go struct field "
+                    "executeRequest.items of type map[string]interface {}"
+                )
+    return {"common": common, "items": [i if i is not None else {} for i in items or ()]}
+
+
+def respond(engine: Engine, ctx: Context | None, body: bytes) -> tuple[int, bytes]:
+    """Execute the JSON request ``body``; return ``(status, response bytes)``."""
+    request = _parse(body)
+    if isinstance(request, str):
+        return _bad_request(request)
+    try:
+        result = engine.run(ctx, request)
+    except ValidationError as exc:
+        return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
+    if result.error is not None:
+        return STATUS_EXECUTION, encode_response(
+            result.common, result.items, result.warnings, str(result.error)
+        )
+    return 200, encode_response(result.common, result.items, result.warnings)

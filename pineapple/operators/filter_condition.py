@@ -1,0 +1,57 @@
+"""``filter_condition``: removes items whose field equals a value (compared as Go's ``%v`` text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._context import Context
+from .._params import ParamSpec
+from ..engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    format_value,
+    register_operator,
+)
+
+__all__ = ["SCHEMA", "FilterCondition"]
+
+SCHEMA = OperatorSchema(
+    name="filter_condition",
+    kind="filter",
+    description="Removes items where a specified field equals a given value.",
+    params={
+        "value": ParamSpec(
+            type="any", required=True, description="Items where field == value are removed."
+        ),
+    },
+)
+
+
+class FilterCondition(Operator):
+    """Removes item ``i`` when ``fmt(item[item_input[0]]) == fmt(value)``."""
+
+    consumes_row_set = True
+    mutates_row_set = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.want = format_value(params["value"])
+
+    def prepare(self) -> None:
+        if not self.meta.item_input:
+            raise ValueError("filter_condition: $metadata.item_input needs one field")
+        self.field = self.meta.item_input[0]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        want = self.want
+        drop = [
+            i
+            for i, v in enumerate(inp.column(self.field))
+            if (v == want if type(v) is str else format_value(v) == want)
+        ]
+        if drop:
+            out.remove_items(drop)
+
+
+register_operator(SCHEMA, FilterCondition)

@@ -1,0 +1,86 @@
+"""``merge_dedup``: removes items whose key field repeats an earlier item's."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .._context import Context
+from .._params import ParamSpec
+from ..engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    go_json,
+    register_operator,
+)
+
+__all__ = ["SCHEMA", "MergeDedup", "dedup_key"]
+
+SCHEMA = OperatorSchema(
+    name="merge_dedup",
+    kind="merge",
+    description="Deduplicates items by a key field, keeping the first occurrence.",
+    params={
+        "strategy": ParamSpec(
+            type="string",
+            default="first",
+            description='Dedup strategy — "first" keeps first occurrence.',
+        ),
+    },
+)
+
+_EXACT = 2**53
+
+
+def dedup_key(value: Any) -> Any:
+    """A hashable key: equal for values the public engines treat as one.
+
+    Numbers compare as float64 (``1`` == ``1.0``, ``-0.0`` == ``0``), a string
+    never equals a number or a bool, composites compare by their JSON text.
+    """
+    t = type(value)
+    if t is str:
+        return value
+    if t is float:
+        return value if value == value else ("F", "NaN")
+    if t is int:
+        return value if -_EXACT <= value <= _EXACT else float(value)
+    if t is bool:
+        return ("B", value)
+    if value is None:
+        return ("N",)
+    if isinstance(value, float):
+        return float(value) if not math.isnan(value) else ("F", "NaN")
+    return ("O", go_json(value))
+
+
+class MergeDedup(Operator):
+    """Keeps the first item of each distinct ``item_input[0]`` value."""
+
+    consumes_row_set = True
+    mutates_row_set = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        if params["strategy"] != "first":
+            raise ValueError(f'merge_dedup: unsupported strategy "{params["strategy"]}"')
+
+    def prepare(self) -> None:
+        self.field = self.meta.item_input[0]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        seen: set[Any] = set()
+        drop: list[int] = []
+        add = seen.add
+        for i, v in enumerate(inp.column(self.field)):
+            key = v if type(v) is str else dedup_key(v)
+            if key in seen:
+                drop.append(i)
+            else:
+                add(key)
+        if drop:
+            out.remove_items(drop)
+
+
+register_operator(SCHEMA, MergeDedup)

@@ -1,0 +1,39 @@
+"""``reorder_shuffle_by_salt``: deterministic shuffle keyed by a caller-provided salt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._context import Context
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ._salted_hash import salt_text, salted_rank
+
+__all__ = ["SCHEMA", "ReorderShuffleBySalt"]
+
+SCHEMA = OperatorSchema(
+    name="reorder_shuffle_by_salt",
+    kind="reorder",
+    description="Deterministic hash-based shuffle using a caller-provided salt.",
+)
+
+
+class ReorderShuffleBySalt(Operator):
+    """Orders items by FNV-1a of ``"<common inputs joined by |>|<item_input[0]>"``."""
+
+    consumes_row_set = True
+    mutates_row_set = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        pass
+
+    def prepare(self) -> None:
+        self.field = self.meta.item_input[0]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        if not inp.items:
+            return
+        prefix = "|".join(salt_text(inp.common.get(f)) for f in self.meta.common_input) + "|"
+        out.set_item_order(salted_rank(prefix, inp.column(self.field)))
+
+
+register_operator(SCHEMA, ReorderShuffleBySalt)

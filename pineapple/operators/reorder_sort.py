@@ -1,0 +1,49 @@
+"""``reorder_sort``: stable sort of the items by a numeric field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._context import Context
+from .._params import ParamSpec
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from .transform_normalize import numbers
+
+__all__ = ["SCHEMA", "ReorderSort"]
+
+SCHEMA = OperatorSchema(
+    name="reorder_sort",
+    kind="reorder",
+    description="Sorts items by a numeric field in ascending or descending order.",
+    params={
+        "order": ParamSpec(
+            type="string", default="desc", description='Sort direction — "asc" or "desc".'
+        ),
+    },
+)
+
+
+class ReorderSort(Operator):
+    """Orders items by ``item_input[0]``; equal values keep their relative order."""
+
+    consumes_row_set = True
+    mutates_row_set = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        order = params["order"]
+        if order not in ("asc", "desc"):
+            raise ValueError(f'reorder_sort: unsupported order "{order}"')
+        self.descending = order == "desc"
+
+    def prepare(self) -> None:
+        self.field = self.meta.item_input[0]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        n = len(inp.items)
+        if n == 0:
+            return
+        vals = numbers("reorder_sort", self.field, inp.column(self.field))
+        out.set_item_order(sorted(range(n), key=vals.__getitem__, reverse=self.descending))
+
+
+register_operator(SCHEMA, ReorderSort)

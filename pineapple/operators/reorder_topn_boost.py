@@ -1,0 +1,52 @@
+"""``reorder_topn_boost``: moves ``size`` salted-hash-chosen items to the front."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._context import Context
+from .._params import ParamSpec
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ._salted_hash import salt_text, salted_rank
+
+__all__ = ["SCHEMA", "ReorderTopnBoost"]
+
+SCHEMA = OperatorSchema(
+    name="reorder_topn_boost",
+    kind="reorder",
+    description="Boosts the top-N items by salted hash of their id to the front; "
+    "the rest keep their order.",
+    params={
+        "size": ParamSpec(type="int", default=10, description="Number of items to boost."),
+        "bench_profile": ParamSpec(
+            type="any", description="Accepted for config compatibility; ignored."
+        ),
+    },
+)
+
+
+class ReorderTopnBoost(Operator):
+    """Ranks items by FNV-1a of ``"<shuffle_salt>|<id>"``; boosts the first ``size``."""
+
+    consumes_row_set = True
+    mutates_row_set = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        size = params["size"]
+        self.size = (
+            int(size) if isinstance(size, int | float) and not isinstance(size, bool) else 10
+        )
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        n = len(inp.items)
+        if n == 0:
+            return
+        prefix = salt_text(inp.common.get("shuffle_salt")) + "|"
+        ranked = salted_rank(prefix, [row.get("id") for row in inp.items])
+        boost = max(0, min(self.size, n))
+        head = ranked[:boost]
+        boosted = set(head)
+        out.set_item_order(head + [i for i in range(n) if i not in boosted])
+
+
+register_operator(SCHEMA, ReorderTopnBoost)

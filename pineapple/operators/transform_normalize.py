@@ -1,0 +1,64 @@
+"""``transform_normalize``: min-max scales a numeric item field to [0, 1]."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._context import Context
+from .._params import ParamSpec
+from ..engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    go_type_name,
+    register_operator,
+)
+
+__all__ = ["SCHEMA", "TransformNormalize", "numbers"]
+
+SCHEMA = OperatorSchema(
+    name="transform_normalize",
+    kind="transform",
+    description="Normalizes a numeric item field using min-max scaling to [0, 1].",
+    params={
+        "method": ParamSpec(type="string", default="min_max", description="Normalization method."),
+    },
+)
+
+
+def numbers(op: str, field: str, values: list[Any]) -> list[Any]:
+    """``values`` when every one is an int or float (bools are not numbers); else raises."""
+    kinds = set(map(type, values))
+    if kinds <= {float, int}:
+        return values
+    for i, v in enumerate(values):
+        if type(v) is not float and type(v) is not int:
+            raise TypeError(f"{op}: item[{i}].{field}: cannot convert {go_type_name(v)} to float64")
+    return values
+
+
+class TransformNormalize(Operator):
+    """``out = (v - min) / (max - min)``; all zeros when every value is equal."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        if params["method"] != "min_max":
+            raise ValueError(f'transform_normalize: unsupported method "{params["method"]}"')
+
+    def prepare(self) -> None:
+        self.src = self.meta.item_input[0]
+        self.dst = self.meta.item_output[0]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        if not inp.items:
+            return
+        vals = numbers("transform_normalize", self.src, inp.column(self.src))
+        lo, hi = min(vals), max(vals)
+        span = float(hi - lo)
+        if span == 0:
+            out.set_column(self.dst, [0.0] * len(vals))
+        else:
+            out.set_column(self.dst, [(v - lo) / span for v in vals])
+
+
+register_operator(SCHEMA, TransformNormalize)

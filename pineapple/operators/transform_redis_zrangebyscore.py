@@ -1,0 +1,112 @@
+"""``transform_redis_zrangebyscore``: reads the members of a sorted set scored in a time window."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import redis
+
+from .._context import Context
+from .._params import ParamSpec
+from ..engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    is_template,
+    register_operator,
+)
+from ._redis import borrow_redis, key_suffix, text
+
+__all__ = ["SCHEMA", "TransformRedisZrangebyscore"]
+
+_log = logging.getLogger("pineapple.operators.redis")
+
+SCHEMA = OperatorSchema(
+    name="transform_redis_zrangebyscore",
+    kind="transform",
+    description="Reads members of a Redis sorted set whose score (a unix time) lies within "
+    "the last window_seconds; outputs the members, a hit flag and their count.",
+    blocking=True,
+    params={
+        "resource_name": ParamSpec(
+            type="string",
+            required=True,
+            description="Name of a redis_connection resource to borrow the client from.",
+        ),
+        "key_prefix": ParamSpec(
+            type="string",
+            default="",
+            templatable=True,
+            description="Key prefix prepended to the common_input fields joined by ':'.",
+        ),
+        "window_seconds": ParamSpec(
+            type="int",
+            default=0,
+            description="Only scores >= now - window_seconds; 0 reads the whole set.",
+        ),
+        "fail_on_error": ParamSpec(
+            type="bool", default=False, description="Fail the request on a Redis error."
+        ),
+        "redis_addr": ParamSpec(type="string", description="Legacy; ignored."),
+        "redis_password": ParamSpec(type="string", description="Legacy; ignored."),
+        "bench_profile": ParamSpec(type="any", description="Accepted for compatibility; ignored."),
+    },
+)
+
+
+class TransformRedisZrangebyscore(Operator):
+    """``common_output = [members, cache_hit, count]`` (count optional).
+
+    Borrow failure or a Redis error (without ``fail_on_error``) yields
+    ``[]``, ``false``, ``0``.
+    """
+
+    concurrent_safe = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.resource_name = str(params["resource_name"])
+        prefix = params.get("key_prefix", "")
+        self.key_prefix = "" if is_template(prefix) else str(prefix)
+        window = params.get("window_seconds", 0)
+        if isinstance(window, bool) or not isinstance(window, int | float):
+            raise ValueError("transform_redis_zrangebyscore: window_seconds must be numeric")
+        self.window = int(window)
+        self.fail_on_error = params.get("fail_on_error") is True
+
+    def prepare(self) -> None:
+        outs = self.meta.common_output
+        if len(outs) < 2:
+            raise ValueError(
+                "transform_redis_zrangebyscore: $metadata.common_output needs "
+                "[members, cache_hit] and optionally [count]"
+            )
+        self.outs = outs[:3]
+
+    def _emit(self, out: OperatorOutput, members: list[str]) -> None:
+        out.set_common(self.outs[0], members)
+        out.set_common(self.outs[1], bool(members))
+        if len(self.outs) > 2:
+            out.set_common(self.outs[2], len(members))
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        members: list[str] = []
+        with borrow_redis(ctx, self.resource_name) as client:
+            if client is not None:
+                prefix = inp.templated.get("key_prefix", self.key_prefix)
+                key = f"{prefix}{key_suffix(inp.common, self.meta.common_input)}"
+                low: float | str = time.time() - self.window if self.window > 0 else "-inf"
+                try:
+                    members = [text(m) for m in client.zrangebyscore(key, low, "+inf")]
+                except redis.RedisError as exc:
+                    message = f"transform_redis_zrangebyscore: ZRangeByScore({key}): {exc}"
+                    _log.warning("%s", message)
+                    out.warn(message)
+                    if self.fail_on_error:
+                        raise RuntimeError(message) from exc
+        self._emit(out, members)
+
+
+register_operator(SCHEMA, TransformRedisZrangebyscore)

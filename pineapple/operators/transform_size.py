@@ -1,0 +1,37 @@
+"""``transform_size``: writes the current item count to a common field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._context import Context
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+
+__all__ = ["SCHEMA", "TransformSize"]
+
+SCHEMA = OperatorSchema(
+    name="transform_size",
+    kind="transform",
+    description="Outputs the current item count to a common field.",
+)
+
+
+class TransformSize(Operator):
+    """``common_output[0] = len(items)``."""
+
+    concurrent_safe = True
+    consumes_row_set = True
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        pass
+
+    def prepare(self) -> None:
+        if not self.meta.common_output:
+            raise ValueError("transform_size: $metadata.common_output needs one field")
+        self.dst = self.meta.common_output[0]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        out.set_common(self.dst, len(inp.items))
+
+
+register_operator(SCHEMA, TransformSize)

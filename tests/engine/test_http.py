@@ -1,0 +1,66 @@
+"""``respond``: status codes and Go-identical bytes."""
+
+from __future__ import annotations
+
+from pineapple import Context
+from pineapple.engine import Engine, encode_response, respond
+
+from ._configs import config, op
+
+
+def _engine() -> Engine:
+    return Engine(
+        config(
+            {
+                "copy": op(
+                    "transform_copy",
+                    direction="common_to_common",
+                    meta={"common_input": ["a"], "common_output": ["b"]},
+                )
+            },
+            contract={"common_input": ["a"], "common_output": ["b"], "item_output": ["x"]},
+        )
+    )
+
+
+def test_success_bytes() -> None:
+    status, body = respond(_engine(), Context(), b'{"common":{"a":1.0},"items":[{"x":"<&>"}]}')
+    assert status == 200
+    assert body == b'{"common":{"b":1},"items":[{"x":"\\u003c\\u0026\\u003e"}]}\n'
+
+
+def test_malformed_json_is_400() -> None:
+    status, body = respond(_engine(), None, b"{nope")
+    assert status == 400
+    assert body.startswith(b'{"error":"invalid request: ')
+
+
+def test_wrong_shapes_are_400_with_go_wording() -> None:
+    assert respond(_engine(), None, b"[]") == (
+        400,
+        b'{"error":"invalid request: json: cannot unmarshal array into Go value of type '
+        b'server.executeRequest"}\n',
+    )
+    status, body = respond(_engine(), None, b'{"common":{"a":1},"items":{}}')
+    assert status == 400 and b"executeRequest.items" in body
+
+
+def test_contract_violation_is_422_with_null_result() -> None:
+    status, body = respond(_engine(), None, b'{"common":{}}')
+    assert status == 422
+    assert body == (
+        b'{"common":null,"items":null,"error":"pine: validation error: '
+        b'missing required common input field \\"a\\""}\n'
+    )
+
+
+def test_missing_common_is_422() -> None:
+    status, body = respond(_engine(), None, b'{"items":[]}')
+    assert status == 422 and b"request.Common must not be nil" in body
+
+
+def test_encode_response_orders_warnings_before_error() -> None:
+    body = encode_response({"z": 1e-7, "a": 2.5e-6}, [], ["w"], "boom")
+    assert (
+        body == b'{"common":{"a":0.0000025,"z":1e-7},"items":[],"warnings":["w"],"error":"boom"}\n'
+    )

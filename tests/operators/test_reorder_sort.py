@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import pytest
+
+from ._run import run
+
+
+def test_stable_desc_and_asc() -> None:
+    items = [{"s": 1}, {"s": 3}, {"s": 1.0}, {"s": 2}]
+    assert run("reorder_sort", meta={"item_input": ["s"]}, items=items).item_order == [1, 3, 0, 2]
+    assert run("reorder_sort", {"order": "asc"}, {"item_input": ["s"]}, items=items).item_order == [
+        0,
+        2,
+        3,
+        1,
+    ]
+
+
+def test_rejects_bool() -> None:
+    with pytest.raises(TypeError, match="cannot convert bool to float64"):
+        run("reorder_sort", meta={"item_input": ["s"]}, items=[{"s": 1}, {"s": False}])

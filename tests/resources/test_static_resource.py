@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import pytest
+
+import resources
+from pineapple import ConfigError
+from pineapple.resource import Manager, default_registry
+
+
+def _config(params: dict[str, object]) -> dict[str, object]:
+    return {"resource_config": {"consts": {"type": "static", "params": params}}}
+
+
+def test_importing_resources_registers_static_with_interval_never() -> None:
+    schema = default_registry().get("static")
+    assert schema is resources.STATIC_SCHEMA
+    assert schema.default_interval == -1
+
+
+def test_static_serves_the_value_as_given() -> None:
+    value = [{"id": "a", "score": 1}, {"id": "b", "score": 2}]
+    rm = Manager()
+    rm.load_from_root_config(_config({"value": value}))
+    rm.start()
+    try:
+        handle = rm.get("consts")
+        assert handle is not None
+        with handle as got:
+            assert got == value
+        status = rm.status_of("consts")
+        assert status.interval == -1
+        assert status.summary.startswith("static: list of 2")
+        assert '"score": 2' in (rm.describe("consts") or "")
+    finally:
+        rm.stop()
+
+
+def test_static_without_value_is_a_config_error_naming_resource_and_param() -> None:
+    rm = Manager()
+    with pytest.raises(ConfigError, match=r"'consts'.*'value' is required"):
+        rm.load_from_root_config(_config({}))
