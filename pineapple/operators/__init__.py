@@ -38,6 +38,4 @@ for _name in _OPTIONAL:
         if _exc.name != f"{__name__}.{_name}":
             raise
 
-from . import _lua_operator  # noqa: F401  (transform_by_lua)
-
 __all__: list[str] = []

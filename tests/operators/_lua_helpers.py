@@ -11,7 +11,7 @@ import orjson
 import pineapple.operators  # noqa: F401  (registers transform_by_lua)
 from pineapple import Context
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
-from pineapple.operators._lua_operator import TransformByLua
+from pineapple.operators.transform_by_lua import TransformByLua
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -28,7 +28,27 @@ from ._lua_errors import LuaRuntimeError, LuaScriptError
 from ._lua_pool import LuaStatePool
 from ._lua_state import LuaState
 
-__all__ = ["TransformByLua"]
+__all__ = ["SCHEMA", "TransformByLua"]
+
+
+SCHEMA = OperatorSchema(
+    name="transform_by_lua",
+    kind="transform",
+    description="Executes a Lua script for per-item or per-common computation.",
+    params={
+        "lua_script": ParamSpec(
+            type="string",
+            required=True,
+            description="Lua 5.1 source code defining the function to call.",
+        ),
+        "function_for_item": ParamSpec(
+            type="string", default="", description="Function name to call per item."
+        ),
+        "function_for_common": ParamSpec(
+            type="string", default="", description="Function name to call once for all items."
+        ),
+    },
+)
 
 
 def _string_param(params: dict[str, Any], name: str) -> str:
@@ -116,24 +136,4 @@ class TransformByLua(Operator):
             self._pool.close()
 
 
-register_operator(
-    OperatorSchema(
-        name="transform_by_lua",
-        kind="transform",
-        description="Executes a Lua script for per-item or per-common computation.",
-        params={
-            "lua_script": ParamSpec(
-                type="string",
-                required=True,
-                description="Lua 5.1 source code defining the function to call.",
-            ),
-            "function_for_item": ParamSpec(
-                type="string", default="", description="Function name to call per item."
-            ),
-            "function_for_common": ParamSpec(
-                type="string", default="", description="Function name to call once for all items."
-            ),
-        },
-    ),
-    TransformByLua,
-)
+register_operator(SCHEMA, TransformByLua)
