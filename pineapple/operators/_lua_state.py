@@ -22,19 +22,17 @@ from __future__ import annotations
 from typing import Any
 
 from ._lua_errors import LuaRuntimeError, LuaScriptError
-from ._lua_sandbox import LuaError, new_runtime
-from ._lua_values import PLAIN_TYPES, column_to_lua, from_lua, to_lua
+from ._lua_sandbox import LuaBackend, default_backend
+from ._lua_values import PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
 __all__ = ["LuaState", "driver_source"]
 
 _UNROLL_FIELDS = 40
 """Above this many input fields the driver loops over lists (Lua 5.1: 60 upvalues, 200 locals)."""
 
-_FETCH_CHUNK = 7000
-"""Values per ``unpack`` when fetching a result column (Lua 5.1 caps a C call's stack at 8000)."""
 
 _PRELUDE = """
-local G, next, rawset, unpack = _G, next, rawset, unpack
+local G, next, rawset, unpack, select = _G, next, rawset, unpack, select
 local fname, CK, IK, nret = ...
 local nc, ni = #CK, #IK
 local base = {}
@@ -51,9 +49,15 @@ local function baseline()
 end
 local function current() return where end
 local function fetch(t, i, j) return unpack(t, i, j) end
+local function pack(t, off, ...)
+  if t == nil and off == 0 then return {...} end
+  local a = {...}
+  for i = 1, select("#", ...) do t[off + i] = a[i] end
+  return t
+end
 """
 
-_RETURN = "return run, reset, baseline, current, fetch\n"
+_RETURN = "return run, reset, baseline, current, fetch, pack\n"
 
 
 def _names(prefix: str, count: int) -> str:
@@ -177,13 +181,16 @@ class LuaState:
         item_fields: tuple[str, ...],
         outputs: int,
         unroll_fields: int = _UNROLL_FIELDS,
+        backend: LuaBackend | None = None,
     ) -> None:
         if script.startswith("\x1b"):
             raise LuaScriptError(
                 f'lua: failed to load script of operator "{operator}": '
                 "precompiled (binary) chunks are not allowed"
             )
-        rt = new_runtime()
+        self._backend = backend = backend if backend is not None else default_backend()
+        self._error = backend.error
+        rt = backend.new_runtime()
         self._rt = rt
         self._item_mode = item_mode
         self._nret = outputs
@@ -193,7 +200,7 @@ class LuaState:
         # The driver is compiled before the script so that it holds the
         # pristine built-ins (``next``, ``rawset``, ``unpack``) whatever the
         # script redefines.
-        run, reset, baseline, current, fetch = rt.execute(
+        run, reset, baseline, current, fetch, pack = rt.execute(
             source,
             function,
             rt.table_from(list(common_fields)),
@@ -203,7 +210,7 @@ class LuaState:
         )
         try:
             rt.execute(script, name=f"={operator}")
-        except LuaError as exc:
+        except backend.error as exc:
             raise LuaScriptError(
                 f'lua: failed to load script of operator "{operator}": {_lua_message(exc)}'
             ) from exc
@@ -213,6 +220,7 @@ class LuaState:
             )
         baseline()
         self._run, self._reset, self._current, self._fetch = run, reset, current, fetch
+        self._pack = pack
 
     # -- calls -------------------------------------------------------------
 
@@ -225,7 +233,7 @@ class LuaState:
             args = [n, rt.table_from(cvals), rt.table_from(columns)]
         try:
             result: tuple[Any, ...] = self._run(*args)
-        except LuaError as exc:
+        except self._error as exc:
             where = self._current()
             self._reset()
             if self._item_mode and where > 0:
@@ -236,7 +244,7 @@ class LuaState:
     def call_items(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[list[Any]]:
         """Item mode: call the function once per item; one result column per output."""
         rt = self._rt
-        result = self._call(n, common, [column_to_lua(rt, c) for c in columns])
+        result = self._call(n, common, [column_to_lua(rt, c, self._pack) for c in columns])
         nz, z = result[0], result[1]
         tables = result[2:] if self._unrolled else [result[2][j] for j in range(1, self._nret + 1)]
         cols = [self._column(t, n) for t in tables]
@@ -249,14 +257,14 @@ class LuaState:
     def call_common(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[Any]:
         """Common mode: call the function once, item fields as arrays; one value per output."""
         rt = self._rt
-        result = self._call(n, common, [column_to_lua(rt, c) for c in columns])
+        result = self._call(n, common, [column_to_lua(rt, c, self._pack) for c in columns])
         nz, z = result[0], result[1]
         if self._unrolled:
             raw = list(result[2:])
         else:
             table = result[2]
             raw = [table[j] for j in range(1, self._nret + 1)]
-        values = [from_lua(v) for v in raw]
+        values = [from_lua(v, self._backend) for v in raw]
         if nz:
             for k in range(1, nz + 1):
                 values[z[k]] = -0.0
@@ -267,21 +275,22 @@ class LuaState:
         try:
             if n == 1:
                 col = [fetch(table, 1, 1)]
-            elif n <= _FETCH_CHUNK:
+            elif n <= PACK_CHUNK:
                 col = list(fetch(table, 1, n))
             else:
                 col = []
-                for lo in range(1, n + 1, _FETCH_CHUNK):
-                    hi = min(lo + _FETCH_CHUNK - 1, n)
+                for lo in range(1, n + 1, PACK_CHUNK):
+                    hi = min(lo + PACK_CHUNK - 1, n)
                     part = fetch(table, lo, hi)
                     col.extend(part if hi > lo else (part,))
         except UnicodeDecodeError as exc:
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
         if set(map(type, col)) <= PLAIN_TYPES:
             return col
+        backend = self._backend
         for i, value in enumerate(col):
             try:
-                col[i] = from_lua(value)
+                col[i] = from_lua(value, backend)
             except LuaRuntimeError as exc:
                 raise LuaRuntimeError(f"lua: item[{i}]: {exc}") from exc
         return col

@@ -10,8 +10,9 @@ reaches a script.
 Lua to Python: nil is ``None``, a boolean ``bool``, a string ``str``, a
 number ``int`` when integral and below 2**63 in magnitude (JSON has one
 number type and Go prints ``130.0`` as ``130``), else ``float``; negative
-zero stays ``-0.0``. A table whose keys ``1..#t`` are all set is a ``list``
-of those values (other keys are dropped, as in Go); otherwise every key
+zero stays ``-0.0``. A table whose positive integer keys are exactly
+``1..n`` (n > 0) is a ``list`` of those values (other keys are dropped, as
+in Go; Lua's ``#`` is not used: its border is ambiguous); otherwise every key
 must be a string (else :class:`LuaRuntimeError` ``lua: table has
 non-string key of type "boolean"``) and it is a ``dict``; the empty table
 is ``[]``. Functions and other Lua objects become their ``str()`` text.
@@ -22,14 +23,17 @@ from __future__ import annotations
 from typing import Any
 
 from ._lua_errors import LuaRuntimeError
-from ._lua_sandbox import LuaTable, lua_type_name
+from ._lua_sandbox import LuaBackend
 
-__all__ = ["PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
+__all__ = ["PACK_CHUNK", "PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
 
 PLAIN_TYPES: frozenset[type] = frozenset({float, int, str, bool, type(None)})
 """Types that lupa converts to a Lua value by itself, and back."""
 
 _MAX_DEPTH = 64
+
+PACK_CHUNK = 7000
+"""Values per Python-to-Lua call (Lua 5.1 caps a C call's stack at 8000 slots)."""
 
 
 def to_lua(rt: Any, value: Any) -> Any:
@@ -55,40 +59,63 @@ def _convert_in(rt: Any, value: Any, depth: int) -> Any:
     return str(value)
 
 
-def column_to_lua(rt: Any, values: list[Any]) -> Any:
-    """A Lua array table of ``values`` (``None`` leaves a hole), built in one call."""
-    if set(map(type, values)) <= PLAIN_TYPES:
+def column_to_lua(rt: Any, values: list[Any], pack: Any) -> Any:
+    """A Lua array table of ``values`` (``None`` leaves a hole at its position).
+
+    ``pack`` is the Lua function ``(t, offset, ...) -> t`` of the state: it
+    stores its extra arguments at ``offset + 1 ...`` of ``t`` (a new table
+    when ``t`` is nil). lupa's ``table_from`` is fast but slow on holes, so
+    columns with ``None`` go through ``pack`` (in chunks: a C call takes at
+    most 8000 arguments).
+    """
+    kinds = set(map(type, values))
+    if not kinds <= PLAIN_TYPES:
+        values = [to_lua(rt, v) for v in values]
+    elif type(None) not in kinds:
         return rt.table_from(values)
-    return rt.table_from([to_lua(rt, v) for v in values])
+    n = len(values)
+    if n <= PACK_CHUNK:
+        return pack(None, 0, *values)
+    table = pack(None, 0, *values[:PACK_CHUNK])
+    for lo in range(PACK_CHUNK, n, PACK_CHUNK):
+        pack(table, lo, *values[lo : lo + PACK_CHUNK])
+    return table
 
 
-def from_lua(value: Any) -> Any:
+def from_lua(value: Any, backend: LuaBackend) -> Any:
     """A Python value for one value returned by Lua (tables converted deeply)."""
     if type(value) in PLAIN_TYPES:
         return value
-    return _convert_out(value, 0)
+    return _convert_out(value, 0, backend, backend.table_type)
 
 
-def _convert_out(value: Any, depth: int) -> Any:
+def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) -> Any:
+    """Gopher-lua's rule: an array when keys ``1..n`` are all set, else a string-keyed map."""
     if type(value) in PLAIN_TYPES:
         return value
-    if type(value) is not LuaTable:
+    if type(value) is not table_type:
         return str(value)
     if depth >= _MAX_DEPTH:
         raise LuaRuntimeError("lua: returned table nested too deeply (or cyclic)")
-    n = len(value)
-    if n > 0:
-        arr: list[Any] = []
-        for i in range(1, n + 1):
-            item = value[i]
-            if item is None:
-                break
-            arr.append(_convert_out(item, depth + 1))
-        else:
-            return arr
+    table: Any = value
+    pairs: list[tuple[Any, Any]] = list(table.items())
+    top = 0
+    count = 0
+    for key, _ in pairs:
+        if type(key) is int and key > 0:
+            count += 1
+            top = max(top, key)
+    if count and count == top:  # keys 1..top all set: an array (other keys dropped)
+        arr: list[Any] = [None] * top
+        for key, item in pairs:
+            if type(key) is int and key > 0:
+                arr[key - 1] = _convert_out(item, depth + 1, backend, table_type)
+        return arr
     out: dict[str, Any] = {}
-    for key, item in value.items():
+    for key, item in pairs:
         if type(key) is not str:
-            raise LuaRuntimeError(f'lua: table has non-string key of type "{lua_type_name(key)}"')
-        out[key] = _convert_out(item, depth + 1)
+            raise LuaRuntimeError(
+                f'lua: table has non-string key of type "{backend.type_name(key)}"'
+            )
+        out[key] = _convert_out(item, depth + 1, backend, table_type)
     return out if out else []

@@ -26,6 +26,7 @@ from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ._lua_errors import LuaRuntimeError, LuaScriptError
 from ._lua_pool import LuaStatePool
+from ._lua_sandbox import default_backend
 from ._lua_state import LuaState
 
 __all__ = ["SCHEMA", "TransformByLua"]
@@ -93,6 +94,7 @@ class TransformByLua(Operator):
             common_fields=self._common_in,
             item_fields=self._item_in,
             outputs=len(self._outputs),
+            backend=default_backend(),
         )
         pool = LuaStatePool(factory)
         pool.prime()

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 import pineapple.operators  # noqa: F401  (registers transform_by_lua)
 from pineapple import Context
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
+from pineapple.operators import _lua_sandbox
+from pineapple.operators._lua_sandbox import LuaBackend, available_backends
 from pineapple.operators.transform_by_lua import TransformByLua
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +71,11 @@ def run(
     out = OperatorOutput()
     op.execute(Context(), OperatorInput(common or {}, items or []), out)
     return out
+
+
+@pytest.fixture(params=available_backends(), ids=lambda b: b.name)
+def each_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> LuaBackend:
+    """Run the test once per available Lua backend (operators built inside use it)."""
+    backend: LuaBackend = request.param
+    monkeypatch.setattr(_lua_sandbox, "_DEFAULT", backend)
+    return backend

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from ._lua_helpers import load_fixture, lua_op, run
+from ._lua_helpers import each_backend, load_fixture, lua_op, run
+
+pytestmark = pytest.mark.usefixtures(each_backend.__name__)
 
 FILES = (
     "operators/transform_by_lua.json",

@@ -12,7 +12,9 @@ from pineapple import RegistryError
 from pineapple.engine import default_operator_registry
 from pineapple.operators._lua_errors import LuaRuntimeError
 
-from ._lua_helpers import lua_op, run
+from ._lua_helpers import each_backend, lua_op, run
+
+pytestmark = pytest.mark.usefixtures(each_backend.__name__)
 
 
 def _col(out: Any, field: str, n: int) -> list[Any]:
@@ -264,12 +266,20 @@ def test_script_cannot_break_the_driver_by_redefining_builtins() -> None:
         assert _col(run(op, {}, [{}, {}]), "y", 2) == [1, 1]
 
 
-def test_large_request_crosses_the_unpack_chunk() -> None:
-    op = lua_op("function f() return x * 2 end", item="f", item_input=("x",), item_output=("y",))
+@pytest.mark.parametrize("holes", [False, True])
+def test_large_request_crosses_the_chunk_size(holes: bool) -> None:
+    op = lua_op(
+        "function f() return (x or -1) * 2 end", item="f", item_input=("x",), item_output=("y",)
+    )
     n = 15001
-    out = run(op, {}, [{"x": i} for i in range(n)])
+
+    def value(i: int) -> int | None:
+        return None if holes and i % 3 == 1 else i
+
+    out = run(op, {}, [{"x": value(i)} for i in range(n)])
     col = (out.column_writes or [])[0][1]
-    assert len(col) == n and col[0] == 0 and col[7000] == 14000 and col[-1] == 2 * (n - 1)
+    expected = [-2 if value(i) is None else 2 * i for i in range(n)]
+    assert col == expected
 
 
 def test_many_fields_use_the_looped_driver() -> None:

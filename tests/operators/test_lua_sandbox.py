@@ -8,9 +8,11 @@ import pytest
 
 from pineapple import RegistryError
 from pineapple.operators._lua_errors import LuaRuntimeError
-from pineapple.operators._lua_sandbox import new_runtime
+from pineapple.operators._lua_sandbox import LuaBackend
 
-from ._lua_helpers import lua_op, run
+from ._lua_helpers import each_backend, lua_op, run
+
+pytestmark = pytest.mark.usefixtures(each_backend.__name__)
 
 
 def _item_result(body: str, items: list[dict[str, Any]] | None = None) -> Any:
@@ -46,12 +48,10 @@ def test_escape_is_refused(body: str, needle: str) -> None:
     assert needle in str(info.value)
 
 
-def test_bytecode_is_refused_by_loadstring_and_load() -> None:
-    rt = new_runtime()
-    # A genuine Lua 5.1 binary chunk, made by a trusted unsandboxed runtime.
-    from lupa import lua51
-
-    raw = lua51.LuaRuntime(encoding=None)
+def test_bytecode_is_refused_by_loadstring_and_load(each_backend: LuaBackend) -> None:
+    rt = each_backend.new_runtime()
+    # A genuine binary chunk, made by a trusted unsandboxed runtime.
+    raw = each_backend.module.LuaRuntime(encoding=None)
     chunk = raw.eval('string.dump(function() return "ran" end)')
     assert isinstance(chunk, bytes | str)
     ok, err = rt.eval("loadstring")(chunk)
