@@ -38,7 +38,7 @@ from typing import Any
 
 __all__ = ["MAX_MEMORY", "LuaBackend", "available_backends", "default_backend"]
 
-MAX_MEMORY = 512 * 1024 * 1024
+MAX_MEMORY = 256 * 1024 * 1024
 """Bytes one runtime may allocate; beyond that a call fails with a memory error."""
 
 _PRELUDE = r"""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._lua_errors import LuaRuntimeError, LuaScriptError
-from ._lua_sandbox import LuaBackend, default_backend
+from ._lua_sandbox import MAX_MEMORY, LuaBackend, default_backend
 from ._lua_values import PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
 __all__ = ["LuaState", "driver_source"]
@@ -156,6 +156,8 @@ def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool)
 
 
 def _lua_message(exc: BaseException) -> str:
+    if type(exc).__name__ == "LuaMemoryError":
+        return f"not enough memory (a Lua state may use {MAX_MEMORY // (1024 * 1024)} MiB)"
     text = str(exc)
     text = text.removeprefix("error loading code: ")
     text = text.split("\nstack traceback:", 1)[0]

@@ -390,3 +390,15 @@ def test_closed_operator_refuses_to_run() -> None:
     op.close()
     with pytest.raises(LuaRuntimeError, match="pool is closed"):
         run(op, {}, [{}])
+
+
+def test_memory_is_capped_per_state() -> None:
+    op = lua_op(
+        'function f() return #string.rep("x", 300 * 1024 * 1024) end',
+        item="f",
+        item_output=("y",),
+    )
+    with pytest.raises(LuaRuntimeError, match=r"lua: item\[0\]: not enough memory"):
+        run(op, {}, [{}])
+    op2 = lua_op('function f() return #string.rep("x", 1024) end', item="f", item_output=("y",))
+    assert run(op2, {}, [{}]).item_write_map()[0]["y"] == 1024
