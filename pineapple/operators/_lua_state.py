@@ -241,6 +241,8 @@ class LuaState:
             if self._item_mode and where > 0:
                 raise LuaRuntimeError(f"lua: item[{where - 1}]: {_lua_message(exc)}") from exc
             raise LuaRuntimeError(f"lua: {_lua_message(exc)}") from exc
+        except UnicodeDecodeError as exc:  # a returned string (run has reset already)
+            raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
         return result
 
     def call_items(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[list[Any]]:

@@ -210,6 +210,10 @@ def test_invalid_utf8_string_is_an_error() -> None:
     op = lua_op(r'function f() return "\255" end', item="f", item_output=("y",))
     with pytest.raises(LuaRuntimeError, match="UTF-8"):
         run(op, {}, [{}, {}])
+    op2 = lua_op(r'function f() return "\255" end', common="f", common_output=("y",))
+    with pytest.raises(LuaRuntimeError, match="UTF-8"):
+        run(op2, {}, [])
+    assert run(op, {}, []).item_write_map() == {}  # the states stay usable
 
 
 # -- runtime errors ---------------------------------------------------------------
