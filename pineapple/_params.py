@@ -8,6 +8,7 @@ applied. Errors name the owner (``what``), the parameter and what was wrong.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -55,16 +56,17 @@ class ParamSpec:
             raise ValueError(f"ParamSpec type must be one of {PARAM_TYPES}, got {self.type!r}")
 
 
-def _freeze(specs: Mapping[str, ParamSpec]) -> tuple[tuple[str, ParamSpec], ...]:
-    return tuple(sorted(specs.items()))
+def _freeze(specs: Mapping[str, ParamSpec]) -> tuple[tuple[str, str, bool], ...]:
+    # Only what the validator depends on: defaults (maybe unhashable lists) are not part of it.
+    return tuple(sorted((name, spec.type, spec.required) for name, spec in specs.items()))
 
 
 @functools.lru_cache(maxsize=256)
-def _adapter(frozen: tuple[tuple[str, ParamSpec], ...]) -> pydantic.TypeAdapter[Any]:
+def _adapter(frozen: tuple[tuple[str, str, bool], ...]) -> pydantic.TypeAdapter[Any]:
     fields: dict[str, Any] = {}
-    for name, spec in frozen:
-        typ = _PYDANTIC_TYPES[spec.type]
-        fields[name] = (typ, ...) if spec.required else (typ | None, None)
+    for name, type_name, required in frozen:
+        typ = _PYDANTIC_TYPES[type_name]
+        fields[name] = (typ, ...) if required else (typ | None, None)
     model = pydantic.create_model(
         "Params", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
@@ -108,5 +110,5 @@ def validate_params(
     out = dict(params)
     for name, spec in specs.items():
         if name not in out and spec.default is not None:
-            out[name] = spec.default
+            out[name] = copy.deepcopy(spec.default)
     return out

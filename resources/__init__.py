@@ -5,24 +5,55 @@ This is the Go ``init()`` pattern: each module below calls
 their own types the same way, or through the ``pineapple.resources``
 entry-point group.
 
-Types:
-    static              a constant value from the config
-    redis_connection    a shared ``redis.Redis`` client (``RedisConnection``) owning its pool
+Types (value shape):
+    static              the ``value`` param as given
+    redis_connection    ``RedisConnection``: a ``redis.Redis`` owning its pool
+    feed_data           ``FeedTable``: a columnar table with bitmap indices
+    json_file/csv_file  ``FileMapping`` (a dict: lookup table) or ``FileRows``
+                        (a list of item dicts: candidates)
 """
 
-from . import _redis, _static
+from . import _feed_data, _file_tables, _recall_feed_data, _redis, _static
+from ._dsn import MySQLDSN as MySQLDSN
+from ._dsn import parse_mysql_dsn as parse_mysql_dsn
 from ._errors import SourceError as SourceError
+from ._feed_data import FEED_DATA_SCHEMA as FEED_DATA_SCHEMA
+from ._feed_data import FeedDataFetcher as FeedDataFetcher
+from ._feed_source import MySQLSource as MySQLSource
+from ._feed_source import SQLiteSource as SQLiteSource
+from ._feed_table import FeedQueryError as FeedQueryError
+from ._feed_table import FeedTable as FeedTable
+from ._feed_table import build_feed_table as build_feed_table
+from ._file_tables import CSV_FILE_SCHEMA as CSV_FILE_SCHEMA
+from ._file_tables import JSON_FILE_SCHEMA as JSON_FILE_SCHEMA
+from ._file_tables import FileMapping as FileMapping
+from ._file_tables import FileRows as FileRows
+from ._file_tables import FileTableFetcher as FileTableFetcher
 from ._redis import REDIS_CONNECTION_SCHEMA as REDIS_CONNECTION_SCHEMA
 from ._redis import RedisConnection as RedisConnection
 from ._redis import RedisConnectionFetcher as RedisConnectionFetcher
 from ._static import STATIC_SCHEMA as STATIC_SCHEMA
 
 __all__ = [
+    "CSV_FILE_SCHEMA",
+    "FEED_DATA_SCHEMA",
+    "JSON_FILE_SCHEMA",
     "REDIS_CONNECTION_SCHEMA",
     "STATIC_SCHEMA",
+    "FeedDataFetcher",
+    "FeedQueryError",
+    "FeedTable",
+    "FileMapping",
+    "FileRows",
+    "FileTableFetcher",
+    "MySQLDSN",
+    "MySQLSource",
     "RedisConnection",
     "RedisConnectionFetcher",
+    "SQLiteSource",
     "SourceError",
+    "build_feed_table",
+    "parse_mysql_dsn",
 ]
 
-del _redis, _static
+del _feed_data, _file_tables, _recall_feed_data, _redis, _static

@@ -10,7 +10,9 @@ released, and that disconnects every connection of the pool.
 
 Every fetch builds a new client and pings it, so a wrong address or password
 fails ``Manager.start`` (or a refresh, keeping the old client) with a clear
-error that names the address and never the password.
+error that names the address and never the password. ``lazy_connect: true``
+skips that ping (the public engines' behaviour: their clients connect on the
+first command).
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class RedisConnectionFetcher:
         )
         self.pool_timeout = _positive_ms(params, "pool_timeout_ms")
         self._password: str | None = params.get("password") or None
+        self.lazy_connect = bool(params.get("lazy_connect", False))
 
     @property
     def addr(self) -> str:
@@ -125,6 +128,8 @@ class RedisConnectionFetcher:
 
     def __call__(self) -> RedisConnection:
         client = self.new_client()
+        if self.lazy_connect:
+            return client  # the first command connects, as the Go engine's client does
         try:
             client.ping()
         except redis.RedisError as exc:
@@ -194,6 +199,14 @@ REDIS_CONNECTION_SCHEMA = ResourceSchema(
             type="int",
             default=DEFAULT_TIMEOUT_MS,
             description="How long a borrower waits for a free pooled connection, in ms.",
+        ),
+        "lazy_connect": ParamSpec(
+            type="bool",
+            default=False,
+            description=(
+                "Skip the ping at load: the pool connects on its first command, as the Go "
+                "engine's client does (an unreachable server then fails commands, not start)."
+            ),
         ),
         "metrics_name": ParamSpec(
             type="string",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pineapple import ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import Fetcher
+from pineapple.resource import Fetcher, redact, redact_value
 
 from ._printing import deep_sizeof, human_bytes, json_preview, shape_of
 
@@ -13,13 +13,16 @@ __all__ = ["STATIC_SCHEMA", "StaticPrinter", "static_fetcher"]
 
 
 class StaticPrinter:
-    """Shape and approximate size; the description is the value as JSON (truncated)."""
+    """Shape and approximate size; the description is the value as JSON (truncated).
+
+    DSN passwords inside the value are masked (``pineapple.resource.redact``).
+    """
 
     def summarize(self, value: Any) -> str:
         return f"static: {shape_of(value)}, ~{human_bytes(deep_sizeof(value))}"
 
     def describe(self, value: Any) -> str:
-        return f"{self.summarize(value)}\n{json_preview(value)}"
+        return redact(f"{self.summarize(value)}\n{json_preview(redact_value(value))}")
 
 
 STATIC_SCHEMA = ResourceSchema(

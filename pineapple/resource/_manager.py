@@ -258,7 +258,11 @@ class Manager:
         return entry, fetcher, schema.printer, secrets, generation, previous
 
     def _adopt(self, slot: Slot, previous: Slot) -> None:
-        """Share ``previous``'s current value with ``slot`` (one more baseline reference)."""
+        """Share ``previous``'s current value with ``slot`` (one more baseline reference).
+
+        A fetcher may define ``carry_over(value)``: it is called with the shared
+        value so that the fetcher knows what is loaded (e.g. its version).
+        """
         with previous.lock:
             ref = previous.current
             if ref is None or not ref.acquire():
@@ -270,6 +274,14 @@ class Manager:
                 slot.confirmed_at = previous.confirmed_at
                 slot.last_attempt_at = previous.last_attempt_at
                 slot.carried_over = True
+        # Let the new fetcher resume change detection (NOT_MODIFIED) from the
+        # shared value instead of reloading everything on its first refresh.
+        resume = getattr(slot.fetcher, "carry_over", None)
+        if callable(resume):
+            try:
+                resume(ref.value)
+            except Exception as exc:
+                _log.warning("%s: carry_over hook failed: %s", slot.label, slot.redact(str(exc)))
 
     # -- life cycle -----------------------------------------------------------
 

@@ -25,11 +25,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "pipelines/bench_cpu_work_parity.json": (
         "transform_bench_cpu is a Go benchmark-only operator; not a built-in here"
     ),
-    "pipelines/redis_fail_on_error.json": (
-        "the redis_connection resource pings when it is fetched, so an unreachable "
-        "address never loads; transform_redis_get then degrades silently (borrow "
-        "failure) instead of failing on the command as Go's lazily-connecting client does"
-    ),
 }
 
 # Operator types written by other branches: fixtures using them are expected to

@@ -223,3 +223,27 @@ def test_carry_over_shares_unchanged_values_and_refetches_changed_ones(registry:
     handle.release()
     new.stop()
     assert shared.closes == 1
+
+
+def test_carry_over_tells_a_new_fetcher_which_value_it_inherits() -> None:
+    seen: list[Any] = []
+
+    class Resuming:
+        def __call__(self) -> Any:
+            return {"v": 1}
+
+        def carry_over(self, value: Any) -> None:
+            seen.append(value)
+
+    reg = Registry()
+    reg.register(ResourceSchema(name="r"), lambda params: Resuming())
+    config = nested(a={"type": "r", "interval": 60})
+    old = Manager(reg)
+    old.load_from_root_config(config)
+    old.start()
+    new = Manager(reg)
+    new.load_from_root_config(config, carry_over=old)
+    new.start()
+    assert seen == [{"v": 1}]
+    old.stop()
+    new.stop()

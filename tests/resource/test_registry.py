@@ -58,3 +58,10 @@ def test_builtin_plugins_register_on_first_miss() -> None:
 
     reg = resource.default_registry()
     assert isinstance(reg.all(), list)  # loading entry points never raises
+
+
+def test_list_defaults_are_allowed_and_never_shared() -> None:
+    specs = {"cols": ParamSpec(type="list", default=["a"])}
+    first = validate_params("thing", specs, {})
+    first["cols"].append("b")
+    assert validate_params("thing", specs, {}) == {"cols": ["a"]}

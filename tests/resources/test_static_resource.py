@@ -39,3 +39,13 @@ def test_static_without_value_is_a_config_error_naming_resource_and_param() -> N
     rm = Manager()
     with pytest.raises(ConfigError, match=r"'consts'.*'value' is required"):
         rm.load_from_root_config(_config({}))
+
+
+def test_static_printer_masks_passwords_inside_the_value() -> None:
+    printer = resources.STATIC_SCHEMA.printer
+    assert printer is not None
+    value = {"dsn": "mysql://app:pw-Static-9@db:3306/x", "password": "pw-Plain-8", "n": 1}
+    text = printer.describe(value) + printer.summarize(value)
+    assert "pw-Static-9" not in text
+    assert "pw-Plain-8" not in text
+    assert "mysql://app:***@db:3306/x" in text

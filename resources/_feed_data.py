@@ -1,0 +1,201 @@
+"""``feed_data``: a whole item table from MySQL/MariaDB or SQLite, with bitmap indices.
+
+The value is a :class:`FeedTable`. A ``version_query`` (e.g. ``SELECT
+MAX(updated_at), COUNT(*) FROM t``) makes refreshes cheap: when its answer
+equals the one of the last successful load, the fetcher returns
+``NOT_MODIFIED`` and the table is not read again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
+from pineapple.resource import NOT_MODIFIED, redact
+
+from ._dsn import parse_mysql_dsn
+from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
+from ._feed_table import FeedTable, build_feed_table
+from ._printing import human_bytes
+
+__all__ = ["DEFAULT_TABLE", "FEED_DATA_SCHEMA", "FeedDataFetcher", "FeedDataPrinter"]
+
+DEFAULT_TABLE = "recommend_feed_item"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
+
+
+def _quote(table: str, mysql: bool) -> str:
+    q = "`" if mysql else '"'
+    return ".".join(f"{q}{part}{q}" for part in table.split("."))
+
+
+class FeedDataFetcher:
+    """Loads the whole table (or ``query``) into a :class:`FeedTable` per call.
+
+    Construction validates params and does no I/O; ``close()`` closes the
+    database connection (the Manager calls it on stop).
+    """
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        dsn, sqlite_path = params.get("mysql_dsn"), params.get("sqlite_path")
+        if dsn and sqlite_path:
+            raise ConfigError(
+                "parameters 'mysql_dsn' and 'sqlite_path': give exactly one, not both"
+            )
+        if not dsn and not sqlite_path:
+            raise ConfigError("parameter 'mysql_dsn' (or 'sqlite_path') is required")
+        table, query = params.get("table"), params.get("query")
+        if table and query:
+            raise ConfigError("parameters 'table' and 'query': give one, not both")
+        index_columns = params.get("index_columns") or []
+        if not all(isinstance(c, str) and c for c in index_columns):
+            raise ConfigError("parameter 'index_columns': must be a list of column names")
+        self.index_columns: list[str] = list(dict.fromkeys(index_columns))
+        self.id_column: str = params.get("id_column") or "id"
+        order_columns = params.get("order_columns") or []
+        if not all(isinstance(c, str) and c for c in order_columns):
+            raise ConfigError("parameter 'order_columns': must be a list of column names")
+        self.order_columns: list[str] = list(dict.fromkeys(order_columns))
+        self.version_query: str | None = params.get("version_query") or None
+        self.source: RowSource
+        if dsn:
+            self.source = MySQLSource(
+                parse_mysql_dsn(dsn),
+                connect_timeout=params.get("connect_timeout_ms", 5000) / 1000.0,
+                read_timeout=params.get("read_timeout_ms", 60000) / 1000.0,
+            )
+        else:
+            self.source = SQLiteSource(str(sqlite_path))
+        if query:
+            self.sql = str(query)
+        else:
+            table = table or DEFAULT_TABLE
+            if not _IDENTIFIER.match(table):
+                raise ConfigError(f"parameter 'table': not a table name: {table!r}")
+            self.sql = f"SELECT * FROM {_quote(table, mysql=bool(dsn))}"
+        self._version: tuple[Any, ...] | None = None
+        self._has_version = False
+
+    def __call__(self) -> FeedTable | object:
+        started = time.monotonic()
+        version = None
+        if self.version_query:
+            version = self.source.scalar_row(self.version_query)
+            if self._has_version and version == self._version:
+                return NOT_MODIFIED
+        table = self.source.read(self.sql, lambda stream: self._build(stream, version, started))
+        self._version, self._has_version = version, self.version_query is not None
+        return table
+
+    def _build(self, stream: Stream, version: Any, started: float) -> FeedTable:
+        names, chunks, decimals = stream
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError(f"the query returns duplicate column names: {duplicates}")
+        known = set(names)
+        if self.id_column not in known:
+            raise ConfigError(
+                f"parameter 'id_column': unknown column {self.id_column!r} (columns: {names})"
+            )
+        for param, wanted in (
+            ("index_columns", self.index_columns),
+            ("order_columns", self.order_columns),
+        ):
+            unknown = [c for c in wanted if c not in known]
+            if unknown:
+                raise ConfigError(
+                    f"parameter {param!r}: unknown column(s) {unknown} (columns: {names})"
+                )
+        table = build_feed_table(
+            names,
+            chunks,
+            self.id_column,
+            self.index_columns,
+            float_columns=decimals,
+            version=version,
+            source=self.source.where,
+        )
+        for column in self.order_columns:
+            table.prepare_order(column)
+        table.load_seconds = time.monotonic() - started
+        return table
+
+    def close(self) -> None:
+        """Close the database connection (reopened lazily if fetched again)."""
+        self.source.close()
+
+
+class FeedDataPrinter:
+    """Rows, columns, indices, size and source (never a password)."""
+
+    def summarize(self, value: Any) -> str:
+        table: FeedTable = value
+        indices = ", ".join(f"{c}({n} keys)" for c, n in table.index_sizes().items()) or "none"
+        return redact(
+            f"feed_data: {len(table)} rows x {len(table.columns)} columns, indices {indices}, "
+            f"~{human_bytes(table.nbytes())}, from {table.source}"
+        )
+
+    def describe(self, value: Any) -> str:
+        table: FeedTable = value
+        lines = [
+            self.summarize(table),
+            f"columns: {', '.join(table.columns)}",
+            f"id column: {table.id_column}",
+            f"version: {table.version!r}",
+            f"load time: {table.load_seconds:.3f}s",
+        ]
+        for column, keys in table.index_sizes().items():
+            lines.append(f"index {column}: {keys} distinct values")
+        return redact("\n".join(lines))
+
+
+FEED_DATA_SCHEMA = ResourceSchema(
+    name="feed_data",
+    description=(
+        "A whole item table held in memory (columnar) with exact-match bitmap indices, "
+        "from MySQL/MariaDB (mysql_dsn) or SQLite (sqlite_path); recalled by "
+        "recall_feed_data."
+    ),
+    default_interval=600,
+    params={
+        "mysql_dsn": ParamSpec(
+            type="string",
+            description="user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db.",
+        ),
+        "sqlite_path": ParamSpec(
+            type="string", description="Path of a SQLite file (instead of mysql_dsn)."
+        ),
+        "table": ParamSpec(
+            type="string", description=f"Table to load whole (default {DEFAULT_TABLE})."
+        ),
+        "query": ParamSpec(type="string", description="A SELECT to load instead of a table."),
+        "id_column": ParamSpec(type="string", default="id", description="The item id column."),
+        "index_columns": ParamSpec(
+            type="list",
+            description=(
+                "Columns with exact-match bitmap indices (default none); a JSON-array or "
+                "comma-list cell is indexed under each element."
+            ),
+        ),
+        "order_columns": ParamSpec(
+            type="list",
+            description="Columns recall orders by; their sort ranks are built at load time.",
+        ),
+        "version_query": ParamSpec(
+            type="string",
+            description="A query whose unchanged answer skips the reload (NOT_MODIFIED).",
+        ),
+        "connect_timeout_ms": ParamSpec(
+            type="int", default=5000, description="MySQL connect timeout in ms."
+        ),
+        "read_timeout_ms": ParamSpec(
+            type="int", default=60000, description="MySQL read timeout in ms."
+        ),
+    },
+    printer=FeedDataPrinter(),
+)
+
+register_resource(FEED_DATA_SCHEMA, FeedDataFetcher)

@@ -1,0 +1,199 @@
+"""Where ``feed_data`` reads rows from: MySQL/MariaDB (pymysql) or SQLite (sqlite3).
+
+A source holds at most one open connection, opened lazily on first use (a
+factory never does I/O). Before each use a kept connection is pinged; a dead
+one (server restarted, connection killed) is dropped and reopened, so a
+refresh after an outage recovers by itself. Any database error drops the
+connection and is raised as :class:`SourceError` naming the source without
+its password.
+
+Rows are streamed: MySQL through an unbuffered ``SSCursor`` and both through
+``fetchmany`` in bounded chunks, with a GIL yield between chunks so request
+threads keep running while a large table loads on the refresh thread.
+
+Guarantees: a source is used by one refresh at a time (the Manager serialises
+fetches of a resource); ``_lock`` additionally makes ``close()`` (called on
+manager stop) safe against a fetch that is still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+import pymysql
+import pymysql.cursors
+from pymysql.constants import FIELD_TYPE
+
+from ._dsn import MySQLDSN
+from ._errors import SourceError
+
+__all__ = ["CHUNK_ROWS", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
+
+CHUNK_ROWS = 5000
+
+T = TypeVar("T")
+
+Stream = tuple[list[str], Iterator[Sequence[Sequence[Any]]], set[str]]
+"""Column names, row chunks, and the names of DECIMAL columns (to turn into floats)."""
+
+
+class RowSource(Protocol):
+    """A database that ``feed_data`` reads from."""
+
+    where: str
+
+    def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
+        """The first row of ``sql`` (for the version query)."""
+        ...
+
+    def read(self, sql: str, sink: Callable[[Stream], T]) -> T:
+        """Run ``sql`` and hand its streamed rows to ``sink``; returns what ``sink`` returns."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection, if open. Idempotent."""
+        ...
+
+
+def _chunks(fetch: Callable[[int], Sequence[Sequence[Any]]]) -> Iterator[Sequence[Sequence[Any]]]:
+    while True:
+        chunk = fetch(CHUNK_ROWS)
+        if not chunk:
+            return
+        yield chunk
+        time.sleep(0)  # let request threads run between chunks
+
+
+class MySQLSource:
+    """MySQL or MariaDB through pymysql, autocommit (every refresh sees committed data)."""
+
+    _errors = (pymysql.Error, OSError)
+
+    def __init__(self, dsn: MySQLDSN, connect_timeout: float, read_timeout: float) -> None:
+        self._dsn = dsn
+        self._connect_timeout = dsn.connect_timeout or connect_timeout
+        self._read_timeout = dsn.read_timeout or read_timeout
+        self._conn: pymysql.connections.Connection[Any] | None = None
+        self._lock = threading.Lock()
+        self.where = f"mysql {dsn.where}"
+
+    @property
+    def connection_id(self) -> int | None:
+        """The server's id of the open connection (``KILL`` target), or None."""
+        conn = self._conn
+        return conn.thread_id() if conn is not None else None  # type: ignore[no-untyped-call]
+
+    def _connection(self) -> pymysql.connections.Connection[Any]:
+        if self._conn is not None:
+            try:
+                self._conn.ping(reconnect=False)
+                return self._conn
+            except self._errors:
+                self._drop()
+        self._conn = pymysql.connect(
+            **self._dsn.connect_kwargs(),
+            autocommit=True,
+            connect_timeout=self._connect_timeout,
+            read_timeout=self._read_timeout,
+        )
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            # Already dead: nothing left to release.
+            with contextlib.suppress(*self._errors):
+                conn.close()
+
+    def _guard(self, work: Callable[[pymysql.connections.Connection[Any]], T]) -> T:
+        with self._lock:
+            try:
+                return work(self._connection())
+            except self._errors as exc:
+                self._drop()
+                raise SourceError(f"{self.where}: {type(exc).__name__}: {exc}") from None
+
+    def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
+        def run(conn: pymysql.connections.Connection[Any]) -> tuple[Any, ...] | None:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                row = cur.fetchone()
+                return tuple(row) if row is not None else None
+
+        return self._guard(run)
+
+    def read(self, sql: str, sink: Callable[[Stream], T]) -> T:
+        def run(conn: pymysql.connections.Connection[Any]) -> T:
+            with conn.cursor(pymysql.cursors.SSCursor) as cur:
+                cur.execute(sql)
+                description: Sequence[Sequence[Any]] = cur.description or ()
+                names = [d[0] for d in description]
+                decimals = {
+                    d[0] for d in description if d[1] in (FIELD_TYPE.DECIMAL, FIELD_TYPE.NEWDECIMAL)
+                }
+                return sink((names, _chunks(cur.fetchmany), decimals))
+
+        return self._guard(run)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+
+class SQLiteSource:
+    """A SQLite file, opened read-only."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self.where = f"sqlite {path}"
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            # check_same_thread=False: successive refreshes run on different
+            # pool threads, never two at once (see the module's guarantees).
+            self._conn = sqlite3.connect(
+                f"file:{self._path}?mode=ro", uri=True, check_same_thread=False
+            )
+        return self._conn
+
+    def _guard(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            try:
+                return work(self._connection())
+            except sqlite3.Error as exc:
+                self._drop()
+                raise SourceError(f"{self.where}: {type(exc).__name__}: {exc}") from None
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
+        def run(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            row = conn.execute(sql).fetchone()
+            return tuple(row) if row is not None else None
+
+        return self._guard(run)
+
+    def read(self, sql: str, sink: Callable[[Stream], T]) -> T:
+        def run(conn: sqlite3.Connection) -> T:
+            cur = conn.execute(sql)
+            try:
+                names = [d[0] for d in cur.description or ()]
+                return sink((names, _chunks(cur.fetchmany), set()))
+            finally:
+                cur.close()
+
+        return self._guard(run)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
