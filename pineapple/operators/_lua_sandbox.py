@@ -208,6 +208,8 @@ def available_backends() -> list[LuaBackend]:
 
 
 _DEFAULT: LuaBackend | None = None
+# Guarantees: set once on first use, without a lock: threads racing on the
+# first call compute the same backend, so whichever write lands is right.
 
 
 def default_backend() -> LuaBackend:

@@ -7,8 +7,10 @@ Item mode calls the function once per item: ``common_input`` fields are
 global scalars, ``item_input`` fields global scalars of the current item;
 the return values are written, by position, to ``item_output``. Common mode
 calls it once: ``common_input`` fields are scalars, each ``item_input``
-field a global array of every item's value; the return values go to
-``common_output``. A missing return value writes nil, as in Go.
+field a global array of every item's value (an item without the field
+leaves a nil at its position, as with Go's default wangshu VM; gopher-lua
+would close the gap); the return values go to ``common_output``. A missing
+return value writes nil, as in Go.
 
 Value mapping, sandbox and formatting: see ``_lua_values`` and
 ``_lua_sandbox``. Thread safety: ``execute`` may run on many threads at
