@@ -134,13 +134,14 @@ class Engine:
             ctx = Context()
         warnings: list[str] = []
         error: ExecutionError | None = None
+        present: dict[str, int] = {}
         for step in self._steps:
             if step.skip and _skipped(step, common):
                 continue
             try:
                 view = build_common(step, common) if step.needs_common else _EMPTY
                 if step.item_strict or step.item_nullable:
-                    check_items(step, items)
+                    check_items(step, items, present)
                 templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
             except (FrameError, ValueError) as exc:
                 error = _wrap(step, exc)
@@ -170,7 +171,7 @@ class Engine:
             if out.warning is not None:
                 warnings.append(f'operator "{step.name}": {out.warning}')
             try:
-                items = apply_output(step, out, common, items)
+                items = apply_output(step, out, common, items, present)
             except FrameError as exc:
                 error = _wrap(step, exc)
                 break

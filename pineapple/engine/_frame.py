@@ -9,9 +9,11 @@ operator, with the same texts as the public engines.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from itertools import repeat
-from operator import contains
+from operator import contains, setitem
 from typing import Any
 
 from ._io import OperatorOutput
@@ -21,6 +23,7 @@ __all__ = ["FrameError", "apply_output", "build_common", "check_items", "project
 
 _EMPTY: Mapping[str, Any] = {}
 _isfinite = math.isfinite
+_drain: Callable[[Iterable[Any]], object] = partial(deque, maxlen=0)  # runs an iterator in C
 
 
 class FrameError(Exception):
@@ -45,14 +48,26 @@ def build_common(step: Step, common: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def check_items(step: Step, items: list[dict[str, Any]]) -> None:
-    """Strict item fields must be non-null, nullable ones present, on every item."""
+def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]) -> None:
+    """Strict item fields must be non-null, nullable ones present, on every item.
+
+    ``present`` maps a field to the length of the item-list prefix known to
+    carry it (keys are never removed from a row, so presence only grows); it
+    spares re-checking fields that earlier operators already verified.
+    """
+    n = len(items)
     ok = True
     for f in step.item_strict:
         if not all(row.get(f) is not None for row in items):
             ok = False
     for f in step.item_nullable:
-        if not all(map(contains, items, repeat(f))):
+        known = present.get(f, 0)
+        if known >= n:
+            continue
+        rows = items[known:] if known else items
+        if all(map(contains, rows, repeat(f))):
+            present[f] = n
+        else:
             ok = False
     if ok:
         return
@@ -91,9 +106,16 @@ def _nan(field: str) -> str:
 
 
 def apply_output(
-    step: Step, out: OperatorOutput, common: dict[str, Any], items: list[dict[str, Any]]
+    step: Step,
+    out: OperatorOutput,
+    common: dict[str, Any],
+    items: list[dict[str, Any]],
+    present: dict[str, int],
 ) -> list[dict[str, Any]]:
-    """Apply ``out`` to the frame; returns the (possibly new) item list."""
+    """Apply ``out`` to the frame; returns the (possibly new) item list.
+
+    ``present`` (see :func:`check_items`) is kept true for the returned list.
+    """
     cw = out.common_writes
     if cw:
         for f, v in cw.items():
@@ -117,12 +139,17 @@ def apply_output(
             bad = _first_bad(values)
             if bad >= 0:
                 raise FrameError(f"item[{bad}] write: {_nan(f)}")
-            for row, v in zip(items, values, strict=True):
-                row[f] = v
-    if out.removed:
-        items = _remove(items, out.removed)
-    if out.item_order is not None:
-        items = _reorder(items, out.item_order)
+            _drain(map(setitem, items, repeat(f), values))
+            present[f] = n
+    if out.removed or out.item_order is not None:
+        if out.removed:
+            items = _remove(items, out.removed)
+        if out.item_order is not None:
+            items = _reorder(items, out.item_order)
+        # Survivors of fully verified fields still carry them; others start over.
+        kept = {f: len(items) for f, known in present.items() if known >= n}
+        present.clear()
+        present.update(kept)
     added = out.added_items
     if added:
         if not out.finite_added:
@@ -131,10 +158,13 @@ def apply_output(
                     if _bad_float(v):
                         raise FrameError(f"added item write: {_nan(f)}")
         if step.recall:
-            name = step.name
-            for row in added:
-                row["_source"] = name
+            _drain(map(setitem, added, repeat("_source"), repeat(step.name)))
+        before = len(items)
         items.extend(added)
+        carried = out.added_fields | {"_source"} if step.recall else out.added_fields
+        for f in carried:
+            if present.get(f, 0) >= before:
+                present[f] = len(items)
     return items
 
 

@@ -102,6 +102,7 @@ class OperatorOutput:
     """
 
     __slots__ = (
+        "added_fields",
         "added_items",
         "column_writes",
         "common_writes",
@@ -117,6 +118,7 @@ class OperatorOutput:
         self.item_writes: list[tuple[int, str, Any]] | None = None
         self.column_writes: list[tuple[str, list[Any]]] | None = None
         self.added_items: list[dict[str, Any]] | None = None
+        self.added_fields: frozenset[str] = frozenset()
         self.finite_added = True
         self.removed: set[int] | None = None
         self.item_order: list[int] | None = None
@@ -151,20 +153,30 @@ class OperatorOutput:
             self.added_items = []
         self.added_items.append(fields)
         self.finite_added = False
+        self.added_fields = frozenset()
 
-    def add_items(self, items: Iterable[dict[str, Any]], *, checked: bool = False) -> None:
+    def add_items(
+        self,
+        items: Iterable[dict[str, Any]],
+        *,
+        checked: bool = False,
+        fields: frozenset[str] = frozenset(),
+    ) -> None:
         """Append new items (recall); the dicts belong to the engine afterwards.
 
-        ``checked=True``: the operator guarantees the values hold no NaN or
-        infinity (e.g. they were validated when the config was loaded), so
-        the engine skips that per-value check.
+        Optional promises that spare the engine per-value work:
+        ``checked=True``: the values hold no NaN or infinity (e.g. validated
+        when the config was loaded); ``fields``: keys that every one of these
+        items has.
         """
         if self.added_items is None:
             self.added_items = list(items)
             self.finite_added = checked
+            self.added_fields = fields
         else:
             self.added_items.extend(items)
             self.finite_added = self.finite_added and checked
+            self.added_fields = self.added_fields & fields
 
     def remove_item(self, index: int) -> None:
         """Remove the item at ``index`` (indices refer to the input order)."""

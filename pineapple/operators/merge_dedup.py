@@ -70,17 +70,15 @@ class MergeDedup(Operator):
         self.field = self.meta.item_input[0]
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        seen: set[Any] = set()
-        drop: list[int] = []
-        add = seen.add
-        for i, v in enumerate(inp.column(self.field)):
-            key = v if type(v) is str else dedup_key(v)
-            if key in seen:
-                drop.append(i)
-            else:
-                add(key)
-        if drop:
-            out.remove_items(drop)
+        col = inp.column(self.field)
+        n = len(col)
+        keys = col if set(map(type, col)) <= {str} else [dedup_key(v) for v in col]
+        # Key -> its first index (assignments run from the back, so the first wins).
+        first = dict(zip(reversed(keys), range(n - 1, -1, -1), strict=True))
+        if len(first) == n:
+            return
+        kept = set(first.values())
+        out.remove_items(i for i in range(n) if i not in kept)
 
 
 register_operator(SCHEMA, MergeDedup)

@@ -55,6 +55,9 @@ class RecallStatic(Operator):
                 )
         self.items: list[dict[str, Any]] = raw
         self.checked = all(_finite(row) for row in raw)
+        self.fields: frozenset[str] = (
+            frozenset(raw[0]).intersection(*raw[1:]) if raw else frozenset()
+        )
         common = params.get("set_common")
         if common is not None and not isinstance(common, dict):
             raise ValueError(
@@ -66,7 +69,9 @@ class RecallStatic(Operator):
         for field, value in self.set_common.items():
             out.set_common(field, value)
         if self.items:
-            out.add_items(list(map(dict.copy, self.items)), checked=self.checked)
+            out.add_items(
+                list(map(dict.copy, self.items)), checked=self.checked, fields=self.fields
+            )
 
 
 register_operator(SCHEMA, RecallStatic)

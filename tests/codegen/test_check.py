@@ -73,6 +73,17 @@ def test_pineapple_codegen_subcommand(tmp_path: Path) -> None:
 
 
 def test_checked_in_files_are_current() -> None:
-    """What CI runs: the files in dsl/generated match the registries."""
+    """What CI runs: the files in dsl/generated match the registries.
+
+    In a fresh process: other tests register test-only operators in this
+    process's default registry, which the checked-in files rightly lack.
+    """
     assert codegen.default_target() == REPO / "dsl" / "generated"
-    assert codegen.run(check=True) == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "codegen", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,227 @@
+"""A sandboxed Lua 5.1 runtime (``lupa``), close to the Go engine's gopher-lua sandbox.
+
+The Go engine opens only the base, table, string and math libraries and
+removes ``dofile`` and ``loadfile``. Its VMs (gopher-lua, wangshu) implement
+Lua 5.1: every number is a double, there is no integer subtype and no ``//``
+operator. We run LuaJIT 2.1 (``lupa.luajit21``: the same language, and its
+JIT makes a per-item call about 25x cheaper than the interpreter) and fall
+back to PUC Lua 5.1 (``lupa.lua51``) where lupa has no LuaJIT build; env
+``PINEAPPLE_LUA_BACKEND=lua51`` forces the latter. What a script sees:
+
+- base library without ``dofile``, ``loadfile``, ``require``, ``module``,
+  ``gcinfo``, ``newproxy`` and lupa's ``python`` module (LuaJIT: also no
+  ``jit``, ``bit``, and ``ffi`` is unreachable without ``require``); ``load`` and
+  ``loadstring`` refuse precompiled (binary) chunks, which C Lua would
+  otherwise run unverified; ``collectgarbage`` only answers ``"count"``
+  (other options are no-ops, as in gopher-lua, so a script cannot stop the
+  collector); ``setfenv`` may not change the environment of the thread or
+  of functions up the call stack (only of a function value or of level 1).
+- ``string`` (without ``dump``), ``table`` and ``math``; no ``os``, ``io``,
+  ``debug``, ``package``, ``coroutine``.
+- ``tostring`` of a number is formatted as gopher-lua does (Go's ``%v``):
+  integral values print as integers (``tostring(1e15)`` is
+  ``"1000000000000000"``), others with the shortest round-trip digits
+  (``tostring(0.1 + 0.2)`` is ``"0.30000000000000004"``). The ``..``
+  operator keeps Lua 5.1's ``%.14g``: the two agree for integers below
+  1e14 and for numbers of at most 14 significant digits.
+
+No Python object is ever handed to Lua (values are converted to Lua types
+first), and lupa's attribute access is refused for any that slipped through.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MAX_MEMORY", "LuaBackend", "available_backends", "default_backend"]
+
+MAX_MEMORY = 256 * 1024 * 1024
+"""Bytes one runtime may allocate; beyond that a call fails with a memory error."""
+
+_PRELUDE = r"""
+local G = _G
+local type, tonumber, select, error = type, tonumber, select, error
+local byte, fmt, match, rep, sub = string.byte, string.format, string.match, string.rep, string.sub
+local floor, huge = math.floor, math.huge
+local concat = table.concat
+local raw_tostring, raw_loadstring = tostring, loadstring
+local raw_collectgarbage, raw_setfenv = collectgarbage, setfenv
+
+for _, name in ipairs({
+  "os", "io", "debug", "package", "require", "module", "dofile", "loadfile",
+  "python", "gcinfo", "newproxy", "coroutine", "jit", "bit",
+}) do
+  G[name] = nil
+end
+string.dump = nil
+
+local BINARY = "binary chunks are not allowed"
+
+loadstring = function(s, chunkname)
+  if type(s) == "string" and byte(s, 1) == 27 then return nil, BINARY end
+  return raw_loadstring(s, chunkname)
+end
+
+load = function(reader, chunkname)
+  if type(reader) == "string" then return loadstring(reader, chunkname) end
+  if type(reader) ~= "function" then
+    error("bad argument #1 to 'load' (function expected, got " .. type(reader) .. ")", 2)
+  end
+  local parts, n = {}, 0
+  while true do
+    local piece = reader()
+    if piece == nil or piece == "" then break end
+    if type(piece) ~= "string" then return nil, "reader function must return a string" end
+    n = n + 1
+    parts[n] = piece
+  end
+  return loadstring(concat(parts), chunkname)
+end
+
+collectgarbage = function(opt)
+  if opt == "count" then return raw_collectgarbage("count") end
+  return 0
+end
+
+setfenv = function(f, t)
+  if type(f) == "number" and f ~= 1 then
+    error("setfenv: only a function or level 1 may be given", 2)
+  end
+  if f == 1 then return raw_setfenv(2, t) end
+  return raw_setfenv(f, t)
+end
+
+local EFMT = {}
+for p = 0, 16 do EFMT[p] = "%." .. p .. "e" end
+local TWO63 = 2 ^ 63
+
+local function go_number(n)
+  if n ~= n then return "NaN" end
+  if n == huge then return "+Inf" end
+  if n == -huge then return "-Inf" end
+  if n == floor(n) and n >= -TWO63 and n < TWO63 then return fmt("%d", n) end
+  local s
+  for p = 0, 16 do
+    s = fmt(EFMT[p], n)
+    if tonumber(s) == n then break end
+  end
+  local sign, lead, rest, e = match(s, "^(-?)(%d)%.?(%d*)e([-+]%d+)$")
+  rest = match(rest, "^(.-)0*$")
+  local exp = tonumber(e)
+  if exp < -4 or exp >= 6 then
+    local mant = lead
+    if rest ~= "" then mant = lead .. "." .. rest end
+    local esign = "+"
+    if exp < 0 then esign = "-"; exp = -exp end
+    if exp < 10 then return sign .. mant .. "e" .. esign .. "0" .. exp end
+    return sign .. mant .. "e" .. esign .. exp
+  end
+  local digits = lead .. rest
+  if exp < 0 then return sign .. "0." .. rep("0", -exp - 1) .. digits end
+  if #digits <= exp + 1 then return sign .. digits .. rep("0", exp + 1 - #digits) end
+  return sign .. sub(digits, 1, exp + 1) .. "." .. sub(digits, exp + 2)
+end
+
+tostring = function(...)
+  local v = ...
+  if type(v) == "number" then return go_number(v) end
+  return raw_tostring(...)
+end
+"""
+
+
+def _refuse_attribute(obj: Any, name: Any, is_setting: bool) -> Any:
+    raise AttributeError("Python attribute access is not allowed from Lua")
+
+
+@dataclass(frozen=True)
+class LuaBackend:
+    """One lupa Lua module (``luajit21`` or ``lua51``) and its types."""
+
+    name: str
+    module: Any = field(repr=False)
+
+    @property
+    def error(self) -> type[Exception]:
+        """The module's ``LuaError`` (raised by a failing call or load)."""
+        err: type[Exception] = self.module.LuaError
+        return err
+
+    @property
+    def table_type(self) -> type:
+        """lupa's wrapper type of a Lua table (for fast ``type(v) is ...`` checks)."""
+        return _table_type(self)
+
+    def new_runtime(self) -> Any:
+        """A fresh sandboxed runtime (not thread-safe: one thread at a time).
+
+        Multiple return values come back to Python as a tuple; Python ints too
+        large for Lua become floats, as a Go ``float64`` would.
+        """
+        rt = self.module.LuaRuntime(
+            unpack_returned_tuples=True,
+            register_eval=False,
+            register_builtins=False,
+            attribute_filter=_refuse_attribute,
+            overflow_handler=float,
+            max_memory=MAX_MEMORY,
+        )
+        rt.execute(_PRELUDE, name="=sandbox")
+        return rt
+
+    def type_name(self, value: Any) -> str:
+        """The Lua type name of a value returned by lupa (``"boolean"``, ``"table"`` ...)."""
+        if value is None:
+            return "nil"
+        if isinstance(value, bool):
+            return "boolean"
+        if isinstance(value, int | float):
+            return "number"
+        if isinstance(value, str | bytes):
+            return "string"
+        name = self.module.lua_type(value)
+        return str(name) if name is not None else "userdata"
+
+
+_TABLE_TYPES: dict[str, type] = {}
+
+
+def _table_type(backend: LuaBackend) -> type:
+    kind = _TABLE_TYPES.get(backend.name)
+    if kind is None:
+        kind = _TABLE_TYPES[backend.name] = type(backend.module.LuaRuntime().table())
+    return kind
+
+
+def available_backends() -> list[LuaBackend]:
+    """The lupa Lua 5.1 modules importable here, preferred first."""
+    found = []
+    for name in ("luajit21", "lua51"):
+        try:
+            found.append(LuaBackend(name, importlib.import_module(f"lupa.{name}")))
+        except ImportError:
+            continue
+    return found
+
+
+_DEFAULT: LuaBackend | None = None
+# Guarantees: set once on first use, without a lock: threads racing on the
+# first call compute the same backend, so whichever write lands is right.
+
+
+def default_backend() -> LuaBackend:
+    """The backend new operators use (``$PINEAPPLE_LUA_BACKEND`` or the first available)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        backends = available_backends()
+        if not backends:
+            raise ImportError("lupa has neither a luajit21 nor a lua51 module")
+        wanted = os.environ.get("PINEAPPLE_LUA_BACKEND")
+        chosen = [b for b in backends if b.name == wanted] if wanted else backends
+        if not chosen:
+            raise ImportError(f"PINEAPPLE_LUA_BACKEND={wanted!r} is not available")
+        _DEFAULT = chosen[0]
+    return _DEFAULT

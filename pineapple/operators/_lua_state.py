@@ -1,0 +1,300 @@
+"""One loaded Lua state of an operator: the compiled script and its call driver.
+
+A :class:`LuaState` is built once (the script is compiled then, never per
+request) and serves many requests, one thread at a time (see
+``_lua_pool``). Per request, the Go engine's contract holds: common input
+fields are scalar globals; in item mode every item field is a scalar
+global set before each call and the function is called once per item; in
+common mode every item field is a global array of all the items' values
+and the function is called once. Return values map to the output fields by
+position (missing ones are nil). After each request the globals are reset
+to what the script left after loading (globals it created are removed,
+baseline ones restored: a shallow reset, as in Go).
+
+Speed: a small Lua *driver* written for the operator's field lists runs
+the whole item loop inside Lua, so a request costs a handful of Python/Lua
+crossings whatever the item count: each input column goes in as one array
+table, each output column comes back as one tuple.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._lua_errors import LuaRuntimeError, LuaScriptError
+from ._lua_sandbox import MAX_MEMORY, LuaBackend, default_backend
+from ._lua_values import PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
+
+__all__ = ["LuaState", "driver_source"]
+
+_UNROLL_FIELDS = 40
+"""Above this many input fields the driver loops over lists (Lua 5.1: 60 upvalues, 200 locals)."""
+
+
+_PRELUDE = """
+local G, next, rawset, unpack, select = _G, next, rawset, unpack, select
+local fname, CK, IK, nret = ...
+local nc, ni = #CK, #IK
+local base = {}
+local where = 0
+local function reset()
+  where = 0
+  for k in next, G do
+    if base[k] == nil then rawset(G, k, nil) end
+  end
+  for k, v in next, base do rawset(G, k, v) end
+end
+local function baseline()
+  for k, v in next, G do base[k] = v end
+end
+local function current() return where end
+local function fetch(t, i, j) return unpack(t, i, j) end
+local function pack(t, off, ...)
+  if t == nil and off == 0 then return {...} end
+  local a = {...}
+  for i = 1, select("#", ...) do t[off + i] = a[i] end
+  return t
+end
+"""
+
+_RETURN = "return run, reset, baseline, current, fetch, pack\n"
+
+
+def _names(prefix: str, count: int) -> str:
+    return ", ".join(f"{prefix}{k}" for k in range(1, count + 1))
+
+
+def _negz(value: str, at: str) -> str:
+    """Lua that records position ``at`` when ``value`` is negative zero (lupa returns int 0)."""
+    return f"if {value} == 0 and 1/{value} < 0 then z = z or {{}}; nz = nz + 1; z[nz] = {at} end\n"
+
+
+def _unrolled_head(nc: int, ni: int) -> list[str]:
+    """Field names as locals, ``run``'s signature, and the common globals set."""
+    lines = []
+    if nc:
+        lines.append(f"local {_names('C', nc)} = unpack(CK)\n")
+    if ni:
+        lines.append(f"local {_names('K', ni)} = unpack(IK)\n")
+    params = ["n"] + [f"cv{k}" for k in range(1, nc + 1)] + [f"c{k}" for k in range(1, ni + 1)]
+    lines.append(f"local function run({', '.join(params)})\n")
+    lines.extend(f"  G[C{k}] = cv{k}\n" for k in range(1, nc + 1))
+    return lines
+
+
+def _unrolled_item(nc: int, ni: int, nret: int) -> str:
+    lines = _unrolled_head(nc, ni)
+    lines.append("  local fn = G[fname]\n  local z, nz = nil, 0\n")
+    if nret:
+        lines.append(f"  local {_names('o', nret)} = {', '.join('{}' for _ in range(nret))}\n")
+    lines.append("  for i = 1, n do\n    where = i\n")
+    lines.extend(f"    G[K{k}] = c{k}[i]\n" for k in range(1, ni + 1))
+    if nret:
+        lines.append(f"    local {_names('r', nret)} = fn()\n")
+        for j in range(1, nret + 1):
+            lines.append("    " + _negz(f"r{j}", f"(i - 1) * nret + {j - 1}"))
+            lines.append(f"    o{j}[i] = r{j}\n")
+    else:
+        lines.append("    fn()\n")
+    lines.append("  end\n  reset()\n")
+    outs = "".join(f", o{j}" for j in range(1, nret + 1))
+    lines.append(f"  return nz, z{outs}\nend\n")
+    return "".join(lines)
+
+
+def _looped_item() -> str:
+    return (
+        "local function run(n, cvals, cols)\n"
+        "  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
+        "  local fn = G[fname]\n  local z, nz = nil, 0\n"
+        "  local outs = {}\n  for j = 1, nret do outs[j] = {} end\n"
+        "  for i = 1, n do\n    where = i\n"
+        "    for k = 1, ni do G[IK[k]] = cols[k][i] end\n"
+        "    local r = {fn()}\n"
+        "    for j = 1, nret do\n      local v = r[j]\n"
+        "      " + _negz("v", "(i - 1) * nret + j - 1") + "      outs[j][i] = v\n    end\n"
+        "  end\n  reset()\n  return nz, z, outs\nend\n"
+    )
+
+
+def _unrolled_common(nc: int, ni: int, nret: int) -> str:
+    lines = _unrolled_head(nc, ni)
+    lines.extend(f"  G[K{k}] = c{k}\n" for k in range(1, ni + 1))
+    lines.append("  where = 1\n")
+    if nret:
+        lines.append(f"  local {_names('r', nret)} = G[fname]()\n")
+    else:
+        lines.append("  G[fname]()\n")
+    lines.append("  reset()\n  local z, nz = nil, 0\n")
+    for j in range(1, nret + 1):
+        lines.append("  " + _negz(f"r{j}", str(j - 1)))
+    outs = "".join(f", r{j}" for j in range(1, nret + 1))
+    lines.append(f"  return nz, z{outs}\nend\n")
+    return "".join(lines)
+
+
+def _looped_common() -> str:
+    return (
+        "local function run(n, cvals, cols)\n"
+        "  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
+        "  for k = 1, ni do G[IK[k]] = cols[k] end\n"
+        "  where = 1\n  local r = {G[fname]()}\n  reset()\n"
+        "  local z, nz = nil, 0\n"
+        "  for j = 1, nret do\n    local v = r[j]\n"
+        "    " + _negz("v", "j - 1") + "  end\n"
+        "  return nz, z, r\nend\n"
+    )
+
+
+def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool) -> str:
+    """The Lua driver chunk for these field counts (``unroll``: one local per field)."""
+    if item_mode:
+        body = _unrolled_item(nc, ni, nret) if unroll else _looped_item()
+    else:
+        body = _unrolled_common(nc, ni, nret) if unroll else _looped_common()
+    return _PRELUDE + body + _RETURN
+
+
+def _lua_message(exc: BaseException) -> str:
+    if type(exc).__name__ == "LuaMemoryError":
+        return f"not enough memory (a Lua state may use {MAX_MEMORY // (1024 * 1024)} MiB)"
+    text = str(exc)
+    text = text.removeprefix("error loading code: ")
+    text = text.split("\nstack traceback:", 1)[0]
+    return text or f"(error object is not a string: {type(exc).__name__})"
+
+
+class LuaState:
+    """A sandboxed runtime with the operator's script loaded and its driver compiled.
+
+    Not thread-safe: one request at a time (the pool hands each out to one
+    thread). Raises :class:`LuaScriptError` when the script does not load
+    or does not define ``function``.
+    """
+
+    def __init__(
+        self,
+        *,
+        operator: str,
+        script: str,
+        function: str,
+        item_mode: bool,
+        common_fields: tuple[str, ...],
+        item_fields: tuple[str, ...],
+        outputs: int,
+        unroll_fields: int = _UNROLL_FIELDS,
+        backend: LuaBackend | None = None,
+    ) -> None:
+        if script.startswith("\x1b"):
+            raise LuaScriptError(
+                f'lua: failed to load script of operator "{operator}": '
+                "precompiled (binary) chunks are not allowed"
+            )
+        self._backend = backend = backend if backend is not None else default_backend()
+        self._error = backend.error
+        rt = backend.new_runtime()
+        self._rt = rt
+        self._item_mode = item_mode
+        self._nret = outputs
+        nc, ni = len(common_fields), len(item_fields)
+        self._unrolled = nc + ni <= unroll_fields and nc + ni + 2 * outputs <= 3 * unroll_fields
+        source = driver_source(item_mode, nc, ni, outputs, unroll=self._unrolled)
+        # The driver is compiled before the script so that it holds the
+        # pristine built-ins (``next``, ``rawset``, ``unpack``) whatever the
+        # script redefines.
+        run, reset, baseline, current, fetch, pack = rt.execute(
+            source,
+            function,
+            rt.table_from(list(common_fields)),
+            rt.table_from(list(item_fields)),
+            outputs,
+            name="=driver",
+        )
+        try:
+            rt.execute(script, name=f"={operator}")
+        except backend.error as exc:
+            raise LuaScriptError(
+                f'lua: failed to load script of operator "{operator}": {_lua_message(exc)}'
+            ) from exc
+        if rt.globals()[function] is None:
+            raise LuaScriptError(
+                f'lua: function "{function}" not defined in script of operator "{operator}"'
+            )
+        baseline()
+        self._run, self._reset, self._current, self._fetch = run, reset, current, fetch
+        self._pack = pack
+
+    # -- calls -------------------------------------------------------------
+
+    def _call(self, n: int, common: list[Any], columns: list[Any]) -> tuple[Any, ...]:
+        rt = self._rt
+        cvals = [to_lua(rt, v) for v in common]
+        if self._unrolled:
+            args = [n, *cvals, *columns]
+        else:
+            args = [n, rt.table_from(cvals), rt.table_from(columns)]
+        try:
+            result: tuple[Any, ...] = self._run(*args)
+        except self._error as exc:
+            where = self._current()
+            self._reset()
+            if self._item_mode and where > 0:
+                raise LuaRuntimeError(f"lua: item[{where - 1}]: {_lua_message(exc)}") from exc
+            raise LuaRuntimeError(f"lua: {_lua_message(exc)}") from exc
+        except UnicodeDecodeError as exc:  # a returned string (run has reset already)
+            raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
+        return result
+
+    def call_items(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[list[Any]]:
+        """Item mode: call the function once per item; one result column per output."""
+        rt = self._rt
+        result = self._call(n, common, [column_to_lua(rt, c, self._pack) for c in columns])
+        nz, z = result[0], result[1]
+        tables = result[2:] if self._unrolled else [result[2][j] for j in range(1, self._nret + 1)]
+        cols = [self._column(t, n) for t in tables]
+        if nz:
+            for k in range(1, nz + 1):
+                i, j = divmod(z[k], self._nret)
+                cols[j][i] = -0.0
+        return cols
+
+    def call_common(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[Any]:
+        """Common mode: call the function once, item fields as arrays; one value per output."""
+        rt = self._rt
+        result = self._call(n, common, [column_to_lua(rt, c, self._pack) for c in columns])
+        nz, z = result[0], result[1]
+        if self._unrolled:
+            raw = list(result[2:])
+        else:
+            table = result[2]
+            raw = [table[j] for j in range(1, self._nret + 1)]
+        values = [from_lua(v, self._backend) for v in raw]
+        if nz:
+            for k in range(1, nz + 1):
+                values[z[k]] = -0.0
+        return values
+
+    def _column(self, table: Any, n: int) -> list[Any]:
+        fetch = self._fetch
+        try:
+            if n == 1:
+                col = [fetch(table, 1, 1)]
+            elif n <= PACK_CHUNK:
+                col = list(fetch(table, 1, n))
+            else:
+                col = []
+                for lo in range(1, n + 1, PACK_CHUNK):
+                    hi = min(lo + PACK_CHUNK - 1, n)
+                    part = fetch(table, lo, hi)
+                    col.extend(part if hi > lo else (part,))
+        except UnicodeDecodeError as exc:
+            raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
+        if set(map(type, col)) <= PLAIN_TYPES:
+            return col
+        backend = self._backend
+        for i, value in enumerate(col):
+            try:
+                col[i] = from_lua(value, backend)
+            except LuaRuntimeError as exc:
+                raise LuaRuntimeError(f"lua: item[{i}]: {exc}") from exc
+        return col

@@ -1,0 +1,121 @@
+"""Converting values between Python (JSON-like) and Lua, as the Go engine does.
+
+Python to Lua: ``None`` is nil, ``bool`` a boolean, ``int``/``float`` a
+number (a double: ints beyond 2**63 become floats), ``str``/``bytes`` a
+string, ``list``/``tuple`` an array table (1-based), ``dict`` a table with
+string keys (other keys are turned into strings). Any other object is
+passed as its ``str()`` text (Go: ``fmt.Sprint``); no Python object ever
+reaches a script.
+
+Lua to Python: nil is ``None``, a boolean ``bool``, a string ``str``, a
+number ``int`` when integral and below 2**63 in magnitude (JSON has one
+number type and Go prints ``130.0`` as ``130``), else ``float``; negative
+zero stays ``-0.0``. A table whose positive integer keys are exactly
+``1..n`` (n > 0) is a ``list`` of those values (other keys are dropped, as
+in Go; Lua's ``#`` is not used: its border is ambiguous); otherwise every key
+must be a string (else :class:`LuaRuntimeError` ``lua: table has
+non-string key of type "boolean"``) and it is a ``dict``; the empty table
+is ``[]``. Functions and other Lua objects become their ``str()`` text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._lua_errors import LuaRuntimeError
+from ._lua_sandbox import LuaBackend
+
+__all__ = ["PACK_CHUNK", "PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
+
+PLAIN_TYPES: frozenset[type] = frozenset({float, int, str, bool, type(None)})
+"""Types that lupa converts to a Lua value by itself, and back."""
+
+_MAX_DEPTH = 64
+
+PACK_CHUNK = 7000
+"""Values per Python-to-Lua call (Lua 5.1 caps a C call's stack at 8000 slots)."""
+
+
+def to_lua(rt: Any, value: Any) -> Any:
+    """A value that lupa can hand to Lua without exposing a Python object."""
+    if type(value) in PLAIN_TYPES:
+        return value
+    return _convert_in(rt, value, 0)
+
+
+def _convert_in(rt: Any, value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind in PLAIN_TYPES or kind is bytes:
+        return value
+    if depth >= _MAX_DEPTH:
+        raise LuaRuntimeError("lua: input value nested too deeply (or cyclic)")
+    if isinstance(value, dict):
+        return rt.table_from({str(k): _convert_in(rt, v, depth + 1) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return rt.table_from([_convert_in(rt, v, depth + 1) for v in value])
+    for plain in (bool, int, float, str):  # subclasses (IntEnum, ...) as their base
+        if isinstance(value, plain):
+            return plain(value)
+    return str(value)
+
+
+def column_to_lua(rt: Any, values: list[Any], pack: Any) -> Any:
+    """A Lua array table of ``values`` (``None`` leaves a hole at its position).
+
+    ``pack`` is the Lua function ``(t, offset, ...) -> t`` of the state: it
+    stores its extra arguments at ``offset + 1 ...`` of ``t`` (a new table
+    when ``t`` is nil). lupa's ``table_from`` is fast but slow on holes, so
+    columns with ``None`` go through ``pack`` (in chunks: a C call takes at
+    most 8000 arguments).
+    """
+    kinds = set(map(type, values))
+    if not kinds <= PLAIN_TYPES:
+        values = [to_lua(rt, v) for v in values]
+    elif type(None) not in kinds:
+        return rt.table_from(values)
+    n = len(values)
+    if n <= PACK_CHUNK:
+        return pack(None, 0, *values)
+    table = pack(None, 0, *values[:PACK_CHUNK])
+    for lo in range(PACK_CHUNK, n, PACK_CHUNK):
+        pack(table, lo, *values[lo : lo + PACK_CHUNK])
+    return table
+
+
+def from_lua(value: Any, backend: LuaBackend) -> Any:
+    """A Python value for one value returned by Lua (tables converted deeply)."""
+    if type(value) in PLAIN_TYPES:
+        return value
+    return _convert_out(value, 0, backend, backend.table_type)
+
+
+def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) -> Any:
+    """Gopher-lua's rule: an array when keys ``1..n`` are all set, else a string-keyed map."""
+    if type(value) in PLAIN_TYPES:
+        return value
+    if type(value) is not table_type:
+        return str(value)
+    if depth >= _MAX_DEPTH:
+        raise LuaRuntimeError("lua: returned table nested too deeply (or cyclic)")
+    table: Any = value
+    pairs: list[tuple[Any, Any]] = list(table.items())
+    top = 0
+    count = 0
+    for key, _ in pairs:
+        if type(key) is int and key > 0:
+            count += 1
+            top = max(top, key)
+    if count and count == top:  # keys 1..top all set: an array (other keys dropped)
+        arr: list[Any] = [None] * top
+        for key, item in pairs:
+            if type(key) is int and key > 0:
+                arr[key - 1] = _convert_out(item, depth + 1, backend, table_type)
+        return arr
+    out: dict[str, Any] = {}
+    for key, item in pairs:
+        if type(key) is not str:
+            raise LuaRuntimeError(
+                f'lua: table has non-string key of type "{backend.type_name(key)}"'
+            )
+        out[key] = _convert_out(item, depth + 1, backend, table_type)
+    return out if out else []

@@ -1,0 +1,81 @@
+"""Shared helpers of the Lua operator tests: build and run ``transform_by_lua`` directly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import pineapple.operators  # noqa: F401  (registers transform_by_lua)
+from pineapple import Context
+from pineapple.engine import OperatorInput, OperatorOutput, build_operator
+from pineapple.operators import _lua_sandbox
+from pineapple.operators._lua_sandbox import LuaBackend, available_backends
+from pineapple.operators.transform_by_lua import TransformByLua
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fixtures_dir() -> Path | None:
+    """``$PINE_FIXTURES_DIR`` (default ``../shared/fixtures/pineapple``), or None when absent."""
+    raw = Path(os.environ.get("PINE_FIXTURES_DIR", "../shared/fixtures/pineapple"))
+    path = raw if raw.is_absolute() else (ROOT / raw).resolve()
+    return path if path.is_dir() else None
+
+
+def load_fixture(relative: str) -> dict[str, Any] | None:
+    """One fixture file, parsed, or None when the fixture directory is absent."""
+    base = fixtures_dir()
+    if base is None or not (base / relative).is_file():
+        return None
+    data: dict[str, Any] = orjson.loads((base / relative).read_bytes())
+    return data
+
+
+def lua_op(
+    script: str,
+    *,
+    item: str = "",
+    common: str = "",
+    common_input: tuple[str, ...] = (),
+    item_input: tuple[str, ...] = (),
+    common_output: tuple[str, ...] = (),
+    item_output: tuple[str, ...] = (),
+    name: str = "lua_test",
+) -> TransformByLua:
+    """A built and bound ``transform_by_lua`` operator."""
+    op, _ = build_operator(
+        "transform_by_lua",
+        {"lua_script": script, "function_for_item": item, "function_for_common": common},
+        {
+            "common_input": list(common_input),
+            "item_input": list(item_input),
+            "common_output": list(common_output),
+            "item_output": list(item_output),
+        },
+        name=name,
+    )
+    assert isinstance(op, TransformByLua)
+    return op
+
+
+def run(
+    op: TransformByLua,
+    common: dict[str, Any] | None = None,
+    items: list[dict[str, Any]] | None = None,
+) -> OperatorOutput:
+    """Execute ``op`` once on ``common`` and ``items``; the collected writes."""
+    out = OperatorOutput()
+    op.execute(Context(), OperatorInput(common or {}, items or []), out)
+    return out
+
+
+@pytest.fixture(params=available_backends(), ids=lambda b: b.name)
+def each_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> LuaBackend:
+    """Run the test once per available Lua backend (operators built inside use it)."""
+    backend: LuaBackend = request.param
+    monkeypatch.setattr(_lua_sandbox, "_DEFAULT", backend)
+    return backend
