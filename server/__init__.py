@@ -7,7 +7,7 @@ Layers (each imports only the ones above it):
 
     _config                      Config, the engine/responder contracts
     _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
-    _build, _respond             building a snapshot step by step; the fallback responder
+    _build                       building a snapshot step by step (Engine, Manager, checks)
     _metrics, _reloader          Prometheus metrics; reload = build + swap, serialised
     _watcher, _service           the directory watcher; the service that owns all of it
     _admin, _execute, _routes    HTTP: who may use admin routes, /execute, the other routes

@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 import orjson
 
 from pineapple import PineappleError, resource
+from pineapple.engine import Engine, respond
 
 from ._config import Config, EngineFactory, EngineLike, Responder
 from ._snapshot import ConfigInfo, Snapshot
@@ -99,22 +100,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _engine_api() -> Any:
-    return importlib.import_module("pineapple.engine")
-
-
-def _default_engine_factory() -> EngineFactory:
-    engine = getattr(_engine_api(), "Engine", None)
-    if engine is None:
-        raise BuildError("engine", "pineapple.engine.Engine is not available")
-    return cast(EngineFactory, engine)
-
-
 def default_responder() -> Responder:
-    """``pineapple.engine.respond`` (the Go server's bytes), or the server's own fallback."""
-    respond = getattr(_engine_api(), "respond", None)
-    if respond is None:
-        from ._respond import respond
+    """``pineapple.engine.respond``: the Go server's ``/execute`` status codes and bytes."""
     return cast(Responder, respond)
 
 
@@ -187,7 +174,7 @@ class Builder:
     # -- the steps ------------------------------------------------------------------
 
     def _engine(self, data: bytes, secrets: set[str]) -> EngineLike:
-        factory = self._config.engine_factory or _default_engine_factory()
+        factory = self._config.engine_factory or cast(EngineFactory, Engine)
         try:
             return factory(data)
         except Exception as exc:

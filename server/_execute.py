@@ -1,7 +1,8 @@
 """``POST /execute``: the hot path, a bare ASGI app (no Request/Response objects).
 
 Per request: read the body (413 past the limit), borrow the serving snapshot,
-run the responder inline on the event loop when the engine does no blocking
+run the responder (``pineapple.engine.respond``: parsing, 400/422/500 and the
+Go server's bytes) inline on the event loop when the engine does no blocking
 I/O, otherwise on a bounded pool of worker threads, release the snapshot,
 send the bytes. The context handed to the engine is built once per snapshot.
 """
@@ -12,18 +13,23 @@ import logging
 import time
 
 import anyio.to_thread
+import orjson
 from anyio import CapacityLimiter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._respond import error_body
 from ._service import Service
 
-__all__ = ["ExecuteEndpoint", "ExecuteFastPath"]
+__all__ = ["ExecuteEndpoint", "ExecuteFastPath", "error_body"]
 
 _log = logging.getLogger("pineapple.server")
 
 _JSON = (b"content-type", b"application/json")
 _ALLOW = (b"allow", b"POST")
+
+
+def error_body(message: str) -> bytes:
+    """``{"error": message}`` as JSON bytes (the server's own refusals)."""
+    return orjson.dumps({"error": message})
 
 
 class _TooLarge(Exception):

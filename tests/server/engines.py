@@ -1,55 +1,53 @@
-"""The engine the server tests run: the real one when it is there, else the test double.
+"""The engine under test: the real ``Engine``, counting instances and closes.
 
-``TrackedEngine`` counts its instances and closes. With the real engine, the
-test-only operator ``test_gate`` (an observe operator marked blocking, which
-holds a request until its :class:`Gate` opens) is registered in the default
-operator registry. (Transitional: once the engine is on main, the fallback to
-``FakeEngine`` goes away.)
+Also registers the test-only operator ``test_gate`` (an observe operator
+marked blocking, so the server runs it on a worker thread) that holds a
+request until its :class:`~tests.server.fakes.Gate` opens.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from pineapple import Context, ParamSpec
+from pineapple.engine import (
+    Engine,
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    default_operator_registry,
+    register_operator,
+)
 
-from .fakes import GATES, FakeEngine
-
-_api: Any = importlib.import_module("pineapple.engine")
-REAL_ENGINE = hasattr(_api, "Engine")
-
-
-def _register_gate() -> None:
-    class GateOperator(_api.Operator):  # type: ignore[misc]
-        """Holds the request until ``GATES[gate]`` opens (test only)."""
-
-        def __init__(self, params: dict[str, Any]) -> None:
-            self.gate = params["gate"]
-
-        def execute(self, ctx: Context, inp: Any, out: Any) -> None:
-            GATES[self.gate].pass_through()
-
-    if _api.default_operator_registry().get("test_gate") is None:
-        _api.register_operator(
-            _api.OperatorSchema(
-                name="test_gate",
-                kind="observe",
-                description="Test only: holds a request until its gate opens.",
-                params={"gate": ParamSpec(type="string", required=True)},
-                blocking=True,
-            ),
-            GateOperator,
-        )
+from .fakes import GATES
 
 
-if REAL_ENGINE:
-    _register_gate()
-_Base: Any = _api.Engine if REAL_ENGINE else FakeEngine
+class GateOperator(Operator):
+    """Holds the request until ``GATES[gate]`` opens (test only)."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.gate = params["gate"]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        GATES[self.gate].pass_through()
 
 
-class TrackedEngine(_Base):  # type: ignore[misc]
-    """The engine under test, counting instances and closes."""
+if default_operator_registry().get("test_gate") is None:
+    register_operator(
+        OperatorSchema(
+            name="test_gate",
+            kind="observe",
+            description="Test only: holds a request until its gate opens.",
+            params={"gate": ParamSpec(type="string", required=True)},
+            blocking=True,
+        ),
+        GateOperator,
+    )
+
+
+class TrackedEngine(Engine):
+    """The real engine, counting its instances and closes."""
 
     instances: list[TrackedEngine] = []
 

@@ -1,11 +1,8 @@
-"""Test doubles for the server tests: a stand-in engine and counting resource types.
+"""Test helpers for the server tests: gates, counting resource types, config builders.
 
-``FakeEngine`` is NOT the Pine engine. It runs the small subset of the unified
-config that these tests use (``recall_static``, ``recall_resource`` and a
-test-only ``test_gate`` operator, stages of ``pipeline_group.main``,
-``flow_contract`` projection) so that the server can be tested while the real
-engine is being written. The configs these tests write are valid unified
-configs, so the same tests run against the real engine once it lands.
+Resource values are counted (fetches, closes) so that carry-over and
+retirement can be asserted exactly; gates hold a request inside an operator
+so that an in-flight request can be observed across a swap or a shutdown.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ from typing import Any
 
 import orjson
 
-from pineapple import Context, ParamSpec, ValidationError, resource
-from pineapple._errors import ConfigError, ExecutionError, RegistryError
+from pineapple import ExecutionError, ParamSpec, resource
 
 
 def file_gate(folder: str, timeout: float = 20.0) -> None:
@@ -48,59 +44,6 @@ class Gate:
 
 
 GATES: dict[str, Gate] = {}
-
-
-class FakeEngine:
-    """A stand-in engine (test double): see the module docstring."""
-
-    def __init__(self, config: bytes | str | Mapping[str, Any]) -> None:
-        root = resource.read_root_config(config)
-        try:
-            operators = root["pipeline_config"]["operators"]
-            stages = root["pipeline_group"]["main"]["pipeline"]
-        except (KeyError, TypeError):
-            raise ConfigError(
-                "fake engine: pipeline_config.operators and main group needed"
-            ) from None
-        self.contract = root.get("flow_contract", {})
-        self.ops: list[tuple[str, dict[str, Any]]] = []
-        for stage in stages:
-            op = operators.get(stage)
-            if op is None:
-                raise ConfigError(f"pipeline references undefined operator {stage!r}")
-            kind = op.get("type_name")
-            if kind not in ("recall_static", "recall_resource", "test_gate", "test_file_gate"):
-                raise RegistryError(f"operator {stage!r}: unknown operator type {kind!r}")
-            self.ops.append((kind, op))
-        self.blocking = any(kind.startswith("test_") for kind, _ in self.ops)
-
-    def execute(self, ctx: Context, request: dict[str, Any]) -> dict[str, Any]:
-        common = request.get("common") or {}
-        for field in self.contract.get("common_input", []):
-            if field not in common:
-                raise ValidationError(f"flow contract: common input {field!r} is missing")
-        items: list[dict[str, Any]] = list(request.get("items") or [])
-        for kind, op in self.ops:
-            if kind == "recall_static":
-                items.extend(dict(i) for i in op.get("items", []))
-            elif kind == "recall_resource":
-                provider = resource.from_context(ctx)
-                handle = provider.get(op["resource_name"]) if provider is not None else None
-                if handle is None:
-                    continue
-                with handle as value:
-                    items.extend(dict(i) for i in value)
-            elif kind == "test_file_gate":
-                file_gate(op["folder"])
-            else:
-                GATES[op["gate"]].pass_through()
-        fields = self.contract.get("item_output")
-        if fields is not None:
-            items = [{k: i[k] for k in fields if k in i} for i in items]
-        return {"common": {}, "items": items}
-
-    def close(self) -> None:
-        pass
 
 
 class TrackedList(list[Any]):

@@ -7,13 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from .engines import REAL_ENGINE
 from .fakes import dump, items_resource, unified_config
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = "tests.server.standin_plugin"
+PLUGIN = "tests.server.process_plugin"
 
 
 def pineapple(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
@@ -76,7 +73,6 @@ def test_serve_exits_non_zero_when_the_first_load_fails(tmp_path: Path) -> None:
     assert "hunter2" not in result.stderr
 
 
-@pytest.mark.skipif(not REAL_ENGINE, reason="needs pineapple.engine.Engine (branch engine)")
 def test_check_the_demo_config() -> None:
     result = pineapple("check", "configs/demo.json", "--fetch")
     assert result.returncode == 0, result.stderr

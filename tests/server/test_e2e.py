@@ -18,13 +18,12 @@ import httpx
 import orjson
 import pytest
 
-from .engines import REAL_ENGINE
 from .fakes import dump, items_resource, unified_config
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = "tests.server.standin_plugin"
+PLUGIN = "tests.server.process_plugin"
 BODY = b'{"common": {}, "items": []}'
 
 
@@ -312,7 +311,6 @@ def test_sigterm_lets_the_in_flight_request_finish(config_file: Path, close_log:
     ]
 
 
-@pytest.mark.skipif(not REAL_ENGINE, reason="needs pineapple.engine.Engine (branch engine)")
 def test_make_run_serves_the_demo(close_log: Path) -> None:
     server = ServeProcess(ROOT / "configs" / "demo.json", close_log)
     try:

@@ -2,10 +2,8 @@
 
 It registers the ``test_items`` resource type in the default registry (its
 values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
-``PINEAPPLE_TEST_CLOSE_LOG`` when closed), and, while ``pineapple.engine`` has
-no ``Engine`` yet (it is being written on another branch), installs the
-``FakeEngine`` test double in its place; with the real engine it registers
-the ``test_file_gate`` operator (holds a request until a file appears).
+``PINEAPPLE_TEST_CLOSE_LOG`` when closed) and the ``test_file_gate``
+operator (holds a request until a file appears).
 """
 
 from __future__ import annotations
@@ -15,27 +13,32 @@ import os
 import threading
 from typing import Any
 
-import pineapple.engine
-from pineapple import ParamSpec, resource
+from pineapple import Context, ParamSpec, resource
+from pineapple.engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    default_operator_registry,
+    register_operator,
+)
 
-from .fakes import FakeEngine, file_gate
+from .fakes import file_gate
 
-_api: Any = pineapple.engine
-if not hasattr(_api, "Engine"):
-    setattr(_api, "Engine", FakeEngine)  # noqa: B010 (a stand-in, on purpose)
-elif _api.default_operator_registry().get("test_file_gate") is None:
 
-    class FileGateOperator(_api.Operator):  # type: ignore[misc]
-        """Holds a request until ``<folder>/go`` exists (process tests only)."""
+class FileGateOperator(Operator):
+    """Holds a request until ``<folder>/go`` exists (process tests only)."""
 
-        def __init__(self, params: dict[str, Any]) -> None:
-            self.folder = params["folder"]
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.folder = params["folder"]
 
-        def execute(self, ctx: Any, inp: Any, out: Any) -> None:
-            file_gate(self.folder)
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        file_gate(self.folder)
 
-    _api.register_operator(
-        _api.OperatorSchema(
+
+if default_operator_registry().get("test_file_gate") is None:
+    register_operator(
+        OperatorSchema(
             name="test_file_gate",
             kind="observe",
             description="Test only: holds a request until a file appears.",
