@@ -7,6 +7,7 @@ request until its :class:`~tests.server.fakes.Gate` opens.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pineapple import Context, ParamSpec
@@ -44,6 +45,34 @@ if default_operator_registry().get("test_gate") is None:
         ),
         GateOperator,
     )
+
+
+THREADS: list[tuple[str, str]] = []
+"""``(operator type, thread name)`` recorded by the probe operators."""
+
+
+def _probe(type_name: str, blocking: bool) -> None:
+    class Probe(Operator):
+        def __init__(self, params: dict[str, Any]) -> None:
+            pass
+
+        def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+            THREADS.append((type_name, threading.current_thread().name))
+
+    if default_operator_registry().get(type_name) is None:
+        register_operator(
+            OperatorSchema(
+                name=type_name,
+                kind="observe",
+                description="Test only: records the thread it runs on.",
+                blocking=blocking,
+            ),
+            Probe,
+        )
+
+
+_probe("test_probe_inline", blocking=False)
+_probe("test_probe_blocking", blocking=True)
 
 
 class TrackedEngine(Engine):

@@ -9,6 +9,7 @@ from starlette.testclient import TestClient
 import server
 
 from .conftest import MakeConfig, WriteConfig
+from .engines import THREADS
 from .fakes import items_resource, unified_config
 
 LOOPBACK = ("127.0.0.1", 50000)
@@ -234,3 +235,21 @@ class TestAdmin:
         with TestClient(server.create_app(config), client=("203.0.113.7", 5000)) as client:
             ok = client.post("/admin/reload", headers={"authorization": "Bearer from-env"})
         assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("probe", "on_worker_thread"),
+    [("test_probe_inline", False), ("test_probe_blocking", True)],
+)
+def test_execute_runs_blocking_engines_off_the_event_loop(
+    write_config: WriteConfig, make_config: MakeConfig, probe: str, on_worker_thread: bool
+) -> None:
+    write_config(unified_config("v1", extra_ops={"probe": {"type_name": probe}}))
+    THREADS.clear()
+    with TestClient(server.create_app(make_config())) as client:
+        assert client.app.state.service.holder.current.blocking is on_worker_thread  # type: ignore[attr-defined]
+        response = client.post("/execute", content=b'{"common": {}, "items": []}')
+    assert response.status_code == 200, response.text
+    [(ran, thread)] = THREADS
+    assert ran == probe
+    assert (thread == "AnyIO worker thread") is on_worker_thread

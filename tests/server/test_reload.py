@@ -110,7 +110,10 @@ def test_concurrent_requests_always_see_one_config(
 
 
 def test_failed_start_keeps_the_old_snapshot_serving(
-    served: tuple[TestClient, server.Service], write_config: WriteConfig, tracker: Tracker
+    served: tuple[TestClient, server.Service],
+    write_config: WriteConfig,
+    tracker: Tracker,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     client, service = served
     old = service.holder.current
@@ -127,6 +130,11 @@ def test_failed_start_keeps_the_old_snapshot_serving(
     outcome = service.reloader.reload("admin")
     assert outcome.result == "error" and outcome.step == "start"
     assert "feed" in (outcome.error or "") and "hunter2" not in (outcome.error or "")
+    [logged] = [
+        r for r in caplog.records if r.name == "pineapple.server" and r.levelname == "ERROR"
+    ]
+    assert "previous config keeps serving" in logged.getMessage()
+    assert "hunter2" not in caplog.text
     assert service.holder.current is old
     assert _tags(client) == [("static", "v1"), ("feed", "v1")]
     assert old is not None and old.manager.state == "started" and not old.closed
