@@ -21,11 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Fixtures we cannot pass yet, by "<folder>/<file>[::<case>]": the reason is
 # shown by pytest (xfail, strict: a fixed fixture must be taken off this list).
-KNOWN_FAILURES: dict[str, str] = {
-    "pipelines/bench_cpu_work_parity.json": (
-        "transform_bench_cpu is a Go benchmark-only operator; not a built-in here"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 # Operator types written by other branches: fixtures using them are expected to
 # fail (xfail, strict) only while the type is not registered.
