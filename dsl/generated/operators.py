@@ -491,6 +491,96 @@ class OperatorMethods(OperatorRecorder):
             item_defaults=item_defaults,
         )
 
+    def transform_bench_cpu(
+        self,
+        *,
+        iterations: int = 100,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Benchmark-only CPU-bound operator: iterative fib(32) per item.
+
+        Operator type ``transform_bench_cpu`` (transform).
+
+        Args:
+            iterations: Rounds of fib(32) per item. (int, default 100)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_bench_cpu",
+            {"iterations": iterations},
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
+    def transform_by_lua(
+        self,
+        *,
+        lua_script: str,
+        function_for_item: str = "",
+        function_for_common: str = "",
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+    ) -> Self:
+        """Executes a Lua script for per-item or per-common computation.
+
+        Operator type ``transform_by_lua`` (transform).
+
+        Args:
+            lua_script: Lua 5.1 source code defining the function to call. (string, required)
+            function_for_item: Function name to call per item. (string, default '')
+            function_for_common: Function name to call once for all items. (string, default '')
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+        """
+        return self._add_operator(
+            "transform_by_lua",
+            {
+                "lua_script": lua_script,
+                "function_for_item": function_for_item,
+                "function_for_common": function_for_common,
+            },
+            name=name,
+            sources=sources,
+            common_input=common_input,
+            common_output=common_output,
+            item_input=item_input,
+            item_output=item_output,
+            common_defaults=common_defaults,
+            item_defaults=item_defaults,
+        )
+
     def transform_copy(
         self,
         *,

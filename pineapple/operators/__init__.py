@@ -18,6 +18,7 @@ _MODULES = (
     "reorder_shuffle_by_salt",
     "reorder_sort",
     "reorder_topn_boost",
+    "transform_bench_cpu",
     "transform_copy",
     "transform_dispatch",
     "transform_normalize",

@@ -363,6 +363,10 @@ PyInit__cref(void)
     if (m == NULL) {
         return NULL;
     }
+#ifdef Py_GIL_DISABLED
+    /* Every shared field is updated with atomics: no need to re-enable the GIL. */
+    PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
     if (PyModule_AddObjectRef(m, "RefValue", (PyObject *)&RefValueType) < 0 ||
         PyModule_AddObjectRef(m, "ResourceHandle", (PyObject *)&HandleType) < 0) {
         Py_DECREF(m);

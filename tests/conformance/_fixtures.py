@@ -7,11 +7,11 @@ conformance test skips, with the reason, when it is absent.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 import pineapple.operators  # noqa: F401  (registers the built-in operators)
@@ -21,17 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Fixtures we cannot pass yet, by "<folder>/<file>[::<case>]": the reason is
 # shown by pytest (xfail, strict: a fixed fixture must be taken off this list).
-KNOWN_FAILURES: dict[str, str] = {
-    "pipelines/bench_cpu_work_parity.json": (
-        "transform_bench_cpu is a Go benchmark-only operator; not a built-in here"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 # Operator types written by other branches: fixtures using them are expected to
 # fail (xfail, strict) only while the type is not registered.
-PENDING_OPERATORS: dict[str, str] = {
-    "transform_by_lua": "transform_by_lua is written in the Lua branch (not merged yet)",
-}
+PENDING_OPERATORS: dict[str, str] = {}
 
 
 def fixtures_dir() -> Path | None:
@@ -43,13 +37,22 @@ def fixtures_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def _int_or_negative_zero(text: str) -> int | float:
+    # JSON "-0" is Go's (and Lua's) negative zero; an int would lose the sign.
+    return -0.0 if text == "-0" else int(text)
+
+
+def _parse(text: str) -> Any:
+    return json.loads(text, parse_int=_int_or_negative_zero)
+
+
 def load(folder: str) -> list[tuple[str, dict[str, Any]]]:
     """``(id, parsed file)`` for every JSON file of ``folder``, sorted by name."""
     base = fixtures_dir()
     if base is None or not (base / folder).is_dir():
         return []
     return [
-        (f"{folder}/{p.name}", orjson.loads(p.read_bytes()))
+        (f"{folder}/{p.name}", _parse(p.read_text()))
         for p in sorted((base / folder).glob("*.json"))
     ]
 
