@@ -50,8 +50,13 @@ class EngineLike(Protocol):
 EngineFactory = Callable[[bytes], EngineLike]
 """Builds an engine from the config file's bytes; raises a ``PineappleError`` when invalid."""
 
-Responder = Callable[[Any, Context, bytes], tuple[int, bytes]]
-"""``/execute`` semantics: (engine, context, request body) -> (HTTP status, JSON bytes)."""
+Responder = Callable[..., tuple[int, bytes]]
+"""``/execute`` semantics: ``(engine, context, request body[, group])`` -> (status, JSON bytes).
+
+``group`` is passed only when the request names a pipeline group
+(``POST /execute/{group}``); the default responder answers 404 for an
+unknown one.
+"""
 
 
 @dataclass(frozen=True)

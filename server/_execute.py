@@ -1,5 +1,7 @@
 """``POST /execute``: the hot path, a bare ASGI app (no Request/Response objects).
 
+``POST /execute`` runs the config's default pipeline group, ``POST
+/execute/{group}`` a named one (404 when the config has no such group).
 Per request: read the body (413 past the limit), borrow the serving snapshot,
 run the responder (``pineapple.engine.respond``: parsing, 400/422/500 and the
 Go server's bytes) inline on the event loop when the engine does no blocking
@@ -19,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ._service import Service
 
-__all__ = ["ExecuteEndpoint", "ExecuteFastPath", "error_body"]
+__all__ = ["ExecuteEndpoint", "ExecuteFastPath", "error_body", "is_execute_path"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -65,23 +67,26 @@ class ExecuteEndpoint:
         except _Disconnected:
             return
         else:
-            status, out = await self._run(body)
+            status, out = await self._run(body, _group(scope["path"]))
         await _send(send, status, out)
         self._metrics.observe_execute(status, time.perf_counter() - started)
 
-    async def _run(self, body: bytes) -> tuple[int, bytes]:
+    async def _run(self, body: bytes, group: str | None) -> tuple[int, bytes]:
         snap = self._holder.acquire()
         if snap is None:
             return 503, error_body("no config is being served")
+        args = (
+            (snap.engine, snap.context, body)
+            if group is None
+            else (snap.engine, snap.context, body, group)
+        )
         try:
             if snap.blocking:
                 limiter = self._limiter
                 if limiter is None:
                     limiter = self._limiter = CapacityLimiter(self._threads)
-                return await anyio.to_thread.run_sync(
-                    self._respond, snap.engine, snap.context, body, limiter=limiter
-                )
-            return self._respond(snap.engine, snap.context, body)
+                return await anyio.to_thread.run_sync(self._respond, *args, limiter=limiter)
+            return self._respond(*args)
         except Exception as exc:
             _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
             return 500, error_body(f"internal error: {type(exc).__name__}")
@@ -117,6 +122,18 @@ class ExecuteEndpoint:
                 return b"".join(chunks)
 
 
+def _group(path: str) -> str | None:
+    """``/execute`` -> None (the default group); ``/execute/{group}`` -> the group."""
+    if not path.startswith("/execute/"):
+        return None
+    return path[len("/execute/") :] or None
+
+
+def is_execute_path(path: str) -> bool:
+    """True for ``/execute`` and ``/execute/{group}``."""
+    return path == "/execute" or path.startswith("/execute/")
+
+
 async def _send(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
     headers = [_JSON, (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -135,7 +152,7 @@ class ExecuteFastPath:
         self._endpoint = endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == "/execute":
+        if scope["type"] == "http" and is_execute_path(scope["path"]):
             await self._endpoint(scope, receive, send)
         else:
             await self._app(scope, receive, send)

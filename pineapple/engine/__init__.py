@@ -7,6 +7,7 @@ Writing an operator: see :mod:`pineapple.engine._operator` (``Operator``,
 from ._dag import Graph as Graph
 from ._engine import Engine as Engine
 from ._engine import Result as Result
+from ._engine import UnknownGroupError as UnknownGroupError
 from ._gofmt import format_f as format_f
 from ._gofmt import format_g as format_g
 from ._gofmt import format_value as format_value
@@ -15,6 +16,7 @@ from ._gofmt import go_type_name as go_type_name
 from ._http import STATUS_BAD_REQUEST as STATUS_BAD_REQUEST
 from ._http import STATUS_CONTRACT as STATUS_CONTRACT
 from ._http import STATUS_EXECUTION as STATUS_EXECUTION
+from ._http import STATUS_UNKNOWN_GROUP as STATUS_UNKNOWN_GROUP
 from ._http import encode_response as encode_response
 from ._http import respond as respond
 from ._io import OperatorInput as OperatorInput
@@ -40,6 +42,7 @@ __all__ = [
     "STATUS_BAD_REQUEST",
     "STATUS_CONTRACT",
     "STATUS_EXECUTION",
+    "STATUS_UNKNOWN_GROUP",
     "Engine",
     "Graph",
     "Metadata",
@@ -51,6 +54,7 @@ __all__ = [
     "OperatorRegistry",
     "OperatorSchema",
     "Result",
+    "UnknownGroupError",
     "all_operator_schemas",
     "build_operator",
     "check_params",

@@ -22,6 +22,7 @@ __all__ = [
     "OperatorConfig",
     "PipelineConfig",
     "config_error",
+    "default_group",
     "expand_sequence",
     "parse_config",
 ]
@@ -270,6 +271,15 @@ def parse_config(data: bytes | str | Mapping[str, Any]) -> PipelineConfig:
     return cfg
 
 
+def default_group(cfg: PipelineConfig) -> str:
+    """The entry group: ``main``, or the only group when there is exactly one."""
+    if "main" in cfg.pipeline_group:
+        return "main"
+    if len(cfg.pipeline_group) == 1:
+        return next(iter(cfg.pipeline_group))
+    raise config_error('pipeline_group must contain a "main" entry or exactly one entry')
+
+
 def expand_sequence(
     cfg: PipelineConfig, group: str | None = None
 ) -> tuple[list[str], dict[str, str]]:
@@ -278,15 +288,7 @@ def expand_sequence(
     ``group`` None: ``main``, or the only group when there is exactly one.
     Returns the sequence and each operator's direct parent sub-flow ("" at top).
     """
-    if group is None:
-        if "main" in cfg.pipeline_group:
-            entries = cfg.pipeline_group["main"]
-        elif len(cfg.pipeline_group) == 1:
-            entries = next(iter(cfg.pipeline_group.values()))
-        else:
-            raise config_error('pipeline_group must contain a "main" entry or exactly one entry')
-    else:
-        entries = cfg.pipeline_group[group]
+    entries = cfg.pipeline_group[default_group(cfg) if group is None else group]
     for name in cfg.operators:
         if name in cfg.pipeline_map:
             raise config_error(f'name "{name}" exists in both operators and pipeline_map')

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._context import Context
-from .._errors import ExecutionError, ValidationError
-from ._config import FlowContract, PipelineConfig, expand_sequence, parse_config
+from .._errors import ExecutionError, PineappleError, ValidationError
+from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
 from ._io import OperatorInput, OperatorOutput
@@ -35,7 +35,7 @@ from ._schema import OperatorRegistry, default_operator_registry
 from ._step import Step, compile_step
 from ._template import resolve_templates
 
-__all__ = ["Engine", "Result"]
+__all__ = ["Engine", "Result", "UnknownGroupError"]
 
 _log = logging.getLogger("pineapple.engine")
 _EMPTY: Mapping[str, Any] = {}
@@ -66,7 +66,7 @@ class Engine:
     dict and raises ``ConfigError``, ``RegistryError`` or ``ValidationError``
     (config-level) with the public engines' messages. The entry group is
     ``pipeline_group.main``, or the only group when there is exactly one;
-    requests cannot select another group.
+    a request may name another group of the config (``execute(..., group=)``).
 
     >>> engine = Engine({
     ...     "pipeline_config": {"operators": {"size": {
@@ -88,54 +88,80 @@ class Engine:
             _load_builtin_operators()
         reg = registry if registry is not None else default_operator_registry()
         self.config: PipelineConfig = parse_config(config)
-        sequence, self._parents = expand_sequence(self.config)
-        _check_sources_order(sequence, self.config)
-        steps: list[Step] = []
+        self.default_group: str = default_group(self.config)
+        """The group a request runs when it names none: ``main``, or the only one."""
+        pipelines: dict[str, _Pipeline] = {}
         try:
-            for name in sequence:
-                steps.append(compile_step(self.config.operators[name], reg))
+            # Every group is compiled up front (fail closed): a request that names
+            # a group never meets a config error, and the engine stays immutable.
+            for group in [
+                self.default_group,
+                *sorted(set(self.config.pipeline_group) - {self.default_group}),
+            ]:
+                pipelines[group] = _compile_pipeline(self.config, group, reg)
         except BaseException:
-            _close_all(steps)
+            for pipeline in pipelines.values():
+                _close_all(pipeline.steps)
             raise
-        self._steps: tuple[Step, ...] = tuple(steps)
-        self.graph: Graph = build_graph(
-            [self.config.operators[s.name] for s in steps], [s.traits for s in steps]
-        )
+        self._pipelines = pipelines
+        main = pipelines[self.default_group]
+        self._steps: tuple[Step, ...] = main.steps
+        self.graph: Graph = main.graph
+        """The field-hazard graph of the default group."""
         self.contract: FlowContract = self.config.contract
-        self.blocking: bool = any(s.blocking for s in steps)
+        self.blocking: bool = any(p.blocking for p in pipelines.values())
         """True when any operator does blocking I/O (``OperatorSchema.blocking``)."""
         self._closed = False
         self._close_lock = threading.Lock()
+
+    @property
+    def groups(self) -> list[str]:
+        """The pipeline groups a request may name, sorted."""
+        return sorted(self._pipelines)
 
     @property
     def operators(self) -> list[str]:
         """Operator names in execution order."""
         return [s.name for s in self._steps]
 
-    def execute(self, ctx: Context | None, request: Mapping[str, Any]) -> dict[str, Any]:
+    def execute(
+        self, ctx: Context | None, request: Mapping[str, Any], group: str | None = None
+    ) -> dict[str, Any]:
         """Run one request; returns ``{"common": {...}, "items": [...]}``.
 
-        Raises ``ValidationError`` when the request breaks the flow contract
-        and ``ExecutionError`` (``.operator``, ``.result`` = partial
-        response, ``__cause__`` = the operator's exception) when an operator fails.
+        ``group`` names the pipeline group (default: :attr:`default_group`);
+        an unknown one raises :class:`UnknownGroupError`. Raises
+        ``ValidationError`` when the request breaks the flow contract and
+        ``ExecutionError`` (``.operator``, ``.result`` = partial response,
+        ``__cause__`` = the operator's exception) when an operator fails.
         """
-        result = self.run(ctx, request)
+        result = self.run(ctx, request, group)
         if result.error is not None:
             raise result.error
         return {"common": result.common, "items": result.items}
 
-    def run(self, ctx: Context | None, request: Mapping[str, Any]) -> Result:
+    def run(
+        self, ctx: Context | None, request: Mapping[str, Any], group: str | None = None
+    ) -> Result:
         """Like ``execute``, but an execution error is returned in the ``Result``.
 
-        ``ValidationError`` is still raised (there is no result to return).
+        ``ValidationError`` and ``UnknownGroupError`` are still raised (there
+        is no result to return).
         """
+        if group is None:
+            steps = self._steps
+        else:
+            pipeline = self._pipelines.get(group)
+            if pipeline is None:
+                raise UnknownGroupError(group, self.groups)
+            steps = pipeline.steps
         common, items = self._admit(request)
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
         error: ExecutionError | None = None
         present: dict[str, int] = {}
-        for step in self._steps:
+        for step in steps:
             if step.skip and _skipped(step, common):
                 continue
             try:
@@ -215,7 +241,8 @@ class Engine:
             if self._closed:
                 return
             self._closed = True
-        _close_all(self._steps)
+        for pipeline in self._pipelines.values():
+            _close_all(pipeline.steps)
 
     def __enter__(self) -> Engine:
         return self
@@ -225,6 +252,35 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"Engine({len(self._steps)} operators, blocking={self.blocking})"
+
+
+class UnknownGroupError(PineappleError, LookupError):
+    """A request named a pipeline group the config does not have."""
+
+    def __init__(self, group: str, known: list[str]) -> None:
+        super().__init__(f"unknown pipeline group {group!r} (groups: {', '.join(known)})")
+        self.group = group
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    steps: tuple[Step, ...]
+    graph: Graph
+    blocking: bool
+
+
+def _compile_pipeline(cfg: PipelineConfig, group: str, reg: OperatorRegistry) -> _Pipeline:
+    sequence, _ = expand_sequence(cfg, group)
+    _check_sources_order(sequence, cfg)
+    steps: list[Step] = []
+    try:
+        for name in sequence:
+            steps.append(compile_step(cfg.operators[name], reg))
+    except BaseException:
+        _close_all(steps)
+        raise
+    graph = build_graph([cfg.operators[s.name] for s in steps], [s.traits for s in steps])
+    return _Pipeline(tuple(steps), graph, any(s.blocking for s in steps))
 
 
 def _skipped(step: Step, common: Mapping[str, Any]) -> bool:

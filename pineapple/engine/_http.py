@@ -8,9 +8,11 @@ response body is what Go's ``json.Encoder`` writes for the server's
 ``.0``; ``<``, ``>``, ``&`` escaped; a trailing newline.
 
 Status codes: 200 success; 400 malformed body (``{"error": "invalid
-request: ..."}``); 422 flow-contract violation (``ValidationError``; the Go
-server answers 400 here, DESIGN asks 422); 500 execution error, with the
-partial result beside the error text (as Go).
+request: ..."}``); 404 the request names a pipeline group the config does
+not have (``{"error": "unknown pipeline group ..."}``); 422 flow-contract
+violation (``ValidationError``; the Go server answers 400 here, DESIGN asks
+422); 500 execution error, with the partial result beside the error text (as
+Go).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ import orjson
 
 from .._context import Context
 from .._errors import ValidationError
-from ._engine import Engine
+from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json
 
 __all__ = [
     "STATUS_BAD_REQUEST",
     "STATUS_CONTRACT",
     "STATUS_EXECUTION",
+    "STATUS_UNKNOWN_GROUP",
     "encode_response",
     "respond",
 ]
@@ -36,6 +39,7 @@ __all__ = [
 STATUS_BAD_REQUEST = 400
 STATUS_CONTRACT = 422
 STATUS_EXECUTION = 500
+STATUS_UNKNOWN_GROUP = 404
 
 _GO_KIND = {dict: "object", list: "array", str: "string", bool: "bool", type(None): "null"}
 
@@ -100,13 +104,17 @@ def _parse(body: bytes) -> dict[str, Any] | str:
     return {"common": common, "items": [i if i is not None else {} for i in items or ()]}
 
 
-def respond(engine: Engine, ctx: Context | None, body: bytes) -> tuple[int, bytes]:
-    """Execute the JSON request ``body``; return ``(status, response bytes)``."""
+def respond(
+    engine: Engine, ctx: Context | None, body: bytes, group: str | None = None
+) -> tuple[int, bytes]:
+    """Execute the JSON request ``body`` on ``group``; return ``(status, response bytes)``."""
     request = _parse(body)
     if isinstance(request, str):
         return _bad_request(request)
     try:
-        result = engine.run(ctx, request)
+        result = engine.run(ctx, request, group)
+    except UnknownGroupError as exc:
+        return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
     except ValidationError as exc:
         return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
     if result.error is not None:

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from pineapple import Context, ExecutionError, ParamSpec, RegistryError, ValidationError
+from pineapple import (
+    Context,
+    ExecutionError,
+    ParamSpec,
+    PineappleError,
+    RegistryError,
+    ValidationError,
+)
 from pineapple.engine import (
     Engine,
     Operator,
@@ -17,6 +24,7 @@ from pineapple.engine import (
     OperatorOutput,
     OperatorRegistry,
     OperatorSchema,
+    UnknownGroupError,
 )
 
 from ._configs import config, op
@@ -327,3 +335,40 @@ def test_execution_order_is_a_topological_order_of_the_graph() -> None:
     edges = engine.graph.edges()
     assert ("r", "n") in edges and ("n", "t") in edges and ("t", "z") in edges
     assert all(pos[a] < pos[b] for a, b in edges)
+
+
+def _two_groups() -> dict[str, Any]:
+    meta = {"item_output": ["id"]}
+    return {
+        "pipeline_config": {
+            "operators": {
+                "feed": {"type_name": "recall_static", "items": [{"id": "f"}], "$metadata": meta},
+                "search": {
+                    "type_name": "recall_static",
+                    "items": [{"id": "s"}],
+                    "$metadata": meta,
+                },
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["feed"]}, "search": {"pipeline": ["search"]}},
+        "flow_contract": {"item_output": ["id"]},
+    }
+
+
+def test_a_request_may_name_another_pipeline_group() -> None:
+    engine = Engine(_two_groups())
+    request: dict[str, Any] = {"common": {}, "items": []}
+    assert engine.groups == ["main", "search"]
+    assert engine.default_group == "main"
+    assert engine.execute(None, request)["items"] == [{"id": "f"}]
+    assert engine.execute(None, request, "main")["items"] == [{"id": "f"}]
+    assert engine.execute(None, request, "search")["items"] == [{"id": "s"}]
+    with pytest.raises(UnknownGroupError, match="'nope'"):
+        engine.execute(None, request, "nope")
+
+
+def test_every_group_is_compiled_up_front() -> None:
+    config = _two_groups()
+    config["pipeline_group"]["search"] = {"pipeline": ["missing_op"]}
+    with pytest.raises(PineappleError, match="missing_op"):
+        Engine(config)

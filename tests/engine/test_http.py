@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pineapple import Context
-from pineapple.engine import Engine, encode_response, respond
+from pineapple.engine import STATUS_UNKNOWN_GROUP, Engine, encode_response, respond
 
 from ._configs import config, op
 
@@ -64,3 +64,25 @@ def test_encode_response_orders_warnings_before_error() -> None:
     assert (
         body == b'{"common":{"a":0.0000025,"z":1e-7},"items":[],"warnings":["w"],"error":"boom"}\n'
     )
+
+
+def test_unknown_pipeline_group_is_404() -> None:
+    config = {
+        "pipeline_config": {
+            "operators": {
+                "s": {
+                    "type_name": "recall_static",
+                    "items": [{"id": 1}],
+                    "$metadata": {"item_output": ["id"]},
+                }
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["s"]}},
+        "flow_contract": {"item_output": ["id"]},
+    }
+    engine = Engine(config)
+    body = b'{"common": {}, "items": []}'
+    assert respond(engine, None, body, "main") == respond(engine, None, body)
+    status, out = respond(engine, None, body, "other")
+    assert status == STATUS_UNKNOWN_GROUP == 404
+    assert b"unknown pipeline group 'other'" in out

@@ -253,3 +253,24 @@ def test_execute_runs_blocking_engines_off_the_event_loop(
     [(ran, thread)] = THREADS
     assert ran == probe
     assert (thread == "AnyIO worker thread") is on_worker_thread
+
+
+def test_execute_on_a_named_pipeline_group(
+    write_config: WriteConfig, make_config: MakeConfig
+) -> None:
+    config = unified_config("v1")
+    operators = config["pipeline_config"]["operators"]
+    operators["other"] = {**operators["static"], "items": [{"id": "other", "tag": "v1"}]}
+    config["pipeline_group"]["alt"] = {"pipeline": ["other"]}
+    write_config(config)
+    body = b'{"common": {}, "items": []}'
+    with TestClient(server.create_app(make_config())) as client:
+        default = client.post("/execute", content=body)
+        main = client.post("/execute/main", content=body)
+        alt = client.post("/execute/alt", content=body)
+        unknown = client.post("/execute/nope", content=body)
+    assert default.json() == main.json()
+    assert default.json()["items"] == [{"id": "static", "tag": "v1"}]
+    assert alt.json()["items"] == [{"id": "other", "tag": "v1"}]
+    assert unknown.status_code == 404
+    assert "unknown pipeline group 'nope'" in unknown.json()["error"]
