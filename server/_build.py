@@ -187,7 +187,7 @@ class Builder:
             self._config.registry, self._metrics, start_timeout=self._config.start_timeout
         )
         try:
-            self._config.register_hand_resources(manager)
+            self._config.register_hand_resources(manager, carry_over)
             manager.load_from_root_config(data, carry_over=carry_over, env=self._config.env)
         except Exception as exc:
             manager.stop()  # releases values adopted from carry_over

@@ -63,8 +63,10 @@ unknown one.
 class HandResource:
     """A resource registered by code, not by the config file (kept across reloads).
 
-    Each new snapshot's Manager registers it again, so its fetcher runs once
-    per snapshot; unlike config entries it is not carried over.
+    Each new snapshot's Manager registers it again with the same fetcher
+    object; its current value is carried over from the serving manager (not
+    fetched again), and a retired manager never closes the shared fetcher:
+    the service closes it once, at shutdown.
     """
 
     name: str
@@ -74,8 +76,10 @@ class HandResource:
     printer: resource.Printer | None = None
     secrets: tuple[str, ...] = ()
 
-    def register(self, manager: resource.Manager) -> None:
-        """Register this resource on ``manager``."""
+    def register(
+        self, manager: resource.Manager, carry_over: resource.Manager | None = None
+    ) -> None:
+        """Register this resource on ``manager``, sharing ``carry_over``'s value."""
         manager.register(
             self.name,
             self.fetcher,
@@ -83,6 +87,8 @@ class HandResource:
             type_name=self.type_name,
             printer=self.printer,
             secrets=self.secrets,
+            owns_fetcher=False,
+            carry_over=carry_over,
         )
 
 
@@ -138,8 +144,14 @@ class Config:
         )
         return token or None
 
-    def register_hand_resources(self, manager: resource.Manager) -> None:
-        """Register ``resources`` (callable or ``HandResource`` list) on ``manager``."""
+    def register_hand_resources(
+        self, manager: resource.Manager, carry_over: resource.Manager | None = None
+    ) -> None:
+        """Register ``resources`` (callable or ``HandResource`` list) on ``manager``.
+
+        ``HandResource`` values are shared with ``carry_over`` (the serving
+        manager); a callable hook registers what it likes, as it likes.
+        """
         hook = self.resources
         if hook is None:
             return
@@ -147,4 +159,12 @@ class Config:
             hook(manager)
             return
         for spec in hook:
-            spec.register(manager)
+            spec.register(manager, carry_over)
+
+    def close_hand_fetchers(self) -> None:
+        """Close the fetchers of ``HandResource`` entries (once, at shutdown)."""
+        hook = self.resources
+        if hook is None or callable(hook):
+            return
+        for spec in hook:
+            resource.close_now(f"fetcher of {spec.type_name}/{spec.name}", spec.fetcher)

@@ -43,6 +43,7 @@ class Service:
         self.watcher: ConfigWatcher | None = None
         self.draining = False
         self.started = False
+        self._hand_fetchers_closed = False
 
     def start(self) -> Snapshot:
         """Build and publish the first snapshot, then watch; :class:`BuildError` on failure."""
@@ -85,3 +86,6 @@ class Service:
                 max(0, snap.refs),
                 self.config.drain_seconds,
             )
+        if not self._hand_fetchers_closed:
+            self._hand_fetchers_closed = True
+            self.config.close_hand_fetchers()

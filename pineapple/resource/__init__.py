@@ -11,6 +11,7 @@ from .._errors import ManagerStateError as ManagerStateError
 from .._errors import MissingResourceError as MissingResourceError
 from .._errors import StartError as StartError
 from .._params import ParamSpec as ParamSpec
+from ._closer import close_now as close_now
 from ._closer import flush as flush_closes
 from ._config import ResourceEntry as ResourceEntry
 from ._config import interpolate_env as interpolate_env
@@ -76,6 +77,7 @@ __all__ = [
     "StaticHandle",
     "UnknownResourceError",
     "all_schemas",
+    "close_now",
     "default_registry",
     "flush_closes",
     "from_context",

@@ -150,9 +150,24 @@ class Manager:
         type_name: str = "",
         printer: Printer | None = None,
         secrets: Iterable[str] = (),
+        owns_fetcher: bool = True,
+        carry_over: Manager | None = None,
     ) -> None:
-        """Register ``fetcher`` under ``name``; ``interval`` seconds, 0 default, -1 never."""
-        self._add_slot(name, fetcher, _seconds(interval), type_name, printer, secrets, None, 1)
+        """Register ``fetcher`` under ``name``; ``interval`` seconds, 0 default, -1 never.
+
+        ``owns_fetcher=False``: ``stop`` does not call the fetcher's ``close()``
+        (for a fetcher object shared by successive managers, e.g. across
+        config reloads). ``carry_over``: when that manager has ``name`` with
+        this very fetcher object and the same interval, its current value is
+        shared instead of fetched again at ``start``.
+        """
+        slot = self._add_slot(
+            name, fetcher, _seconds(interval), type_name, printer, secrets, None, 1
+        )
+        slot.owns_fetcher = owns_fetcher
+        old = carry_over._slots.get(name) if carry_over is not None else None
+        if old is not None and old.fetcher is fetcher and old.interval == slot.interval:
+            self._adopt(slot, old)
 
     def _add_slot(
         self,
@@ -348,7 +363,8 @@ class Manager:
             if ref is not None:
                 ref.release()
         for slot in self._slots.values():
-            close_now(f"fetcher of {slot.label}", slot.fetcher)
+            if slot.owns_fetcher:
+                close_now(f"fetcher of {slot.label}", slot.fetcher)
         flush(timeout=30.0)
 
     @property

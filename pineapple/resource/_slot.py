@@ -59,6 +59,7 @@ class Slot:
         self.last_error: str | None = None
         self.consecutive_failures = 0
         self.carried_over = False
+        self.owns_fetcher = True  # stop() closes the fetcher
         self._conditions: dict[str, Condition] = {}
 
     @property

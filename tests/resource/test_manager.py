@@ -352,3 +352,37 @@ def test_metrics_observe_every_fetch() -> None:
         rm.refresh("a")
     rm.stop()
     assert seen == [("a", "t", "swapped"), ("a", "t", "error")]
+
+
+def test_register_with_carry_over_shares_the_value_of_the_same_fetcher() -> None:
+    fetcher = CountingFetcher()
+    old = Manager()
+    old.register("hand", fetcher, interval=-1, owns_fetcher=False)
+    old.start()
+    new = Manager()
+    new.register("hand", fetcher, interval=-1, owns_fetcher=False, carry_over=old)
+    other = CountingFetcher()
+    new.register("other", other, interval=-1, carry_over=old)
+    new.start()
+    assert fetcher.calls == 1  # shared, not fetched again
+    old.stop()
+    assert fetcher.closed == 0  # not owned: stop leaves the fetcher open
+    with new.get("hand") as value:  # type: ignore[union-attr]
+        assert value is fetcher.made[0]
+        assert value.closes == 0
+    new.stop()
+    assert fetcher.made[0].closes == 1
+    assert (fetcher.closed, other.closed) == (0, 1)
+
+
+def test_register_carry_over_needs_the_same_fetcher_object() -> None:
+    old = Manager()
+    old.register("r", CountingFetcher(), interval=-1)
+    old.start()
+    fresh = CountingFetcher()
+    new = Manager()
+    new.register("r", fresh, interval=-1, carry_over=old)
+    new.start()
+    assert fresh.calls == 1
+    old.stop()
+    new.stop()

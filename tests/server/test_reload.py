@@ -297,21 +297,32 @@ def test_unchanged_content_is_a_no_op(
 def test_hand_resources_are_kept_across_reloads(
     write_config: WriteConfig, make_config: MakeConfig
 ) -> None:
-    fetches: list[int] = []
+    class HandFetcher:
+        def __init__(self) -> None:
+            self.fetches = 0
+            self.closes = 0
 
-    def fetch_items() -> list[dict[str, str]]:
-        fetches.append(1)
-        return [{"id": "hand", "tag": "h"}]
+        def __call__(self) -> list[dict[str, str]]:
+            assert self.closes == 0, "fetch after close"
+            self.fetches += 1
+            return [{"id": "hand", "tag": "h"}]
 
+        def close(self) -> None:
+            self.closes += 1
+
+    fetcher = HandFetcher()
     write_config(unified_config("v1", recall_from="by_hand"))
-    config = make_config(resources=[server.HandResource("by_hand", fetch_items, interval=-1)])
+    config = make_config(resources=[server.HandResource("by_hand", fetcher, interval=-1)])
     app = server.create_app(config)
     with TestClient(app) as client:
         assert _tags(client) == [("static", "v1"), ("hand", "h")]
-        write_config(unified_config("v2", recall_from="by_hand"))
-        assert app.state.service.reloader.reload("admin").result == "ok"
-        assert _tags(client) == [("static", "v2"), ("hand", "h")]
-    assert len(fetches) == 2  # registered (and fetched) once per snapshot
+        for tag in ("v2", "v3"):
+            write_config(unified_config(tag, recall_from="by_hand"))
+            assert app.state.service.reloader.reload("admin").result == "ok"
+            assert _tags(client) == [("static", tag), ("hand", "h")]
+        # carried over, not refetched; the retired managers did not close the shared fetcher
+        assert (fetcher.fetches, fetcher.closes) == (1, 0)
+    assert fetcher.closes == 1  # closed once, at shutdown
 
 
 def test_admin_reload_endpoint_reports_the_outcome(
