@@ -18,12 +18,14 @@ Guarantees:
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import heapq
 import sys
 import threading
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -322,6 +324,24 @@ class FeedTable:
         return f"FeedTable({self._len} rows, columns={list(self._names)}, indices={indices})"
 
 
+def _json_converter(column: list[Any]) -> Callable[[Any], Any] | None:
+    """How to turn a column's driver values into JSON values (None: already JSON).
+
+    Temporal values become ISO 8601 text, ``Decimal`` a float, bytes UTF-8 text;
+    the first non-null value decides, as a column has one SQL type.
+    """
+    sample = next((v for v in column if v is not None), None)
+    if isinstance(sample, datetime.datetime | datetime.date | datetime.time):
+        return lambda v: v.isoformat()
+    if isinstance(sample, datetime.timedelta):
+        return str
+    if isinstance(sample, decimal.Decimal):
+        return float
+    if isinstance(sample, bytes | bytearray):
+        return lambda v: bytes(v).decode("utf-8", "replace")
+    return None
+
+
 def build_feed_table(
     names: Sequence[str],
     chunks: Iterable[Sequence[Sequence[Any]]],
@@ -344,5 +364,9 @@ def build_feed_table(
     by_name = dict(zip(names, columns, strict=True))
     for name in float_columns:
         by_name[name] = [None if v is None else float(v) for v in by_name[name]]
+    for name, column in by_name.items():
+        convert = _json_converter(column)
+        if convert is not None:
+            by_name[name] = [None if v is None else convert(v) for v in column]
     indices = {name: _build_index(by_name[name]) for name in index_columns}
     return FeedTable(by_name, id_column, indices, **info)

@@ -100,12 +100,14 @@ class FileTableFetcher:
         if len(self.delimiter) != 1:
             raise ConfigError("parameter 'delimiter': must be one character")
         self.infer_types = params.get("infer_types", True)
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, int, int, int] | None = None
 
     def __call__(self) -> FileMapping | FileRows | object:
         try:
             st = os.stat(self.path)
-            stamp = (st.st_mtime_ns, st.st_size)
+            # The inode changes on a rename-save (editors, ConfigMap swaps) even
+            # when size and mtime happen to match; ctime on any in-place write.
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
             if stamp == self._stamp:
                 return NOT_MODIFIED
             with open(self.path, "rb") as f:
@@ -224,7 +226,7 @@ JSON_FILE_SCHEMA = ResourceSchema(
     name="json_file",
     description=(
         "A JSON file as a lookup table (object, or rows keyed by 'key') or a list of item "
-        "rows; reloaded when its mtime or size changes."
+        "rows; reloaded when the file changes (mtime, size, inode, ctime)."
     ),
     default_interval=60,
     params=_params("json"),
@@ -235,7 +237,7 @@ CSV_FILE_SCHEMA = ResourceSchema(
     name="csv_file",
     description=(
         "A CSV file with a header row as a list of item rows, or a lookup table keyed by "
-        "'key'; reloaded when its mtime or size changes."
+        "'key'; reloaded when the file changes (mtime, size, inode, ctime)."
     ),
     default_interval=60,
     params=_params("csv"),

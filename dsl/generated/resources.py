@@ -20,7 +20,7 @@ __all__ = [
 
 class CsvFileResource(BaseResource):
     """A CSV file with a header row as a list of item rows, or a lookup table keyed by 'key';
-    reloaded when its mtime or size changes.
+    reloaded when the file changes (mtime, size, inode, ctime).
 
     Args:
         path: Path of the csv file. (string, required)
@@ -139,7 +139,7 @@ class FeedDataResource(BaseResource):
 
 class JsonFileResource(BaseResource):
     """A JSON file as a lookup table (object, or rows keyed by 'key') or a list of item rows;
-    reloaded when its mtime or size changes.
+    reloaded when the file changes (mtime, size, inode, ctime).
 
     Args:
         path: Path of the json file. (string, required)

@@ -220,3 +220,32 @@ def test_unknown_index_column_fails_start_naming_param(mysql_dsn: str, feed_tabl
         rm.start()
     assert "'feed'" in str(info.value)
     assert "parameter 'index_columns': unknown column(s) ['colour']" in str(info.value)
+
+
+def test_driver_values_become_json_values(
+    mysql_conn: Conn, mysql_table: str, mysql_dsn: str
+) -> None:
+    with mysql_conn.cursor() as cur:
+        cur.execute(
+            f"CREATE TABLE `{mysql_table}` (id BIGINT PRIMARY KEY, created DATETIME, "
+            "day DATE, price DECIMAL(8,2), raw VARBINARY(8))"
+        )
+        cur.execute(
+            f"INSERT INTO `{mysql_table}` VALUES (1, '2026-11-30 08:15:00', '2026-11-30', "
+            "'12.50', 'abc'), (2, NULL, NULL, NULL, NULL)"
+        )
+    fetcher = resources.FeedDataFetcher({"mysql_dsn": mysql_dsn, "table": mysql_table})
+    try:
+        table = fetcher()
+        assert isinstance(table, resources.FeedTable)
+        rows = table.match({}, order_by="id")
+    finally:
+        fetcher.close()
+    assert rows[0] == {
+        "id": 1,
+        "created": "2026-11-30T08:15:00",
+        "day": "2026-11-30",
+        "price": 12.5,
+        "raw": "abc",
+    }
+    assert rows[1] == {"id": 2, "created": None, "day": None, "price": None, "raw": None}

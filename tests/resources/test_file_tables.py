@@ -66,13 +66,15 @@ def test_csv_rows_with_inferred_types_and_keyed_lookup(tmp_path: Path) -> None:
     }
 
 
-def test_unchanged_mtime_and_size_is_not_modified(tmp_path: Path) -> None:
+def test_unchanged_file_is_not_modified_and_any_rewrite_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     _write(path, '{"a": 1}', mtime_ns=1_000_000_000)
     fetcher = resources.FileTableFetcher({"path": str(path)}, "json")
     assert fetcher() == {"a": 1}
     assert fetcher() is NOT_MODIFIED
-    _write(path, '{"a": 2}', mtime_ns=1_000_000_000)  # same size and mtime: not noticed
+    # Same size, mtime forced back: the inode change time still tells.
+    _write(path, '{"a": 2}', mtime_ns=1_000_000_000)
+    assert fetcher() == {"a": 2}
     assert fetcher() is NOT_MODIFIED
     _write(path, '{"a": 3}', mtime_ns=2_000_000_000)
     assert fetcher() == {"a": 3}
