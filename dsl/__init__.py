@@ -10,8 +10,10 @@
     flow.recall_resource(resource_name="hot_items", item_output=["item_id", "score"])
     config = compile_flow(flow)      # dict; flow.compile() gives the JSON text
 
-Layers: ``_errors`` < ``_resource``, ``_recorder`` < ``generated`` (written by
-``python -m codegen``) < ``_flow`` < ``_validate``, ``_compile``, ``_load``.
+Layers: ``_errors`` < ``_condition`` (branch conditions as Lua) < ``_branch``
+(if/elif/else state, control fields) < ``_resource``, ``_recorder`` <
+``generated`` (written by ``python -m codegen``) < ``_flow`` < ``_validate``,
+``_compile``, ``_load``.
 """
 
 from ._compile import compile_flow as compile_flow

@@ -18,6 +18,8 @@ import pineapple
 from pineapple.engine import OperatorRegistry, default_operator_registry
 from pineapple.resource import Registry, default_registry
 
+from ._branch import BranchCall, resolve_skip
+from ._condition import control_function, control_script
 from ._errors import ValidationError
 from ._flow import Flow, SubFlow, SubFlowEntry
 from ._recorder import OperatorCall
@@ -49,25 +51,46 @@ _RESERVED_KEYS = frozenset(
 
 @dataclass
 class CompiledOperator:
-    """An operator call placed in the flow: its final name, sub-flow path and skip list."""
+    """An operator call placed in the flow: its final name, sub-flow path and skip list.
+
+    ``branch`` is set for the control operator of an ``if_``/``elif_``/``else_``.
+    """
 
     name: str
     call: OperatorCall
     path: str
     skip: list[str]
     explicit: bool
+    branch: BranchCall | None = None
 
 
 @dataclass
 class _Tree:
     operators: list[CompiledOperator]
     pipelines: dict[str, list[str | int]]  # path -> op indices (int) and sub-flow paths (str)
+    open_blocks: list[str]
+
+
+def _control_call(branch: BranchCall, path: str) -> OperatorCall:
+    prior = [f.resolve(path) for f in branch.prior]
+    return OperatorCall(
+        type_name="transform_by_lua",
+        params={
+            "lua_script": control_script(branch.kind, branch.expression, prior),
+            "function_for_item": "",
+            "function_for_common": control_function(),
+        },
+        name=branch.field.operator_name(path),
+        common_input=list(dict.fromkeys([*prior, *branch.fields])),
+        common_output=[branch.field.resolve(path)],
+    )
 
 
 def _walk(
     node: Flow | SubFlow, path: str, inherited: tuple[str, ...], tree: _Tree, seen: set[int]
 ) -> None:
     seen.add(id(node))
+    tree.open_blocks += node.open_blocks()
     entries: list[str | int] = []
     tree.pipelines[path] = entries
     for child in node.children:
@@ -78,13 +101,16 @@ def _walk(
             if sub_path in tree.pipelines:
                 raise ValidationError(f"sub-flow path {sub_path!r} is used twice")
             entries.append(sub_path)
-            _walk(child.flow, sub_path, inherited + child.skip, tree, seen)
+            _walk(child.flow, sub_path, inherited + resolve_skip(child.skip, path), tree, seen)
+            continue
+        skip = list(dict.fromkeys(inherited + resolve_skip(child.skip, path)))
+        entries.append(len(tree.operators))
+        if isinstance(child, BranchCall):
+            call = _control_call(child, path)
+            op = CompiledOperator(call.name or "", call, path, skip, True, child)
         else:
-            skip = list(dict.fromkeys(inherited + tuple(child.skip)))
-            entries.append(len(tree.operators))
-            tree.operators.append(
-                CompiledOperator(child.name or "", child, path, skip, child.name is not None)
-            )
+            op = CompiledOperator(child.name or "", child, path, skip, child.name is not None)
+        tree.operators.append(op)
 
 
 def _auto_name(op: CompiledOperator) -> str:
@@ -113,8 +139,15 @@ def flatten(flow: Flow) -> tuple[list[CompiledOperator], dict[str, list[str]]]:
     names are kept; an explicit name used twice is a :class:`ValidationError`.
     Unnamed operators get ``<type_name>_<hash6>`` of what they do (a second
     identical one gets ``_2``), so inserting an operator does not rename others.
+    Control operators are named ``if_1``, ``elif_2``, ``else_3`` (in a
+    sub-flow, prefixed by its path: ``a::b::if_1``).
     """
-    tree = _Tree([], {})
+    operators, pipelines, _ = _flatten(flow)
+    return operators, pipelines
+
+
+def _flatten(flow: Flow) -> tuple[list[CompiledOperator], dict[str, list[str]], list[str]]:
+    tree = _Tree([], {}, [])
     _walk(flow, "", (), tree, set())
     taken: set[str] = set()
     for op in tree.operators:
@@ -135,7 +168,7 @@ def flatten(flow: Flow) -> tuple[list[CompiledOperator], dict[str, list[str]]]:
         path: [e if isinstance(e, str) else tree.operators[e].name for e in entries]
         for path, entries in tree.pipelines.items()
     }
-    return tree.operators, pipelines
+    return tree.operators, pipelines, tree.open_blocks
 
 
 def template_fields(params: Mapping[str, Any]) -> list[str]:
@@ -168,6 +201,8 @@ def _operator_entry(op: CompiledOperator) -> dict[str, Any]:
         entry["sources"] = list(call.sources)
     if op.skip:
         entry["skip"] = list(op.skip)
+    if op.branch is not None:
+        entry["for_branch_control"] = True
     if call.common_defaults is not None:
         entry["common_defaults"] = dict(call.common_defaults)
     if call.item_defaults is not None:
@@ -208,16 +243,20 @@ def compile_flow(
     schema; every ``resource_name`` is declared with ``flow.resource``; every
     resource type is registered and its params fit; ``sources`` name earlier
     operators; skip fields start with ``_``; params are JSON values and do not
-    use reserved keys. ``operators``/``resources``: the registries to check
+    use reserved keys; every ``if_`` block is closed; every field a branch
+    condition reads is in the flow's ``common_input`` or written by an earlier
+    operator; no other operator writes a control field (``_if_1``...).
+    ``operators``/``resources``: the registries to check
     against (default: the process-wide ones, which load entry-point plugins).
     """
     if not isinstance(flow, Flow):
         raise ValidationError(f"compile_flow takes a Flow, got {type(flow).__name__}")
-    compiled, pipelines = flatten(flow)
+    compiled, pipelines, open_blocks = _flatten(flow)
     check_flow(
         flow,
         compiled,
         pipelines,
+        open_blocks=open_blocks,
         operators=operators or default_operator_registry(),
         resources=resources or default_registry(),
         reserved_keys=_RESERVED_KEYS,

@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Self
 
+from ._branch import BranchCall, BranchScope, SkipField
 from ._errors import ValidationError
 from ._recorder import OperatorCall, make_call
 from ._resource import BaseResource
@@ -33,10 +35,10 @@ class ResourceDecl:
 
 @dataclass(frozen=True)
 class SubFlowEntry:
-    """A sub-flow placed in its parent, with the skip fields active at that point."""
+    """A sub-flow placed in its parent, with the guards active at that point."""
 
     flow: SubFlow
-    skip: tuple[str, ...]
+    skip: tuple[SkipField, ...]
 
 
 def _check_name(kind: str, name: object) -> str:
@@ -48,12 +50,13 @@ def _check_name(kind: str, name: object) -> str:
 
 
 class _Node(OperatorMethods):
-    """What flows and sub-flows share: ordered children and the skip scope."""
+    """What flows and sub-flows share: ordered children, branches and skip guards."""
 
     def __init__(self, name: str) -> None:
         self._name = _check_name(type(self).__name__, name)
-        self._children: list[OperatorCall | SubFlowEntry] = []
-        self._skip_scope: list[str] = []
+        self._children: list[OperatorCall | SubFlowEntry | BranchCall] = []
+        owner = "sub-flow" if isinstance(self, SubFlow) else "flow"
+        self._scope = BranchScope(f"{owner} {self._name!r}")
 
     @property
     def name(self) -> str:
@@ -61,9 +64,13 @@ class _Node(OperatorMethods):
         return self._name
 
     @property
-    def children(self) -> list[OperatorCall | SubFlowEntry]:
-        """Operator calls and sub-flows in declaration order (a copy)."""
+    def children(self) -> list[OperatorCall | SubFlowEntry | BranchCall]:
+        """Operator calls, sub-flows and branches (control operators) in order (a copy)."""
         return list(self._children)
+
+    def open_blocks(self) -> list[str]:
+        """A message for each ``if_`` block not closed yet (empty when balanced)."""
+        return self._scope.unclosed()
 
     def _add_operator(
         self,
@@ -91,8 +98,10 @@ class _Node(OperatorMethods):
             common_defaults=common_defaults,
             item_defaults=item_defaults,
         )
-        call.skip = list(self._skip_scope)
+        self._scope.settle()
+        call.skip = list(self._scope.guards())
         self._children.append(call)
+        self._scope.note_child()
         return self
 
     def add_operator(
@@ -139,7 +148,9 @@ class _Node(OperatorMethods):
             )
         if sub_flow is self:
             raise ValidationError(f"sub-flow {self._name!r} cannot contain itself")
-        self._children.append(SubFlowEntry(sub_flow, tuple(self._skip_scope)))
+        self._scope.settle()
+        self._children.append(SubFlowEntry(sub_flow, self._scope.guards()))
+        self._scope.note_child()
         return self
 
     @contextlib.contextmanager
@@ -163,12 +174,72 @@ class _Node(OperatorMethods):
                     f"{self._name!r}: skip field {f!r} must be a string starting with '_' "
                     "(control fields are engine-internal)"
                 )
-        before = len(self._skip_scope)
-        self._skip_scope.extend(f for f in fields if f not in self._skip_scope)
+        token = self._scope.push_frame(tuple(fields))
         try:
             yield self
-        finally:
-            del self._skip_scope[before:]
+        except BaseException:
+            self._scope.close_frame(token, failed=True)
+            raise
+        self._scope.close_frame(token, failed=False)
+
+    def if_(self, condition: str) -> Self:
+        """Start a branch block: what follows runs only when ``condition`` holds.
+
+        ``condition`` is a Lua expression over common fields, bare or as
+        ``{{field}}`` markers (``"score > 50"``, ``"{{tier}} == 'vip'"``). Each
+        field must be in the flow's ``common_input`` or written by an earlier
+        operator (checked at compile). Two spellings::
+
+            with flow.if_("tier == 'vip'"):
+                flow.reorder_sort(order="desc", item_input=["vip_score"])
+            with flow.elif_("tier == 'new'"):
+                flow.reorder_shuffle(salt="new_user")
+            with flow.else_():
+                flow.filter_truncate(top_n=20)
+
+            flow.if_("{{tier}} == 'vip'").reorder_sort(order="desc").else_()
+            flow.filter_truncate(top_n=20).end_if_()     # Apple's shape
+
+        Compiles to one ``transform_by_lua`` control operator per branch
+        (``for_branch_control: true``) writing a ``_``-field that guards the
+        branch's operators through ``skip``.
+        """
+        self._children.append(self._scope.open_if(condition))
+        return self
+
+    def elif_(self, condition: str) -> Self:
+        """Add a branch taken when no earlier branch was and ``condition`` holds."""
+        self._children.append(self._scope.add_branch("elif", condition))
+        return self
+
+    def elseif_(self, condition: str) -> Self:
+        """Apple's spelling of :meth:`elif_`."""
+        return self.elif_(condition)
+
+    def else_(self) -> Self:
+        """Add the last branch, taken when no earlier branch of the block was."""
+        self._children.append(self._scope.add_branch("else", None))
+        return self
+
+    def end_if_(self) -> Self:
+        """Close the innermost block opened by :meth:`if_` (not needed after ``with``)."""
+        self._scope.end_if()
+        return self
+
+    def __enter__(self) -> Self:
+        """``with flow.if_(...)``/``elif_``/``else_``: the block is the branch's body."""
+        self._scope.enter()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """End the branch; a following ``with flow.elif_``/``else_`` continues the block."""
+        if exc_type is None:
+            self._scope.exit()
 
 
 class SubFlow(_Node):

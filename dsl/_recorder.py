@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from ._branch import SkipField
 from ._errors import ValidationError
 
 __all__ = ["METADATA_KEYWORDS", "OperatorCall", "OperatorRecorder"]
@@ -32,7 +33,11 @@ METADATA_KEYWORDS: tuple[str, ...] = (
 
 @dataclass
 class OperatorCall:
-    """One recorded operator call (params without ``None`` values)."""
+    """One recorded operator call (params without ``None`` values).
+
+    ``skip`` holds its guards: ``skip_when`` fields and the control fields of
+    the branches it is declared in (named at compile, see ``BranchField``).
+    """
 
     type_name: str
     params: dict[str, Any]
@@ -44,7 +49,7 @@ class OperatorCall:
     item_output: list[str] = field(default_factory=list)
     common_defaults: dict[str, Any] | None = None
     item_defaults: dict[str, Any] | None = None
-    skip: list[str] = field(default_factory=list)
+    skip: list[SkipField] = field(default_factory=list)
 
 
 def _fields(what: str, key: str, value: Sequence[str] | None) -> list[str]:

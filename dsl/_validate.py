@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pineapple import ConfigError, ParamSpec
@@ -141,17 +141,52 @@ def _check_resources(flow: Flow, registry: Registry) -> Iterator[str]:
         yield from _check_json(what, decl.params)
 
 
+def _check_conditions(flow: Flow, compiled: list[CompiledOperator]) -> Iterator[str]:
+    common = set(flow.common_input)
+    item = set(flow.item_input)
+    for op in compiled:
+        if op.branch is not None:
+            what = f"control operator {op.name!r} ({op.branch.describe()})"
+            for name in op.branch.fields:
+                if name in common:
+                    continue
+                if name in item:
+                    yield (
+                        f"{what} reads {name!r}, an item field; a condition reads common "
+                        "fields (compute one with an operator's common_output first)"
+                    )
+                else:
+                    yield (
+                        f"{what} reads common field {name!r}, which is neither in the flow's "
+                        "common_input nor written (common_output) by an earlier operator"
+                    )
+        common.update(op.call.common_output)
+        item.update(op.call.item_output)
+
+
+def _check_control_writes(compiled: list[CompiledOperator]) -> Iterator[str]:
+    control = {out for op in compiled if op.branch is not None for out in op.call.common_output}
+    for op in compiled:
+        if op.branch is None:
+            for name in sorted(control.intersection(op.call.common_output)):
+                yield (
+                    f"operator {op.name!r} writes {name!r}, the control field of a branch "
+                    "(only its control operator may write it)"
+                )
+
+
 def check_flow(
     flow: Flow,
     compiled: list[CompiledOperator],
     pipelines: Mapping[str, list[str]],
     *,
+    open_blocks: Sequence[str] = (),
     operators: OperatorRegistry,
     resources: Registry,
     reserved_keys: frozenset[str],
 ) -> None:
     """Raise :class:`ValidationError` listing every problem of the flow (no-op when none)."""
-    problems: list[str] = []
+    problems: list[str] = list(open_blocks)
     if not compiled:
         problems.append(f"flow {flow.name!r} has no operators")
     problems += [
@@ -168,6 +203,8 @@ def check_flow(
     problems += _check_sources(compiled)
     problems += _check_resource_refs(flow, compiled)
     problems += _check_resources(flow, resources)
+    problems += _check_conditions(flow, compiled)
+    problems += _check_control_writes(compiled)
     if problems:
         raise ValidationError(_summary(flow.name, problems), problems)
 
