@@ -16,9 +16,35 @@ import redis
 
 from .. import resource
 from .._context import Context
+from .._params import ParamSpec
 from ..engine import format_value
 
-__all__ = ["borrow_redis", "key_suffix", "text"]
+__all__ = [
+    "DATA_TYPE_PARAM",
+    "KEY_PREFIX_PARAM",
+    "RESOURCE_NAME_PARAM",
+    "borrow_redis",
+    "key_suffix",
+    "text",
+]
+
+RESOURCE_NAME_PARAM = ParamSpec(
+    type="string",
+    required=True,
+    description="Name of a redis_connection resource to borrow the client from.",
+)
+KEY_PREFIX_PARAM = ParamSpec(
+    type="string",
+    required=True,
+    templatable=True,
+    description="Key prefix prepended to the suffix built from common_input fields. "
+    "Supports {{field}} interpolation.",
+)
+DATA_TYPE_PARAM = ParamSpec(
+    type="string",
+    default="string",
+    description='Redis data type: "set", "string", or "list".',
+)
 
 
 @contextmanager

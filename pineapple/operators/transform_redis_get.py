@@ -17,7 +17,14 @@ from ..engine import (
     is_template,
     register_operator,
 )
-from ._redis import borrow_redis, key_suffix, text
+from ._redis import (
+    DATA_TYPE_PARAM,
+    KEY_PREFIX_PARAM,
+    RESOURCE_NAME_PARAM,
+    borrow_redis,
+    key_suffix,
+    text,
+)
 
 __all__ = ["SCHEMA", "TransformRedisGet"]
 
@@ -30,23 +37,9 @@ SCHEMA = OperatorSchema(
     "and a cache-hit flag.",
     blocking=True,
     params={
-        "resource_name": ParamSpec(
-            type="string",
-            required=True,
-            description="Name of a redis_connection resource to borrow the client from.",
-        ),
-        "key_prefix": ParamSpec(
-            type="string",
-            required=True,
-            templatable=True,
-            description="Key prefix prepended to the suffix built from common_input fields. "
-            "Supports {{field}} interpolation.",
-        ),
-        "data_type": ParamSpec(
-            type="string",
-            default="string",
-            description='Redis data type: "set", "string", or "list".',
-        ),
+        "resource_name": RESOURCE_NAME_PARAM,
+        "key_prefix": KEY_PREFIX_PARAM,
+        "data_type": DATA_TYPE_PARAM,
         "fail_on_error": ParamSpec(
             type="bool",
             default=False,

@@ -19,7 +19,7 @@ from ..engine import (
     is_template,
     register_operator,
 )
-from ._redis import borrow_redis, key_suffix
+from ._redis import DATA_TYPE_PARAM, KEY_PREFIX_PARAM, RESOURCE_NAME_PARAM, borrow_redis, key_suffix
 
 __all__ = ["SCHEMA", "TransformRedisSet"]
 
@@ -31,23 +31,9 @@ SCHEMA = OperatorSchema(
     description="Generic Redis write operator. Writes a value by key with optional TTL.",
     blocking=True,
     params={
-        "resource_name": ParamSpec(
-            type="string",
-            required=True,
-            description="Name of a redis_connection resource to borrow the client from.",
-        ),
-        "key_prefix": ParamSpec(
-            type="string",
-            required=True,
-            templatable=True,
-            description="Key prefix prepended to the suffix built from common_input fields. "
-            "Supports {{field}} interpolation.",
-        ),
-        "data_type": ParamSpec(
-            type="string",
-            default="string",
-            description='Redis data type: "set", "string", or "list".',
-        ),
+        "resource_name": RESOURCE_NAME_PARAM,
+        "key_prefix": KEY_PREFIX_PARAM,
+        "data_type": DATA_TYPE_PARAM,
         "ttl": ParamSpec(
             type="int",
             default=0,

@@ -18,7 +18,7 @@ from ..engine import (
     is_template,
     register_operator,
 )
-from ._redis import borrow_redis, key_suffix, text
+from ._redis import RESOURCE_NAME_PARAM, borrow_redis, key_suffix, text
 
 __all__ = ["SCHEMA", "TransformRedisZrangebyscore"]
 
@@ -31,11 +31,7 @@ SCHEMA = OperatorSchema(
     "the last window_seconds; outputs the members, a hit flag and their count.",
     blocking=True,
     params={
-        "resource_name": ParamSpec(
-            type="string",
-            required=True,
-            description="Name of a redis_connection resource to borrow the client from.",
-        ),
+        "resource_name": RESOURCE_NAME_PARAM,
         "key_prefix": ParamSpec(
             type="string",
             default="",
