@@ -6,7 +6,15 @@ import importlib
 
 import pytest
 
-FACES = ["pineapple", "pineapple.resource", "pineapple.engine"]
+FACES = [
+    "pineapple",
+    "pineapple.resource",
+    "pineapple.engine",
+    "resources",
+    "server",
+    "dsl",
+    "codegen",
+]
 
 
 @pytest.mark.parametrize("name", FACES)
