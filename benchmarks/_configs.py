@@ -60,7 +60,12 @@ def feed_config(table: str, *, top_n: int = 20, interval: float = 3600) -> dict[
             "item_output": ["item_id", "score"],
         },
         "resource_config": {
-            "feed": {"type": "feed_data", "interval": interval, "params": feed_params(table)}
+            "feed": {
+                "type": "feed_data",
+                "interval": interval,
+                # as production: the rank recall orders by is built at load, not per request
+                "params": feed_params(table, order_columns=["score"]),
+            }
         },
     }
 

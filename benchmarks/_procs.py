@@ -108,7 +108,14 @@ def serve_bare(response: Path, port: int) -> contextlib.AbstractContextManager[N
 
 
 def start_load(
-    port: int, body: Path, seconds: float, out: Path, *, concurrency: int = 16, latencies: bool
+    port: int,
+    body: Path,
+    seconds: float,
+    out: Path,
+    *,
+    concurrency: int = 16,
+    latencies: bool = False,
+    rate: float | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start the load generator (``benchmarks._loadgen``) in its own process."""
     cmd = [sys.executable, "-m", "benchmarks._loadgen", "--port", str(port)]
@@ -116,6 +123,8 @@ def start_load(
     cmd += ["--seconds", str(seconds), "--out", str(out)]
     if latencies:
         cmd.append("--latencies")
+    if rate:
+        cmd += ["--rate", str(rate)]
     return subprocess.Popen(cmd, cwd=REPO, env=_env())
 
 
@@ -127,10 +136,18 @@ def finish_load(proc: subprocess.Popen[bytes], out: Path) -> dict[str, Any]:
 
 
 def load(
-    port: int, body: Path, seconds: float, *, concurrency: int = 16, latencies: bool = False
+    port: int,
+    body: Path,
+    seconds: float,
+    *,
+    concurrency: int = 16,
+    latencies: bool = False,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     """One load run to completion: count, errors, seconds (and latencies if asked)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "load.json"
-        proc = start_load(port, body, seconds, out, concurrency=concurrency, latencies=latencies)
+        proc = start_load(
+            port, body, seconds, out, concurrency=concurrency, latencies=latencies, rate=rate
+        )
         return finish_load(proc, out)
