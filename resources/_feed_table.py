@@ -43,7 +43,7 @@ __all__ = ["PIECE_ROWS", "FeedQueryError", "FeedTable", "build_feed_table"]
 
 Index = dict[Any, FrozenBitMap]
 
-PIECE_ROWS = 4096
+PIECE_ROWS = 2048
 """Rows handled between two pauses of a build."""
 
 
@@ -91,10 +91,14 @@ def _is_list_valued(values: Sequence[Any], pause: Pause = no_pause) -> bool:
         return True
     if str not in kinds:
         return False
-    for _, piece in _pieces(values, pause):
-        if any(type(v) is str and ("," in v or v[:1] == "[") for v in piece):
-            return True
-    return False
+    # Index columns repeat values: look at each distinct text once (hashing is C-level).
+    distinct: set[Any] = set()
+    try:
+        for _, piece in _pieces(values, pause):
+            distinct.update(piece)
+    except TypeError:  # an unhashable cell (dict): no list cell was seen above
+        distinct = set(v for v in values if type(v) is str)
+    return any(type(v) is str and ("," in v or v[:1] == "[") for v in distinct)
 
 
 def _build_index(values: Sequence[Any], pause: Pause = no_pause) -> Index:
@@ -409,7 +413,10 @@ def build_feed_table(
     for name in float_columns:
         converted: list[Any] = []
         for _, piece in _pieces(by_name[name], pause):
-            converted.extend([None if v is None else float(v) for v in piece])
+            if None in piece:
+                converted.extend([None if v is None else float(v) for v in piece])
+            else:
+                converted.extend(map(float, piece))
         by_name[name] = converted
     indices = {name: _build_index(by_name[name], pause) for name in index_columns}
     return FeedTable(by_name, id_column, indices, **info)
