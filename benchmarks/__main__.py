@@ -14,6 +14,11 @@ from ._measure import Result
 SUITES: list[tuple[str, str]] = [
     ("benchmarks.borrow", "uncontended_borrow"),
     ("benchmarks.borrow", "contended_borrow"),
+    ("benchmarks.reload", "reload_carry_over"),
+    ("benchmarks.refresh", "refresh_cost"),
+    ("benchmarks.starvation", "refresh_starvation"),
+    ("benchmarks.serving", "serving"),
+    ("benchmarks.lookup", "resource_lookup"),
 ]
 
 

@@ -17,10 +17,12 @@ per request is starved while the load runs. The loader therefore calls a
   threads get at least half of the interpreter until the load ends.
 
 Without contention a load pays one short sleep per slice (5-7% of a 200,000-row
-load here). Cheaper probes were tried: ``sleep(0)`` hands the interpreter over
-only to a thread that has already waited a whole switch interval, so a pacer
-that probes with it until it sees contention mostly never sees it (p99 of
-requests during a refresh went from 1.6-1.8x to 2.3-3.5x of steady).
+load here). Probing only after contention shows was tried and is worse for
+requests: ``sleep(0)`` hands the interpreter over only to a thread that has
+already waited a whole switch interval, so it mostly never sees contention,
+and a "stolen time" test (wall minus ``thread_time``) misses the short bursts
+of an event loop; p99 of requests during a refresh went from 1.6-2.1x to
+2.3-3.8x of steady.
 
 Guarantees: a ``Pacer`` belongs to one load on one thread; it holds no lock
 and touches no shared state, so pausing can never block another thread.
