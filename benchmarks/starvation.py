@@ -36,7 +36,7 @@ def _p99(values: list[float]) -> float:
 
 
 def refresh_starvation(
-    refreshes: int = 4, gap: float = 1.5, load_fraction: float = 1 / 3
+    refreshes: int = 6, gap: float = 1.5, load_fraction: float = 1 / 3
 ) -> list[Result]:
     reason = unreachable()
     if reason:
