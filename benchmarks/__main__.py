@@ -14,6 +14,11 @@ from ._measure import Result
 SUITES: list[tuple[str, str]] = [
     ("benchmarks.borrow", "uncontended_borrow"),
     ("benchmarks.borrow", "contended_borrow"),
+    ("benchmarks.reload", "reload_carry_over"),
+    ("benchmarks.refresh", "refresh_cost"),
+    ("benchmarks.starvation", "refresh_starvation"),
+    ("benchmarks.serving", "serving"),
+    ("benchmarks.lookup", "resource_lookup"),
 ]
 
 
@@ -40,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for r in rows:
         measured = "-" if r.ratio is None else f"{r.ratio:.2f}x"
-        print(f"| {r.number} | {r.name} | {measured} | {r.limit:g}x | {r.verdict} | {r.detail} |")
+        print(f"| {r.number} | {r.name} | {measured} | {r.limit:.3g}x | {r.verdict} | {r.detail} |")
     return 0 if all(r.verdict == "PASS" for r in rows) else 1
 
 

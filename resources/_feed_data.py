@@ -18,6 +18,7 @@ from pineapple.resource import NOT_MODIFIED, redact
 from ._dsn import parse_mysql_dsn
 from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
 from ._feed_table import FeedTable, build_feed_table
+from ._pacing import Pacer
 from ._printing import human_bytes
 
 __all__ = ["DEFAULT_TABLE", "FEED_DATA_SCHEMA", "FeedDataFetcher", "FeedDataPrinter"]
@@ -108,17 +109,19 @@ class FeedDataFetcher:
                 raise ConfigError(
                     f"parameter {param!r}: unknown column(s) {unknown} (columns: {names})"
                 )
+        pause = Pacer()  # request threads keep the interpreter while this loads
         table = build_feed_table(
             names,
             chunks,
             self.id_column,
             self.index_columns,
             float_columns=decimals,
+            pause=pause,
             version=version,
             source=self.source.where,
         )
         for column in self.order_columns:
-            table.prepare_order(column)
+            table.prepare_order(column, pause)
         table.load_seconds = time.monotonic() - started
         return table
 

@@ -8,8 +8,9 @@ connection and is raised as :class:`SourceError` naming the source without
 its password.
 
 Rows are streamed: MySQL through an unbuffered ``SSCursor`` and both through
-``fetchmany`` in bounded chunks, with a GIL yield between chunks so request
-threads keep running while a large table loads on the refresh thread.
+``fetchmany`` in small chunks (``CHUNK_ROWS``, about a millisecond of parsing
+each), so the consumer can pause between them and request threads keep
+running while a large table loads on the refresh thread (see ``_pacing``).
 
 Guarantees: a source is used by one refresh at a time (the Manager serialises
 fetches of a resource); ``_lock`` additionally makes ``close()`` (called on
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -34,7 +34,7 @@ from ._errors import SourceError
 
 __all__ = ["CHUNK_ROWS", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
 
-CHUNK_ROWS = 5000
+CHUNK_ROWS = 256
 
 T = TypeVar("T")
 
@@ -66,7 +66,6 @@ def _chunks(fetch: Callable[[int], Sequence[Sequence[Any]]]) -> Iterator[Sequenc
         if not chunk:
             return
         yield chunk
-        time.sleep(0)  # let request threads run between chunks
 
 
 class MySQLSource:

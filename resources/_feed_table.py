@@ -10,10 +10,16 @@ never scans the table.
 Guarantees:
 - A table is immutable once built; readers on any number of threads share it
   without locks. The bitmaps are frozen, so no reader can change them.
+  ``close()`` empties it, and is called only once no reader holds it (the
+  Manager's closer thread, after the last release).
 - The only lazily built state is the per-column sort rank used by
   ``order_by`` (unless ``prepare_order`` built it at load); it is built at
   most once per (column, direction), under ``_rank_lock``, and published
   whole into ``_ranks`` (a reader sees either no entry or the finished array).
+- Building walks the rows in pieces of ``PIECE_ROWS`` and calls the given
+  ``pause`` (a :class:`~resources._pacing.Pacer`) between pieces, so a load on
+  a refresh thread never holds the interpreter for long (no single C-level
+  pass over a whole column).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import sys
 import threading
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -33,9 +39,21 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from pineapple import PineappleError
 
-__all__ = ["FeedQueryError", "FeedTable", "build_feed_table"]
+from ._pacing import Pacer, Pause, no_pause
+
+__all__ = ["PIECE_ROWS", "FeedQueryError", "FeedTable", "build_feed_table"]
 
 Index = dict[Any, FrozenBitMap]
+
+PIECE_ROWS = 2048
+"""Rows handled between two pauses of a build."""
+
+
+def _pieces(values: Sequence[Any], pause: Pause) -> Iterator[tuple[int, Sequence[Any]]]:
+    """``(start, values[start:start + PIECE_ROWS])`` for the whole column, pausing before each."""
+    for start in range(0, len(values), PIECE_ROWS):
+        pause()
+        yield start, values[start : start + PIECE_ROWS]
 
 
 class FeedQueryError(PineappleError):
@@ -67,37 +85,55 @@ def _elements(cell: Any) -> Sequence[Any]:
     return () if cell is None else (cell,)
 
 
-def _is_list_valued(values: Sequence[Any]) -> bool:
-    kinds = set(map(type, values))
+def _is_list_valued(values: Sequence[Any], pause: Pause = no_pause) -> bool:
+    kinds: set[type] = set()
+    for _, piece in _pieces(values, pause):
+        kinds.update(map(type, piece))
     if list in kinds or tuple in kinds:
         return True
-    return str in kinds and any(type(v) is str and ("," in v or v[:1] == "[") for v in values)
+    if str not in kinds:
+        return False
+    # Index columns repeat values: look at each distinct text once (hashing is C-level).
+    distinct: set[Any] = set()
+    try:
+        for _, piece in _pieces(values, pause):
+            distinct.update(piece)
+    except TypeError:  # an unhashable cell (dict): no list cell was seen above
+        distinct = set(v for v in values if type(v) is str)
+    return any(type(v) is str and ("," in v or v[:1] == "[") for v in distinct)
 
 
-def _build_index(values: Sequence[Any]) -> Index:
+def _build_index(values: Sequence[Any], pause: Pause = no_pause) -> Index:
     groups: defaultdict[Any, list[int]] = defaultdict(list)
-    if _is_list_valued(values):
+    if _is_list_valued(values, pause):
         loads, decode_error = orjson.loads, orjson.JSONDecodeError
-        for row, cell in enumerate(values):
-            # Fast path for the common JSON-array text ("[3, 7]"); the rest via _elements.
-            if type(cell) is str and cell[:1] == "[":
-                try:
-                    parsed = loads(cell)
-                except decode_error:
-                    parsed = None
-                if type(parsed) is list:
-                    for element in parsed:
-                        if element is not None and type(element) not in (list, dict):
-                            groups[element].append(row)
-                    continue
-            for element in _elements(cell):
-                groups[element].append(row)
+        for start, piece in _pieces(values, pause):
+            for row, cell in enumerate(piece, start):
+                # Fast path for the common JSON-array text ("[3, 7]"); the rest via _elements.
+                if type(cell) is str and cell[:1] == "[":
+                    try:
+                        parsed = loads(cell)
+                    except decode_error:
+                        parsed = None
+                    if type(parsed) is list:
+                        for element in parsed:
+                            if element is not None and type(element) not in (list, dict):
+                                groups[element].append(row)
+                        continue
+                for element in _elements(cell):
+                    groups[element].append(row)
     else:
-        for row, cell in enumerate(values):
-            groups[cell].append(row)
+        for start, piece in _pieces(values, pause):
+            for row, cell in enumerate(piece, start):
+                groups[cell].append(row)
         groups.pop(None, None)
     # A row listed twice under one element ("3,3") is deduplicated by the bitmap.
-    return {key: FrozenBitMap(rows) for key, rows in groups.items()}
+    index: Index = {}
+    for n, (key, rows) in enumerate(groups.items()):
+        if not n % 1024:
+            pause()
+        index[key] = FrozenBitMap(rows)
+    return index
 
 
 def _lookup_keys(value: Any) -> tuple[Any, ...]:
@@ -124,9 +160,11 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (2, str(value))
 
 
-def _ascending_rank(values: Sequence[Any]) -> tuple[array[int], int]:
+def _ascending_rank(values: Sequence[Any], pause: Pause = no_pause) -> tuple[array[int], int]:
     """Dense rank of each value (equal values share a rank) and the rank of NULL (last)."""
-    distinct = set(values)
+    distinct: set[Any] = set()
+    for _, piece in _pieces(values, pause):
+        distinct.update(piece)
     distinct.discard(None)
     if set(map(type, distinct)) <= {int, float}:
         ordered = sorted(distinct)
@@ -134,13 +172,19 @@ def _ascending_rank(values: Sequence[Any]) -> tuple[array[int], int]:
         ordered = sorted(distinct, key=_sort_key)
     position = {v: i for i, v in enumerate(ordered)}
     null_rank = position[None] = len(ordered)
-    return array("q", map(position.__getitem__, values)), null_rank
+    rank = array("q")
+    for _, piece in _pieces(values, pause):
+        rank.extend(map(position.__getitem__, piece))
+    return rank, null_rank
 
 
-def _reverse_rank(ascending: array[int], null_rank: int) -> array[int]:
+def _reverse_rank(ascending: array[int], null_rank: int, pause: Pause = no_pause) -> array[int]:
     """Ranks for descending order; NULL still ranks last."""
     top = null_rank - 1
-    return array("q", (r if r == null_rank else top - r for r in ascending))
+    rank = array("q")
+    for _, piece in _pieces(ascending, pause):
+        rank.extend(r if r == null_rank else top - r for r in piece)
+    return rank
 
 
 class FeedTable:
@@ -282,11 +326,11 @@ class FeedTable:
         cols = [(name, self.column(column)) for name, column in fields]
         return [{name: col[row] for name, col in cols} for row in row_ids]
 
-    def prepare_order(self, column: str) -> None:
+    def prepare_order(self, column: str, pause: Pause = no_pause) -> None:
         """Build the sort ranks of ``column`` now (at load) instead of on first use."""
-        self._rank(column, descending=True)
+        self._rank(column, descending=True, pause=pause)
 
-    def _rank(self, column: str, descending: bool) -> array[int]:
+    def _rank(self, column: str, descending: bool, pause: Pause = no_pause) -> array[int]:
         key = (column, descending)
         rank = self._ranks.get(key)
         if rank is not None:
@@ -295,10 +339,10 @@ class FeedTable:
         with self._rank_lock:
             ascending = self._ranks.get((column, False))
             if ascending is None:
-                ascending, self._null_ranks[column] = _ascending_rank(values)
+                ascending, self._null_ranks[column] = _ascending_rank(values, pause)
                 self._ranks[(column, False)] = ascending
             if descending and key not in self._ranks:
-                self._ranks[key] = _reverse_rank(ascending, self._null_ranks[column])
+                self._ranks[key] = _reverse_rank(ascending, self._null_ranks[column], pause)
             return self._ranks[key]
 
     # -- size ---------------------------------------------------------------------
@@ -318,6 +362,27 @@ class FeedTable:
                 total += sum(sys.getsizeof(k) + sys.getsizeof(bm) for k, bm in index.items())
             self._nbytes = total
         return self._nbytes
+
+    def close(self) -> None:
+        """Free the rows piece by piece, pausing between pieces (the table is unusable after).
+
+        The Manager calls this on its closer thread once no reader holds the
+        table. Dropping 200,000 rows at once is one C-level pass of ~20 ms that
+        would hold the interpreter; freeing pieces with a :class:`Pacer` lets
+        request threads run in between.
+        """
+        pause = Pacer()
+        with self._rank_lock:
+            self._ranks.clear()
+        for index in self._indices.values():
+            while index:
+                for _ in range(min(len(index), 1024)):
+                    index.popitem()
+                pause()
+        for values in self._columns.values():
+            while values:
+                del values[-PIECE_ROWS:]
+                pause()
 
     def __repr__(self) -> str:
         indices = list(self._indices)
@@ -349,24 +414,36 @@ def build_feed_table(
     index_columns: Sequence[str],
     *,
     float_columns: Iterable[str] = (),
+    pause: Pause = no_pause,
     **info: Any,
 ) -> FeedTable:
     """Build a table from row chunks (each a sequence of row tuples in ``names`` order).
 
     ``float_columns`` (e.g. DECIMAL columns) are converted to ``float``. The
     caller checks that ``id_column`` and ``index_columns`` are among ``names``.
+    ``pause`` is called between chunks and between pieces of every later pass.
     """
     columns: list[list[Any]] = [[] for _ in names]
     for chunk in chunks:
+        pause()
         if chunk:
             for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
                 column.extend(values)
     by_name = dict(zip(names, columns, strict=True))
     for name in float_columns:
-        by_name[name] = [None if v is None else float(v) for v in by_name[name]]
+        converted: list[Any] = []
+        for _, piece in _pieces(by_name[name], pause):
+            if None in piece:
+                converted.extend([None if v is None else float(v) for v in piece])
+            else:
+                converted.extend(map(float, piece))
+        by_name[name] = converted
     for name, column in by_name.items():
         convert = _json_converter(column)
         if convert is not None:
-            by_name[name] = [None if v is None else convert(v) for v in column]
-    indices = {name: _build_index(by_name[name]) for name in index_columns}
+            converted = []
+            for _, piece in _pieces(column, pause):
+                converted.extend([None if v is None else convert(v) for v in piece])
+            by_name[name] = converted
+    indices = {name: _build_index(by_name[name], pause) for name in index_columns}
     return FeedTable(by_name, id_column, indices, **info)

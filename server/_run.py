@@ -58,10 +58,15 @@ def bind(addr: str) -> socket.socket:
     Binding first reserves the port (a conflict fails before anything is
     loaded); uvicorn calls ``listen`` once the first snapshot is serving, so
     no connection is accepted while the server is still starting.
+
+    Created with ``proto=IPPROTO_TCP``: asyncio turns Nagle off (TCP_NODELAY) only
+    on connections of such sockets, and uvicorn writes a response's head and
+    body separately, so with ``proto=0`` every keep-alive response would wait
+    ~40 ms for the client's delayed ACK.
     """
     host, port = parse_addr(addr)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import repeat
 from typing import Any
 
 from .. import resource
@@ -58,6 +59,16 @@ def lookup_key_text(value: Any) -> str:
     return format_value(value)
 
 
+def _plain_lookup(table: dict[Any, Any]) -> bool:
+    """True when ``table.get(k, d)`` equals ``table[k] if k in table else d``."""
+    cls = type(table)
+    return cls is dict or (
+        cls.get is dict.get
+        and cls.__getitem__ is dict.__getitem__
+        and cls.__contains__ is dict.__contains__
+    )
+
+
 class ResourceLookup(Operator):
     """``output_field = table[str(item[lookup_key])]`` for every item."""
 
@@ -89,7 +100,13 @@ class ResourceLookup(Operator):
                     f"{go_type_name(table)}, want map[string]any"
                 )
             dst, has_default, default = self.output_field, self.has_default, self.default
-            for i, raw in enumerate(inp.column(self.lookup_key)):
+            keys = inp.column(self.lookup_key)
+            if has_default and _plain_lookup(table) and set(map(type, keys)) <= {str}:
+                # Fast path (the common case): every key is already its lookup text
+                # and ``get`` means ``in`` + ``[]``, so one C-level map writes the column.
+                out.set_column(dst, list(map(table.get, keys, repeat(default))))
+                return
+            for i, raw in enumerate(keys):
                 if raw is None:
                     if has_default:
                         out.set_item(i, dst, default)

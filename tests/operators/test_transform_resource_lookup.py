@@ -43,3 +43,33 @@ def test_non_mapping_value_raises_and_releases() -> None:
     with pytest.raises(TypeError, match='transform_resource_lookup: resource "tags" is'):
         run("transform_resource_lookup", PARAMS, items=[{"uid": "u1"}], ctx=provider.context())
     assert provider.released == 1
+
+
+def test_string_keys_with_default_write_one_column() -> None:
+    provider = CountingProvider({"tags": {"u1": "vip", "u3": None}})
+    items = [{"uid": "u1"}, {"uid": "u2"}, {"uid": "u3"}]
+    out = run(
+        "transform_resource_lookup",
+        {**PARAMS, "default_value": "none"},
+        items=items,
+        ctx=provider.context(),
+    )
+    assert out.column_writes == [("tag", ["vip", "none", None])]
+    assert out.item_writes is None
+    assert provider.borrowed == provider.released == 1
+
+
+class _Shouting(dict[str, str]):
+    def __getitem__(self, key: str) -> str:
+        return dict.__getitem__(self, key).upper()
+
+
+def test_mapping_overriding_getitem_is_read_through_it() -> None:
+    provider = CountingProvider({"tags": _Shouting({"u1": "vip"})})
+    out = run(
+        "transform_resource_lookup",
+        {**PARAMS, "default_value": "none"},
+        items=[{"uid": "u1"}, {"uid": "u2"}],
+        ctx=provider.context(),
+    )
+    assert out.item_write_map() == {0: {"tag": "VIP"}, 1: {"tag": "none"}}
