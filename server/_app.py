@@ -13,17 +13,33 @@ from collections.abc import AsyncIterator
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from ._config import Config
-from ._execute import ExecuteEndpoint, ExecuteFastPath
+from ._execute import ExecuteEndpoint, is_execute_path
 from ._routes import JSONResponse, routes
 from ._service import Service
 
 __all__ = ["create_app"]
+
+
+class _App(Starlette):
+    """Starlette, with ``/execute`` dispatched before the middleware stack.
+
+    The hot path answers its own errors (JSON bodies, 500 on an unexpected
+    exception), so it skips Starlette's per-request middleware and routing.
+    """
+
+    execute: ExecuteEndpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and is_execute_path(scope["path"]):
+            await self.execute(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -51,11 +67,11 @@ def create_app(config: Config | Service) -> Starlette:
             await anyio.to_thread.run_sync(service.stop)
 
     execute = ExecuteEndpoint(service)
-    app = Starlette(
+    app = _App(
         routes=[Route("/execute", execute), *routes(service)],
-        middleware=[Middleware(ExecuteFastPath, endpoint=execute)],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
     )
+    app.execute = execute
     app.state.service = service
     return app

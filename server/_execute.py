@@ -17,11 +17,11 @@ import time
 import anyio.to_thread
 import orjson
 from anyio import CapacityLimiter
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from ._service import Service
 
-__all__ = ["ExecuteEndpoint", "ExecuteFastPath", "error_body", "is_execute_path"]
+__all__ = ["ExecuteEndpoint", "error_body", "is_execute_path"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -138,21 +138,3 @@ async def _send(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes
     headers = [_JSON, (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-class ExecuteFastPath:
-    """Middleware sending ``/execute`` straight to its endpoint, past routing.
-
-    Installed innermost of the user middleware, so Starlette's error
-    middleware still wraps it; the endpoint handles its own errors.
-    """
-
-    def __init__(self, app: ASGIApp, endpoint: ExecuteEndpoint) -> None:
-        self._app = app
-        self._endpoint = endpoint
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and is_execute_path(scope["path"]):
-            await self._endpoint(scope, receive, send)
-        else:
-            await self._app(scope, receive, send)

@@ -3,18 +3,21 @@
 Guarantees:
 - A :class:`Snapshot` is born with one *baseline* reference, held by the
   :class:`SnapshotHolder` while it is current. Each request takes one more
-  reference with ``acquire()`` and drops it with ``release()``. ``acquire``
-  adds a reference only while the count is positive, so a snapshot whose count
-  has reached zero is never revived; check-and-increment and
-  decrement-and-test each run under the snapshot's own lock, so this holds
-  without the GIL too.
+  reference with ``acquire()`` and drops it with ``release()``. The count is
+  the resource runtime's own :class:`pineapple.resource.RefValue` (compiled,
+  atomic; see its Guarantees): ``acquire`` adds a reference only while the
+  count is positive, so a snapshot whose count has reached zero is never
+  revived, and only the release that reaches zero hands over its "value",
+  whose ``close()`` starts the teardown. None of it relies on the GIL.
 - ``retire()`` drops the baseline reference exactly once (a second call is a
   no-op). The release that takes the count to zero starts the teardown, and
   only one release can observe that transition (the count never rises from
   0), so teardown runs exactly once: the Manager is stopped (its values are
   closed after their last borrower releases), then the Engine is closed.
-- Teardown never runs on the releasing thread (which may be the event loop):
-  it runs on a thread of its own; ``wait_closed()`` waits for it.
+- Teardown never runs on the releasing thread (which may be the event loop)
+  nor on the closer thread (``Manager.stop`` waits for that thread's queue):
+  the closer only starts a thread of its own for it; ``wait_closed()`` waits
+  for that one.
 - A request therefore always sees an Engine and a Manager from the same
   config, both alive for the whole request, even if a reload swaps in a new
   snapshot in the middle of it.
@@ -69,8 +72,9 @@ class Snapshot:
     __slots__ = (
         "_closed",
         "_lock",
-        "_refs",
+        "_ref",
         "_retired",
+        "acquire",
         "blocking",
         "context",
         "engine",
@@ -90,40 +94,28 @@ class Snapshot:
         self.context: Context = resource.with_resources(Context(), manager)
         # Whether ``engine.execute`` must run on a worker thread (fixed per engine).
         self.blocking = bool(engine.blocking)
-        self._refs = 1  # the holder's baseline reference
+        # The holder's baseline reference; the last release closes the _Teardown.
+        self._closed = threading.Event()
+        teardown = _Teardown(engine, manager, info, serial, self._closed)
+        self._ref = resource.RefValue(teardown, f"snapshot/{serial}")
+        self.acquire = self._ref.acquire
+        """Take one reference if the snapshot is still live; False once it is tearing down."""
         self._retired = False
         self._lock = threading.Lock()
-        self._closed = threading.Event()
 
     @property
     def refs(self) -> int:
         """The current count (for tests and status; racy by nature)."""
-        return self._refs
+        return self._ref.refs
 
     @property
     def closed(self) -> bool:
         """True once teardown has finished."""
         return self._closed.is_set()
 
-    def acquire(self) -> bool:
-        """Take one reference if the snapshot is still live; False once it is tearing down."""
-        with self._lock:
-            if self._refs <= 0:
-                return False
-            self._refs += 1
-            return True
-
     def release(self) -> None:
         """Drop one reference; the last one starts the teardown (on another thread)."""
-        with self._lock:
-            self._refs -= 1
-            remaining = self._refs
-        if remaining == 0:
-            threading.Thread(
-                target=self._teardown, name=f"pineapple-retire-{self.serial}", daemon=True
-            ).start()
-        elif remaining < 0:  # pragma: no cover - a caller bug
-            raise RuntimeError(f"snapshot {self.serial} released more times than acquired")
+        self._ref.release()
 
     def retire(self) -> None:
         """Drop the baseline reference (once); teardown follows the last request."""
@@ -137,7 +129,40 @@ class Snapshot:
         """Wait until teardown has finished; False on timeout."""
         return self._closed.wait(timeout)
 
-    def _teardown(self) -> None:
+    def __repr__(self) -> str:
+        return f"Snapshot({self.serial}, refs={self.refs}, config={self.info.content_hash[:12]})"
+
+
+class _Teardown:
+    """The snapshot's counted "value": its ``close()`` (on the closer thread)
+    starts the teardown on a thread of its own.
+
+    It holds the parts, not the snapshot, so no reference cycle runs through
+    the (non-GC-tracked) compiled ``RefValue``.
+    """
+
+    __slots__ = ("_closed", "_info", "engine", "manager", "serial")
+
+    def __init__(
+        self,
+        engine: EngineLike,
+        manager: resource.Manager,
+        info: ConfigInfo,
+        serial: int,
+        closed: threading.Event,
+    ) -> None:
+        self.engine = engine
+        self.manager = manager
+        self._info = info
+        self.serial = serial
+        self._closed = closed
+
+    def close(self) -> None:
+        threading.Thread(
+            target=self._run, name=f"pineapple-retire-{self.serial}", daemon=True
+        ).start()
+
+    def _run(self) -> None:
         started = time.monotonic()
         try:
             self.manager.stop()
@@ -152,12 +177,9 @@ class Snapshot:
         _log.info(
             "snapshot %d (config %s) retired in %.3fs",
             self.serial,
-            self.info.content_hash[:12],
+            self._info.content_hash[:12],
             time.monotonic() - started,
         )
-
-    def __repr__(self) -> str:
-        return f"Snapshot({self.serial}, refs={self._refs}, config={self.info.content_hash[:12]})"
 
 
 class SnapshotHolder:

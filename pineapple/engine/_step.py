@@ -32,6 +32,7 @@ KIND_RULES: dict[str, tuple[bool, bool, bool, bool, bool]] = {
     "observe": (False, False, False, False, False),
 }
 _METHODS = ("SetCommon", "SetItem", "AddItem", "RemoveItem", "SetItemOrder")
+_NONE: list[str] = []  # shared, never mutated: callers only test it
 
 
 class Step:
@@ -81,6 +82,16 @@ class Step:
 
     def violations(self, out: OperatorOutput) -> list[str]:
         """Output methods this kind must not use (empty when the output is allowed)."""
+        common, item, add, remove, order = self.rules
+        # The usual case, checked with plain attribute reads: nothing forbidden used.
+        if (
+            (common or not out.common_writes)
+            and (item or not (out.item_writes or out.column_writes))
+            and (add or not out.added_items)
+            and (remove or not out.removed)
+            and (order or out.item_order is None)
+        ):
+            return _NONE
         return [
             m
             for m, used, ok in zip(_METHODS, out.used(), self.rules, strict=True)

@@ -61,8 +61,8 @@ rv_release(RefValueObject *self)
 {
     Py_ssize_t prev = __atomic_fetch_sub(&self->refs, 1, __ATOMIC_ACQ_REL);
     if (prev == 1) {
-        if (closer_callback == NULL) {
-            return 0;
+        if (closer_callback == NULL || self->value == NULL || self->label == NULL) {
+            return 0; /* not configured, or cleared by the cyclic GC */
         }
         PyObject *res = PyObject_CallFunctionObjArgs(closer_callback, self->label,
                                                      self->value, NULL);
@@ -122,11 +122,29 @@ rv_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+/* RefValue takes part in cyclic GC (a value may, through its own objects,
+ * refer back to its RefValue); handles, made per borrow, stay untracked. */
+static int
+rv_traverse(RefValueObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->value);
+    Py_VISIT(self->label);
+    return 0;
+}
+
+static int
+rv_clear(RefValueObject *self)
+{
+    Py_CLEAR(self->value);
+    Py_CLEAR(self->label);
+    return 0;
+}
+
 static void
 rv_dealloc(RefValueObject *self)
 {
-    Py_XDECREF(self->value);
-    Py_XDECREF(self->label);
+    PyObject_GC_UnTrack(self);
+    rv_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -161,15 +179,17 @@ rv_borrow(RefValueObject *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 rv_get_value(RefValueObject *self, void *Py_UNUSED(closure))
 {
-    Py_INCREF(self->value);
-    return self->value;
+    PyObject *value = self->value ? self->value : Py_None;
+    Py_INCREF(value);
+    return value;
 }
 
 static PyObject *
 rv_get_label(RefValueObject *self, void *Py_UNUSED(closure))
 {
-    Py_INCREF(self->label);
-    return self->label;
+    PyObject *label = self->label ? self->label : Py_None;
+    Py_INCREF(label);
+    return label;
 }
 
 static PyObject *
@@ -181,7 +201,7 @@ rv_get_refs(RefValueObject *self, void *Py_UNUSED(closure))
 static PyObject *
 rv_repr(RefValueObject *self)
 {
-    return PyUnicode_FromFormat("RefValue(%R, refs=%zd)", self->label,
+    return PyUnicode_FromFormat("RefValue(%R, refs=%zd)", self->label ? self->label : Py_None,
                                 __atomic_load_n(&self->refs, __ATOMIC_ACQUIRE));
 }
 
@@ -206,7 +226,9 @@ static PyTypeObject RefValueType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "pineapple.resource._cref.RefValue",
     .tp_basicsize = sizeof(RefValueObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)rv_traverse,
+    .tp_clear = (inquiry)rv_clear,
     .tp_doc = "A value plus a reference count; the last release schedules close().",
     .tp_new = rv_new,
     .tp_dealloc = (destructor)rv_dealloc,
@@ -258,8 +280,9 @@ handle_get_value(HandleObject *self, void *Py_UNUSED(closure))
     if (ref == NULL) {
         return raise_released("resource handle used after release");
     }
-    Py_INCREF(ref->value);
-    return ref->value;
+    PyObject *value = ref->value ? ref->value : Py_None;
+    Py_INCREF(value);
+    return value;
 }
 
 static PyObject *
@@ -292,7 +315,7 @@ handle_repr(HandleObject *self)
     if (ref == NULL) {
         return PyUnicode_FromString("ResourceHandle(released)");
     }
-    return PyUnicode_FromFormat("ResourceHandle(%R)", ref->label);
+    return PyUnicode_FromFormat("ResourceHandle(%R)", ref->label ? ref->label : Py_None);
 }
 
 static PyMethodDef handle_methods[] = {

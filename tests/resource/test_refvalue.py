@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
+import weakref
+from typing import Any
 
 import pytest
 
@@ -82,3 +85,15 @@ def test_values_without_close_are_fine(impl: Impl) -> None:
     ref = impl.RefValue([1, 2, 3], "t/list")
     ref.release()
     assert resource.flush_closes(timeout=5)
+
+
+def test_a_value_referring_to_its_own_refvalue_is_collected(impl: Impl) -> None:
+    class Node:
+        ref: Any = None
+
+    node = Node()
+    node.ref = impl.RefValue(node, "t/cycle")
+    probe = weakref.ref(node)
+    del node
+    gc.collect()
+    assert probe() is None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 from pineapple import resource
 from server import ConfigInfo, Snapshot, SnapshotHolder
@@ -101,3 +103,14 @@ def test_concurrent_acquire_never_gets_a_torn_down_snapshot() -> None:
     assert bad == []
     last = holder.close()
     assert last is not None and last.wait_closed(5)
+
+
+def test_a_retired_snapshot_is_freed() -> None:
+    snap, engine, manager = _snapshot()
+    engine_ref, manager_ref = weakref.ref(engine), weakref.ref(manager)
+    snap.retire()
+    assert snap.wait_closed(5)
+    del snap, engine, manager
+    gc.collect()
+    assert engine_ref() is None  # nothing (no cycle) keeps a retired engine alive
+    assert manager_ref() is None
