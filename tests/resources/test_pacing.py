@@ -49,13 +49,13 @@ def test_uncontended_pause_is_one_probe_per_slice() -> None:
     assert t.sleeps == [0.00005]
 
 
-def test_contended_pause_gives_back_as_long_as_it_worked_capped() -> None:
+def test_contended_pause_gives_back_twice_what_it_worked_capped() -> None:
     t = FakeTime()
     t.extra_on_sleep = 0.002  # the probe came back late: someone else ran
     pace = _pacer(t)
     t.now += 0.004
     pace()
-    assert t.sleeps == [0.00005, 0.004]
+    assert t.sleeps == [0.00005, 0.008]
     t.now += 0.5  # a long piece of work: the give-back is capped
     pace()
     assert t.sleeps[2:] == [0.00005, 0.01]
