@@ -41,10 +41,9 @@ from .._errors import (
     PineappleError,
     StartError,
 )
-from .._params import validate_params
 from ._closer import close_now, flush
 from ._config import ResourceEntry, parse_resource_config, read_root_config
-from ._redact import redact, secrets_of
+from ._instantiate import build_entry
 from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
@@ -222,73 +221,41 @@ class Manager:
         registered when any entry is bad.
         """
         entries = parse_resource_config(read_root_config(data), env)
-        built = [self._build_entry(entry, carry_over) for entry in entries]
-        for entry, *_ in built:
-            if entry.name in self._slots:
-                raise DuplicateRegistrationError(f"resource {entry.name!r} is already registered")
-        for entry, fetcher, printer, secrets, generation, previous in built:
+        built = [build_entry(self._registry, entry) for entry in entries]
+        for b in built:
+            if b.entry.name in self._slots:
+                raise DuplicateRegistrationError(f"resource {b.entry.name!r} is already registered")
+        for b in built:
+            entry = b.entry
+            fingerprint = entry.fingerprint()
+            old = carry_over._slots.get(entry.name) if carry_over is not None else None
+            generation = 1 if old is None else old.generation
+            if old is not None and old.fingerprint != fingerprint:
+                generation, old = old.generation + 1, None  # changed: fetch it anew
             slot = self._add_slot(
                 entry.name,
-                fetcher,
+                b.fetcher,
                 entry.interval,
                 entry.type,
-                printer,
-                secrets,
-                entry.fingerprint(),
+                b.printer,
+                b.secrets,
+                fingerprint,
                 generation,
             )
             self._entries[entry.name] = entry
-            if previous is not None:
-                self._adopt(slot, previous)
+            if old is not None:
+                self._adopt(slot, old)
         return [entry.name for entry in entries]
 
-    def _build_entry(
-        self, entry: ResourceEntry, carry_over: Manager | None
-    ) -> tuple[ResourceEntry, Fetcher, Printer | None, frozenset[str], int, Slot | None]:
-        secrets = frozenset(secrets_of(entry.params))
-        what = f"resource {entry.name!r} (type {entry.type!r})"
-        schema = self._registry.get(entry.type)
-        factory = self._registry.factory(entry.type)
-        if schema is None or factory is None:
-            known = ", ".join(s.name for s in self._registry.all()) or "none"
-            raise ConfigError(
-                f"resource {entry.name!r}: unknown type {entry.type!r} (registered: {known})"
-            )
-        params = validate_params(what, schema.params, entry.params)
-        interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
-        entry = ResourceEntry(entry.name, entry.type, interval, entry.params)
-        try:
-            fetcher = factory(params)
-        except PineappleError as exc:
-            raise ConfigError(redact(f"{what}: {exc}", secrets)) from None
-        except Exception as exc:
-            raise ConfigError(redact(f"{what}: {type(exc).__name__}: {exc}", secrets)) from None
-        generation, previous = 1, None
-        old = carry_over._slots.get(entry.name) if carry_over is not None else None
-        if old is not None:
-            if old.fingerprint == entry.fingerprint():
-                generation, previous = old.generation, old
-            else:
-                generation = old.generation + 1
-        return entry, fetcher, schema.printer, secrets, generation, previous
-
     def _adopt(self, slot: Slot, previous: Slot) -> None:
-        """Share ``previous``'s current value with ``slot`` (one more baseline reference).
+        """Share ``previous``'s current value with ``slot`` (see ``Slot.adopt``).
 
         A fetcher may define ``carry_over(value)``: it is called with the shared
         value so that the fetcher knows what is loaded (e.g. its version).
         """
-        with previous.lock:
-            ref = previous.current
-            if ref is None or not ref.acquire():
-                return  # nothing loaded there: this manager fetches it at start
-            with slot.lock:
-                slot.current = ref
-                slot.version = previous.version
-                slot.loaded_at = previous.loaded_at
-                slot.confirmed_at = previous.confirmed_at
-                slot.last_attempt_at = previous.last_attempt_at
-                slot.carried_over = True
+        ref = slot.adopt(previous)
+        if ref is None:
+            return  # nothing loaded there: this manager fetches it at start
         # Let the new fetcher resume change detection (NOT_MODIFIED) from the
         # shared value instead of reloading everything on its first refresh.
         resume = getattr(slot.fetcher, "carry_over", None)

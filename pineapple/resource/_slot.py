@@ -79,6 +79,25 @@ class Slot:
         self.consecutive_failures = 0
         return old
 
+    def adopt(self, previous: Slot) -> RefValue | None:
+        """Share ``previous``'s current value (one more baseline reference), with
+        its version and times; returns it, or None when ``previous`` has none.
+
+        Called before ``start``, on a slot no reader can see yet.
+        """
+        with previous.lock:
+            ref = previous.current
+            if ref is None or not ref.acquire():
+                return None
+            with self.lock:
+                self.current = ref
+                self.version = previous.version
+                self.loaded_at = previous.loaded_at
+                self.confirmed_at = previous.confirmed_at
+                self.last_attempt_at = previous.last_attempt_at
+                self.carried_over = True
+        return ref
+
     def unpublish(self) -> RefValue | None:
         """Take the current value out (caller holds ``lock``); returns it."""
         old, self.current = self.current, None

@@ -1,0 +1,50 @@
+"""From a config entry to a fetcher: registry lookup, param checks, the factory call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._errors import ConfigError, PineappleError
+from .._params import validate_params
+from ._config import ResourceEntry
+from ._redact import redact, secrets_of
+from ._registry import Fetcher, Printer, Registry
+
+__all__ = ["BuiltEntry", "build_entry"]
+
+
+@dataclass(frozen=True)
+class BuiltEntry:
+    """A config entry made ready to register: the interval resolved, the fetcher built."""
+
+    entry: ResourceEntry
+    fetcher: Fetcher
+    printer: Printer | None
+    secrets: frozenset[str]
+
+
+def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
+    """Look up the entry's type, validate its params and call the type's factory.
+
+    Every failure is a :class:`ConfigError` naming the resource; the message
+    is redacted with the secrets found in the entry's params.
+    """
+    secrets = frozenset(secrets_of(entry.params))
+    what = f"resource {entry.name!r} (type {entry.type!r})"
+    schema = registry.get(entry.type)
+    factory = registry.factory(entry.type)
+    if schema is None or factory is None:
+        known = ", ".join(s.name for s in registry.all()) or "none"
+        raise ConfigError(
+            f"resource {entry.name!r}: unknown type {entry.type!r} (registered: {known})"
+        )
+    params = validate_params(what, schema.params, entry.params)
+    interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
+    try:
+        fetcher = factory(params)
+    except PineappleError as exc:
+        raise ConfigError(redact(f"{what}: {exc}", secrets)) from None
+    except Exception as exc:
+        raise ConfigError(redact(f"{what}: {type(exc).__name__}: {exc}", secrets)) from None
+    resolved = ResourceEntry(entry.name, entry.type, interval, entry.params)
+    return BuiltEntry(resolved, fetcher, schema.printer, secrets)
