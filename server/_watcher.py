@@ -26,6 +26,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+# watchfiles' own watch() only installs the OS watch when first iterated; driving
+# RustNotify directly lets start() install it before returning (pinned <2 in
+# pyproject.toml; the watcher tests exercise it).
 from watchfiles._rust_notify import RustNotify
 
 from ._reloader import Trigger
