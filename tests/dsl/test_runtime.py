@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-import pineapple.engine
 from dsl import Flow, compile_flow
 from dsl.generated.resources import StaticResource
 from pineapple import Context
+from pineapple.engine import Engine
 from pineapple.resource import Manager, validate_resource_deps, with_resources
 
 from ._schemas import operator_registry
@@ -43,27 +39,12 @@ def test_compiled_resources_load_in_the_manager() -> None:
         manager.stop()
 
 
-def _engine_class() -> Any:
-    engine_class = getattr(pineapple.engine, "Engine", None)
-    if engine_class is None:
-        pytest.skip("pineapple.engine.Engine is not on this branch yet (engine branch)")
-    missing = [
-        name
-        for name in ("recall_resource", "reorder_sort", "filter_truncate")
-        if pineapple.engine.default_operator_registry().get(name) is None
-    ]
-    if missing:
-        pytest.skip(f"built-in operators not registered yet: {missing}")
-    return engine_class
-
-
 def test_compiled_flow_loads_in_engine_and_manager_and_serves() -> None:
-    engine_class = _engine_class()
     config = compile_flow(demo_flow())  # the real registries
     manager = Manager()
     manager.load_from_root_config(config)
     manager.start()
-    engine = engine_class(config)
+    engine = Engine(config)
     try:
         validate_resource_deps(config, manager)
         ctx = with_resources(Context(), manager)
@@ -77,7 +58,6 @@ def test_compiled_flow_loads_in_engine_and_manager_and_serves() -> None:
 def test_skip_sub_flow_and_template_run_in_the_engine() -> None:
     from dsl import SubFlow
 
-    engine_class = _engine_class()
     flow = Flow("guards", common_input=["_no_sort", "limit"], item_output=["id", "score"])
     flow.resource("hot", StaticResource(value=ITEMS))
     flow.add_operator("recall_resource", {"resource_name": "hot"}, item_output=["id", "score"])
@@ -88,7 +68,7 @@ def test_skip_sub_flow_and_template_run_in_the_engine() -> None:
     manager = Manager()
     manager.load_from_root_config(config)
     manager.start()
-    engine = engine_class(config)
+    engine = Engine(config)
     try:
         ctx = with_resources(Context(), manager)
         sorted_top = engine.execute(ctx, {"common": {"_no_sort": False, "limit": 2}, "items": []})
