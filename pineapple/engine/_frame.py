@@ -147,9 +147,11 @@ def apply_output(
         if out.item_order is not None:
             items = _reorder(items, out.item_order)
         # Survivors of fully verified fields still carry them; others start over.
-        kept = {f: len(items) for f, known in present.items() if known >= n}
-        present.clear()
-        present.update(kept)
+        if present:
+            m = len(items)
+            kept = {f: m for f, known in present.items() if known >= n}
+            present.clear()
+            present.update(kept)
     added = out.added_items
     if added:
         if not out.finite_added:
@@ -161,10 +163,13 @@ def apply_output(
             _drain(map(setitem, added, repeat("_source"), repeat(step.name)))
         before = len(items)
         items.extend(added)
-        carried = out.added_fields | {"_source"} if step.recall else out.added_fields
-        for f in carried:
-            if present.get(f, 0) >= before:
-                present[f] = len(items)
+        after = len(items)
+        get = present.get
+        for f in out.added_fields:
+            if get(f, 0) >= before:
+                present[f] = after
+        if step.recall and get("_source", 0) >= before:
+            present["_source"] = after
     return items
 
 
@@ -185,16 +190,28 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
         raise FrameError(f"SetItemOrder length {len(order)} does not match item count {n}")
     if n == 0:
         return items
-    if min(order) < 0 or max(order) >= n:
-        bad = next(i for i in order if i < 0 or i >= n)
-        raise FrameError(f"SetItemOrder index {bad} out of range [0, {n})")
-    if len(set(order)) != n:
-        seen: set[int] = set()
-        for i in order:
-            if i in seen:
-                raise FrameError(f"SetItemOrder duplicate index {i} (order must be a permutation)")
-            seen.add(i)
-    return [items[i] for i in order]
+    try:
+        # A permutation of range(n) has n distinct in-range indices; the
+        # subscripts check the range (negative ones are caught below).
+        reordered = [items[i] for i in order]
+        valid = min(order) >= 0 and len(set(order)) == n
+    except (IndexError, TypeError):
+        valid = False
+    if not valid:
+        _check_permutation(order, n)
+    return reordered
+
+
+def _check_permutation(order: list[int], n: int) -> None:
+    """Raise the error naming the first bad index of ``order`` (range first, then repeats)."""
+    for i in order:
+        if not isinstance(i, int) or i < 0 or i >= n:
+            raise FrameError(f"SetItemOrder index {i} out of range [0, {n})")
+    seen: set[int] = set()
+    for i in order:
+        if i in seen:
+            raise FrameError(f"SetItemOrder duplicate index {i} (order must be a permutation)")
+        seen.add(i)
 
 
 def project(
