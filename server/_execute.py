@@ -55,60 +55,77 @@ class ExecuteEndpoint:
         self._limiter: CapacityLimiter | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The hot path is written out flat (one coroutine per request, no helper
+        # awaits) because it runs on the event loop for every request.
         started = time.perf_counter()
         if scope["method"] != "POST":
             await _send(send, 405, error_body("use POST for /execute"), _ALLOW)
             self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
             return
         try:
-            body = await self._read_body(scope, receive)
+            for key, value in scope["headers"]:
+                if key == b"content-length":
+                    if value.isdigit() and int(value) > self._limit:
+                        raise _TooLarge
+                    break
+            message: Message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body: bytes = message.get("body", b"")
+            if message.get("more_body", False):
+                body = await self._read_rest(body, receive)
+            elif len(body) > self._limit:
+                raise _TooLarge
         except _TooLarge:
             status, out = 413, error_body(f"request body exceeds {self._limit} bytes")
         except _Disconnected:
             return
         else:
-            status, out = await self._run(body, _group(scope["path"]))
-        await _send(send, status, out)
+            snap = self._holder.acquire()
+            if snap is None:
+                status, out = 503, error_body("no config is being served")
+            else:
+                path = scope["path"]
+                group = _group(path) if path != "/execute" else None
+                args = (
+                    (snap.engine, snap.context, body)
+                    if group is None
+                    else (snap.engine, snap.context, body, group)
+                )
+                try:
+                    if snap.blocking:
+                        status, out = await self._off_loop(args)
+                    else:
+                        status, out = self._respond(*args)
+                except Exception as exc:
+                    _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
+                    status, out = 500, error_body(f"internal error: {type(exc).__name__}")
+                finally:
+                    snap.release()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [_JSON, (b"content-length", str(len(out)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": out})
         self._metrics.observe_execute(status, time.perf_counter() - started)
 
-    async def _run(self, body: bytes, group: str | None) -> tuple[int, bytes]:
-        snap = self._holder.acquire()
-        if snap is None:
-            return 503, error_body("no config is being served")
-        args = (
-            (snap.engine, snap.context, body)
-            if group is None
-            else (snap.engine, snap.context, body, group)
+    async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
+        """Run the responder on the bounded worker-thread pool."""
+        limiter = self._limiter
+        if limiter is None:
+            limiter = self._limiter = CapacityLimiter(self._threads)
+        result: tuple[int, bytes] = await anyio.to_thread.run_sync(
+            self._respond, *args, limiter=limiter
         )
-        try:
-            if snap.blocking:
-                limiter = self._limiter
-                if limiter is None:
-                    limiter = self._limiter = CapacityLimiter(self._threads)
-                return await anyio.to_thread.run_sync(self._respond, *args, limiter=limiter)
-            return self._respond(*args)
-        except Exception as exc:
-            _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
-            return 500, error_body(f"internal error: {type(exc).__name__}")
-        finally:
-            snap.release()
+        return result
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                if value.isdigit() and int(value) > self._limit:
-                    raise _TooLarge
-                break
-        message: Message = await receive()
-        if message["type"] != "http.request":
-            raise _Disconnected
-        body: bytes = message.get("body", b"")
-        if not message.get("more_body", False):
-            if len(body) > self._limit:
-                raise _TooLarge
-            return body
-        chunks = [body]
-        size = len(body)
+    async def _read_rest(self, first: bytes, receive: Receive) -> bytes:
+        """The rest of a body sent in several messages (413 past the limit)."""
+        chunks = [first]
+        size = len(first)
         while True:
             message = await receive()
             if message["type"] != "http.request":
