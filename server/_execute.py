@@ -85,8 +85,7 @@ class ExecuteEndpoint:
             if snap is None:
                 status, out = 503, error_body("no config is being served")
             else:
-                path = scope["path"]
-                group = _group(path) if path != "/execute" else None
+                group = _group(scope["path"])
                 args = (
                     (snap.engine, snap.context, body)
                     if group is None
