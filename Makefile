@@ -9,7 +9,7 @@ ADDR ?= 127.0.0.1:8080
 
 .PHONY: install check lint fmt typecheck codegen test stress bench run clean
 
-$(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c
+$(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

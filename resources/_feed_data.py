@@ -60,12 +60,18 @@ class FeedDataFetcher:
             raise ConfigError("parameter 'order_columns': must be a list of column names")
         self.order_columns: list[str] = list(dict.fromkeys(order_columns))
         self.version_query: str | None = params.get("version_query") or None
+        loader = params.get("loader") or "process"
+        if loader not in ("process", "thread"):
+            raise ConfigError(f"parameter 'loader': must be 'process' or 'thread', not {loader!r}")
+        nice = params.get("loader_nice")
         self.source: RowSource
         if dsn:
             self.source = MySQLSource(
                 parse_mysql_dsn(dsn),
                 connect_timeout=params.get("connect_timeout_ms", 5000) / 1000.0,
                 read_timeout=params.get("read_timeout_ms", 60000) / 1000.0,
+                in_process=loader == "thread",
+                loader_nice=10 if nice is None else nice,
             )
         else:
             self.source = SQLiteSource(str(sqlite_path))
@@ -91,7 +97,7 @@ class FeedDataFetcher:
         return table
 
     def _build(self, stream: Stream, version: Any, started: float) -> FeedTable:
-        names, chunks, decimals = stream
+        names = stream.names
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigError(f"the query returns duplicate column names: {duplicates}")
@@ -112,10 +118,11 @@ class FeedDataFetcher:
         pause = Pacer()  # request threads keep the interpreter while this loads
         table = build_feed_table(
             names,
-            chunks,
+            stream.chunks,
             self.id_column,
             self.index_columns,
-            float_columns=decimals,
+            float_columns=stream.decimals,
+            columnar=stream.columnar,
             pause=pause,
             version=version,
             source=self.source.where,
@@ -205,6 +212,19 @@ FEED_DATA_SCHEMA = ResourceSchema(
         ),
         "read_timeout_ms": ParamSpec(
             type="int", default=60000, description="MySQL read timeout in ms."
+        ),
+        "loader": ParamSpec(
+            type="string",
+            default="process",
+            description=(
+                "Where MySQL rows are parsed: 'process' (a short-lived child process, "
+                "so requests keep the interpreter) or 'thread' (the refresh thread)."
+            ),
+        ),
+        "loader_nice": ParamSpec(
+            type="int",
+            default=10,
+            description="CPU niceness the loader process adds to its own (0: none).",
         ),
     },
     printer=FeedDataPrinter(),

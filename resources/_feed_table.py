@@ -1,7 +1,11 @@
 """``FeedTable``: a whole item table in memory, columnar, with exact-match bitmap indices.
 
-Rows are numbered ``0..n-1`` in load order. Each column is one Python list
-(columnar: no per-row dict or tuple is kept). Each index column maps every
+Rows are numbered ``0..n-1`` in load order. Each column is one tuple
+(columnar: no per-row dict or tuple is kept). Tuples, not lists, because the
+cyclic garbage collector untracks a tuple of plain values the first time it
+sees it: a list of 200,000 values would be walked by every full collection
+for as long as the table lives, 5-10 ms each time, holding the interpreter
+(and twice as long during a refresh, with two tables alive). Each index column maps every
 distinct value to a ``FrozenBitMap`` of row numbers; a list-valued cell (a
 JSON array text such as ``"[3, 7]"``, a comma list such as ``"3,7"``, or a
 list) is indexed under each of its elements. Recall intersects bitmaps; it
@@ -18,20 +22,20 @@ Guarantees:
   whole into ``_ranks`` (a reader sees either no entry or the finished array).
 - Building walks the rows in pieces of ``PIECE_ROWS`` and calls the given
   ``pause`` (a :class:`~resources._pacing.Pacer`) between pieces, so a load on
-  a refresh thread never holds the interpreter for long (no single C-level
-  pass over a whole column).
+  a refresh thread never holds the interpreter for long: the only C-level
+  passes over a whole column are joining its pieces into one tuple and
+  freeing it (a few milliseconds each for 200,000 values).
 """
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import heapq
 import sys
 import threading
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -39,7 +43,9 @@ from pyroaring import AbstractBitMap, BitMap, FrozenBitMap
 
 from pineapple import PineappleError
 
+from ._json_values import json_converter
 from ._pacing import Pacer, Pause, no_pause
+from ._untracking import untrack_atomic
 
 __all__ = ["PIECE_ROWS", "FeedQueryError", "FeedTable", "build_feed_table"]
 
@@ -104,7 +110,9 @@ def _is_list_valued(values: Sequence[Any], pause: Pause = no_pause) -> bool:
 
 
 def _build_index(values: Sequence[Any], pause: Pause = no_pause) -> Index:
-    groups: defaultdict[Any, list[int]] = defaultdict(list)
+    # Row numbers as arrays, not lists: the garbage collector never walks an
+    # array's items, and pyroaring builds a bitmap from one in a single C call.
+    groups: defaultdict[Any, array[int]] = defaultdict(lambda: array("I"))
     if _is_list_valued(values, pause):
         loads, decode_error = orjson.loads, orjson.JSONDecodeError
         for start, piece in _pieces(values, pause):
@@ -197,7 +205,7 @@ class FeedTable:
 
     def __init__(
         self,
-        columns: Mapping[str, list[Any]],
+        columns: Mapping[str, Sequence[Any]],
         id_column: str,
         indices: Mapping[str, Index],
         *,
@@ -364,12 +372,12 @@ class FeedTable:
         return self._nbytes
 
     def close(self) -> None:
-        """Free the rows piece by piece, pausing between pieces (the table is unusable after).
+        """Free the table a part at a time, pausing between parts (it is unusable after).
 
         The Manager calls this on its closer thread once no reader holds the
         table. Dropping 200,000 rows at once is one C-level pass of ~20 ms that
-        would hold the interpreter; freeing pieces with a :class:`Pacer` lets
-        request threads run in between.
+        would hold the interpreter; freeing index keys in batches and columns
+        one by one, with a :class:`Pacer` between, lets request threads run.
         """
         pause = Pacer()
         with self._rank_lock:
@@ -379,32 +387,39 @@ class FeedTable:
                 for _ in range(min(len(index), 1024)):
                     index.popitem()
                 pause()
-        for values in self._columns.values():
-            while values:
-                del values[-PIECE_ROWS:]
-                pause()
+        for name in self._names:
+            self._columns[name] = ()  # frees one column's values: a few milliseconds at most
+            pause()
 
     def __repr__(self) -> str:
         indices = list(self._indices)
         return f"FeedTable({self._len} rows, columns={list(self._names)}, indices={indices})"
 
 
-def _json_converter(column: list[Any]) -> Callable[[Any], Any] | None:
-    """How to turn a column's driver values into JSON values (None: already JSON).
+def _joined(part: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """One column from its chunks, untracked by the garbage collector where it can be.
 
-    Temporal values become ISO 8601 text, ``Decimal`` a float, bytes UTF-8 text;
-    the first non-null value decides, as a column has one SQL type.
+    Two C-level passes of about a millisecond per 100,000 values each.
     """
-    sample = next((v for v in column if v is not None), None)
-    if isinstance(sample, datetime.datetime | datetime.date | datetime.time):
-        return lambda v: v.isoformat()
-    if isinstance(sample, datetime.timedelta):
-        return str
-    if isinstance(sample, decimal.Decimal):
-        return float
-    if isinstance(sample, bytes | bytearray):
-        return lambda v: bytes(v).decode("utf-8", "replace")
-    return None
+    column = tuple(chain.from_iterable(part))
+    part.clear()
+    untrack_atomic(column)
+    return column
+
+
+def _converted(
+    column: Sequence[Any], convert: Callable[[Any], Any], pause: Pause
+) -> tuple[Any, ...]:
+    """``convert`` applied to every non-null value, piece by piece."""
+    part: list[tuple[Any, ...]] = []
+    for _, piece in _pieces(column, pause):
+        if None in piece:
+            done = tuple([None if v is None else convert(v) for v in piece])
+        else:
+            done = tuple(map(convert, piece))
+        untrack_atomic(done)
+        part.append(done)
+    return _joined(part)
 
 
 def build_feed_table(
@@ -414,36 +429,36 @@ def build_feed_table(
     index_columns: Sequence[str],
     *,
     float_columns: Iterable[str] = (),
+    columnar: bool = False,
     pause: Pause = no_pause,
     **info: Any,
 ) -> FeedTable:
     """Build a table from row chunks (each a sequence of row tuples in ``names`` order).
 
+    With ``columnar`` each chunk is instead a sequence of columns (one list
+    of values per name, all of one length), as the loader process sends them.
     ``float_columns`` (e.g. DECIMAL columns) are converted to ``float``. The
     caller checks that ``id_column`` and ``index_columns`` are among ``names``.
     ``pause`` is called between chunks and between pieces of every later pass.
     """
-    columns: list[list[Any]] = [[] for _ in names]
+    parts: list[list[tuple[Any, ...]]] = [[] for _ in names]
     for chunk in chunks:
         pause()
         if chunk:
-            for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
-                column.extend(values)
-    by_name = dict(zip(names, columns, strict=True))
+            pieces = chunk if columnar else zip(*chunk, strict=True)
+            for part, values in zip(parts, pieces, strict=True):
+                piece = values if type(values) is tuple else tuple(values)
+                untrack_atomic(piece)  # else every collection until the join walks it
+                part.append(piece)
+    by_name: dict[str, tuple[Any, ...]] = {}
+    for name, part in zip(names, parts, strict=True):
+        pause()
+        by_name[name] = _joined(part)
     for name in float_columns:
-        converted: list[Any] = []
-        for _, piece in _pieces(by_name[name], pause):
-            if None in piece:
-                converted.extend([None if v is None else float(v) for v in piece])
-            else:
-                converted.extend(map(float, piece))
-        by_name[name] = converted
+        by_name[name] = _converted(by_name[name], float, pause)
     for name, column in by_name.items():
-        convert = _json_converter(column)
+        convert = json_converter(column)
         if convert is not None:
-            converted = []
-            for _, piece in _pieces(column, pause):
-                converted.extend([None if v is None else convert(v) for v in piece])
-            by_name[name] = converted
+            by_name[name] = _converted(column, convert, pause)
     indices = {name: _build_index(by_name[name], pause) for name in index_columns}
     return FeedTable(by_name, id_column, indices, **info)

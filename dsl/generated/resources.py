@@ -88,6 +88,11 @@ class FeedDataResource(BaseResource):
             (string)
         connect_timeout_ms: MySQL connect timeout in ms. (int, default 5000)
         read_timeout_ms: MySQL read timeout in ms. (int, default 60000)
+        loader: Where MySQL rows are parsed: 'process' (a short-lived child process, so
+            requests keep the interpreter) or 'thread' (the refresh thread). (string,
+            default 'process')
+        loader_nice: CPU niceness the loader process adds to its own (0: none). (int,
+            default 10)
         interval: seconds (or a timedelta) between refreshes; None: the type's default (600
             s); 0: the manager default; -1: never.
     """
@@ -105,6 +110,8 @@ class FeedDataResource(BaseResource):
         "version_query": ParamSpec(type="string"),
         "connect_timeout_ms": ParamSpec(type="int", default=5000),
         "read_timeout_ms": ParamSpec(type="int", default=60000),
+        "loader": ParamSpec(type="string", default="process"),
+        "loader_nice": ParamSpec(type="int", default=10),
     }
 
     def __init__(
@@ -120,6 +127,8 @@ class FeedDataResource(BaseResource):
         version_query: str | None = None,
         connect_timeout_ms: int = 5000,
         read_timeout_ms: int = 60000,
+        loader: str = "process",
+        loader_nice: int = 10,
         interval: float | timedelta | None = None,
     ) -> None:
         super().__init__(
@@ -134,6 +143,8 @@ class FeedDataResource(BaseResource):
             version_query=version_query,
             connect_timeout_ms=connect_timeout_ms,
             read_timeout_ms=read_timeout_ms,
+            loader=loader,
+            loader_nice=loader_nice,
         )
 
 

@@ -153,6 +153,10 @@ def test_missing_sqlite_file_fails_start_naming_the_resource(tmp_path: Path) -> 
         ({"sqlite_path": "x", "table": "t", "query": "SELECT 1"}, "'table' and 'query'"),
         ({"sqlite_path": "x", "index_columns": [1]}, "'index_columns'"),
         ({"sqlite_path": "x", "index_colums": ["a"]}, "unknown parameter 'index_colums'"),
+        (
+            {"mysql_dsn": "u:p@tcp(h:3306)/d", "loader": "fork"},
+            "parameter 'loader': must be 'process' or 'thread', not 'fork'",
+        ),
     ],
 )
 def test_bad_params_are_config_errors_naming_resource_and_param(

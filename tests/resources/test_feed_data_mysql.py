@@ -77,8 +77,9 @@ def _ids(rm: Manager, match: dict[str, Any]) -> list[Any]:
         return [r["id"] for r in table.match(match, order_by="score", descending=True)]
 
 
+@pytest.mark.parametrize("loader", ["process", "thread"])
 def test_loads_and_recalls_by_index_with_both_dsn_forms(
-    mysql_params: dict[str, Any], feed_table: str, mysql_user: str
+    mysql_params: dict[str, Any], feed_table: str, mysql_user: str, loader: str
 ) -> None:
     p = mysql_params
     dsns = [
@@ -86,7 +87,7 @@ def test_loads_and_recalls_by_index_with_both_dsn_forms(
         f"mysql://{mysql_user}:{SECRET}@{p['host']}:{p['port']}/{p['database']}",
     ]
     for dsn in dsns:
-        fetcher = resources.FeedDataFetcher(_params(dsn, feed_table))
+        fetcher = resources.FeedDataFetcher(_params(dsn, feed_table, loader=loader))
         try:
             table = fetcher()
         finally:
@@ -222,8 +223,9 @@ def test_unknown_index_column_fails_start_naming_param(mysql_dsn: str, feed_tabl
     assert "parameter 'index_columns': unknown column(s) ['colour']" in str(info.value)
 
 
+@pytest.mark.parametrize("loader", ["process", "thread"])
 def test_driver_values_become_json_values(
-    mysql_conn: Conn, mysql_table: str, mysql_dsn: str
+    mysql_conn: Conn, mysql_table: str, mysql_dsn: str, loader: str
 ) -> None:
     with mysql_conn.cursor() as cur:
         cur.execute(
@@ -234,7 +236,10 @@ def test_driver_values_become_json_values(
             f"INSERT INTO `{mysql_table}` VALUES (1, '2026-11-30 08:15:00', '2026-11-30', "
             "'12.50', 'abc'), (2, NULL, NULL, NULL, NULL)"
         )
-    fetcher = resources.FeedDataFetcher({"mysql_dsn": mysql_dsn, "table": mysql_table})
+    params = {"mysql_dsn": mysql_dsn, "table": mysql_table, "loader": loader}
+    fetcher = resources.FeedDataFetcher(params)
+    assert isinstance(fetcher.source, resources.MySQLSource)
+    assert fetcher.source.in_process == (loader == "thread")
     try:
         table = fetcher()
         assert isinstance(table, resources.FeedTable)
