@@ -58,8 +58,8 @@ def refresh_starvation(
                 raise RuntimeError(f"/execute answered {status}: {answer[:200]!r}")
             capacity = load(port, body, 2.0)["count"] / 2.0
             rate = max(50.0, capacity * load_fraction)
-            # A refresh takes ~3-5 s here under this load (paced: it yields to
-            # requests); leave room for all of them.
+            # A refresh takes ~2 s here under this load (3-5 s with loader=thread:
+            # paced, it yields to requests); leave room for all of them.
             seconds = gap + refreshes * (gap + 7.0) + 2.0
             out = Path(tmp) / "latencies.json"
             proc = start_load(port, body, seconds, out, latencies=True, rate=rate)
