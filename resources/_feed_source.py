@@ -119,13 +119,16 @@ class MySQLSource:
                 return self._conn
             except self._errors:
                 self._drop()
-        self._conn = pymysql.connect(
-            **self._dsn.connect_kwargs(),
-            autocommit=True,
-            connect_timeout=self._connect_timeout,
-            read_timeout=self._read_timeout,
-        )
+        self._conn = pymysql.connect(**self._connect_kwargs(), autocommit=True)
         return self._conn
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        """``pymysql.connect`` arguments, here and in the loader process alike."""
+        return {
+            **self._dsn.connect_kwargs(),
+            "connect_timeout": self._connect_timeout,
+            "read_timeout": self._read_timeout,
+        }
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -168,14 +171,9 @@ class MySQLSource:
         return self._guard(run)
 
     def _read_in_child(self, sql: str, sink: Callable[[Stream], T]) -> T:
-        kwargs = {
-            **self._dsn.connect_kwargs(),
-            "connect_timeout": self._connect_timeout,
-            "read_timeout": self._read_timeout,
-        }
         with self._lock:
             return read_in_child(
-                kwargs,
+                self._connect_kwargs(),
                 sql,
                 lambda names, chunks: sink(Stream(names, chunks, set(), columnar=True)),
                 where=self.where,
