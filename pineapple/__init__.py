@@ -11,6 +11,7 @@ Layers (each imports only the ones above it):
 
 from ._context import Context as Context
 from ._errors import ConfigError as ConfigError
+from ._errors import DeadlineExceededError as DeadlineExceededError
 from ._errors import ExecutionError as ExecutionError
 from ._errors import PineappleError as PineappleError
 from ._errors import RegistryError as RegistryError
@@ -24,6 +25,7 @@ from .resource import register_resource as register_resource
 __all__ = [
     "ConfigError",
     "Context",
+    "DeadlineExceededError",
     "ExecutionError",
     "OperatorSchema",
     "ParamSpec",

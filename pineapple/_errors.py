@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "ConfigError",
+    "DeadlineExceededError",
     "DuplicateRegistrationError",
     "ExecutionError",
     "HandleReleasedError",
@@ -53,6 +54,14 @@ class ExecutionError(PineappleError):
         super().__init__(message)
         self.operator = operator
         self.result = result
+
+
+class DeadlineExceededError(ExecutionError):
+    """A request ran past its deadline (``Context.deadline``).
+
+    ``operator`` names the operator that was running (or about to run) when
+    the deadline passed; the server answers it with HTTP 504.
+    """
 
 
 class DuplicateRegistrationError(RegistryError):
