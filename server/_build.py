@@ -7,6 +7,7 @@ the manager stopped), so a failed build leaves nothing running behind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
@@ -100,8 +101,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def default_responder() -> Responder:
-    """``pineapple.engine.respond``: the Go server's ``/execute`` status codes and bytes."""
+def default_responder(max_items: int = 0) -> Responder:
+    """``pineapple.engine.respond``: the Go server's ``/execute`` status codes and bytes.
+
+    ``max_items`` > 0 answers larger requests with 413 (``Config.max_items``).
+    """
+    if max_items > 0:
+        return cast(Responder, functools.partial(respond, max_items=max_items))
     return cast(Responder, respond)
 
 

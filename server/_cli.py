@@ -38,6 +38,24 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
     parser.add_argument(
+        "--request-timeout-ms",
+        type=int,
+        default=1000,
+        help="deadline of each /execute request in ms, 504 past it (default 1000; 0: none)",
+    )
+    parser.add_argument(
+        "--max-items",
+        type=int,
+        default=100_000,
+        help="most items one /execute request may carry, 413 above (default 100000; 0: none)",
+    )
+    parser.add_argument(
+        "--inline-body-bytes",
+        type=int,
+        default=64 * 1024,
+        help="run /execute bodies above this size off the event loop (default 65536)",
+    )
+    parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
@@ -50,6 +68,10 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2
+    for flag in ("request_timeout_ms", "max_items", "inline_body_bytes"):
+        if getattr(args, flag) < 0:
+            print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
+            return 2
     return run(
         Config(
             config_path=args.config,
@@ -57,6 +79,9 @@ def serve_command(args: argparse.Namespace) -> int:
             plugins=tuple(args.plugin),
             workers=args.workers,
             max_body_bytes=args.max_body_bytes,
+            request_timeout_ms=args.request_timeout_ms,
+            max_items=args.max_items,
+            inline_body_bytes=args.inline_body_bytes,
             poll_seconds=args.poll_seconds,
             watch=not args.no_watch,
             log_level=args.log_level,

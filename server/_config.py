@@ -120,6 +120,12 @@ class Config:
     workers: int = 1
     max_body_bytes: int = 8 * 1024 * 1024
     execute_threads: int = 32
+    request_timeout_ms: int = 1000
+    """Per-request deadline of ``/execute`` (504 past it); 0 disables it."""
+    max_items: int = 100_000
+    """Items one ``/execute`` request may carry (413 above); 0 disables the limit."""
+    inline_body_bytes: int = 64 * 1024
+    """Bodies larger than this run on the worker threads even when the engine never blocks."""
     watch: bool = True
     debounce_seconds: float = 0.2
     poll_seconds: float = 10.0

@@ -38,7 +38,7 @@ class Service:
         self.metrics = ServerMetrics(lambda: self.holder.current)
         self.builder = Builder(config, self.metrics)
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
-        self.responder: Responder = config.responder or default_responder()
+        self.responder: Responder = config.responder or default_responder(config.max_items)
         self.admin_token = config.resolved_admin_token()
         self.watcher: ConfigWatcher | None = None
         self.draining = False

@@ -15,7 +15,9 @@ from ._gofmt import go_json as go_json
 from ._gofmt import go_type_name as go_type_name
 from ._http import STATUS_BAD_REQUEST as STATUS_BAD_REQUEST
 from ._http import STATUS_CONTRACT as STATUS_CONTRACT
+from ._http import STATUS_DEADLINE as STATUS_DEADLINE
 from ._http import STATUS_EXECUTION as STATUS_EXECUTION
+from ._http import STATUS_TOO_MANY_ITEMS as STATUS_TOO_MANY_ITEMS
 from ._http import STATUS_UNKNOWN_GROUP as STATUS_UNKNOWN_GROUP
 from ._http import encode_response as encode_response
 from ._http import respond as respond
@@ -41,7 +43,9 @@ __all__ = [
     "RESERVED_KEYS",
     "STATUS_BAD_REQUEST",
     "STATUS_CONTRACT",
+    "STATUS_DEADLINE",
     "STATUS_EXECUTION",
+    "STATUS_TOO_MANY_ITEMS",
     "STATUS_UNKNOWN_GROUP",
     "Engine",
     "Graph",

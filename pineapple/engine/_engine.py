@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._context import Context
-from .._errors import ExecutionError, PineappleError, ValidationError
+from .._errors import DeadlineExceededError, ExecutionError, PineappleError, ValidationError
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
@@ -39,6 +40,7 @@ __all__ = ["Engine", "Result", "UnknownGroupError"]
 
 _log = logging.getLogger("pineapple.engine")
 _EMPTY: Mapping[str, Any] = {}
+_monotonic = time.monotonic
 
 
 @dataclass
@@ -146,7 +148,10 @@ class Engine:
         """Like ``execute``, but an execution error is returned in the ``Result``.
 
         ``ValidationError`` and ``UnknownGroupError`` are still raised (there
-        is no result to return).
+        is no result to return). Once ``ctx.deadline`` has passed, the next
+        operator does not start and the error is a
+        :class:`~pineapple.DeadlineExceededError` naming it (or naming the
+        operator that stopped itself with ``ctx.check_deadline``).
         """
         if group is None:
             steps = self._steps
@@ -161,9 +166,15 @@ class Engine:
         warnings: list[str] = []
         error: ExecutionError | None = None
         present: dict[str, int] = {}
+        # The deadline costs one read here and one clock read per operator;
+        # operators with long loops check it themselves (ctx.check_deadline).
+        deadline = ctx.deadline
         for step in steps:
             if step.skip and _skipped(step, common):
                 continue
+            if deadline is not None and _monotonic() >= deadline:
+                error = _deadline_error(step.name)
+                break
             try:
                 view = build_common(step, common) if step.needs_common else _EMPTY
                 if step.item_strict or step.item_nullable:
@@ -182,6 +193,10 @@ class Engine:
             except ShardError as exc:
                 error = ExecutionError(str(exc), operator=step.name)
                 error.__cause__ = exc
+                break
+            except DeadlineExceededError as exc:
+                # Raised by the operator's own check: re-raised naming this step.
+                error = _deadline_error(step.name) if exc.operator != step.name else exc
                 break
             except Exception as exc:
                 error = _wrap(step, exc)
@@ -289,6 +304,10 @@ def _skipped(step: Step, common: Mapping[str, Any]) -> bool:
         if v is not None and v is not False:
             return True
     return False
+
+
+def _deadline_error(operator: str) -> DeadlineExceededError:
+    return DeadlineExceededError(f'deadline exceeded in operator "{operator}"', operator=operator)
 
 
 def _wrap(step: Step, exc: BaseException) -> ExecutionError:

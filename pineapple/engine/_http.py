@@ -12,7 +12,11 @@ request: ..."}``); 404 the request names a pipeline group the config does
 not have (``{"error": "unknown pipeline group ..."}``); 422 flow-contract
 violation (``ValidationError``; the Go server answers 400 here, DESIGN asks
 422); 500 execution error, with the partial result beside the error text (as
-Go).
+Go). Two bounds the Go server does not have: 413 when the request holds more
+than ``max_items`` items (``{"error": "request has N items, more than the
+limit of M"}``), and 504 when the context's deadline passed before the
+pipeline finished (``{"error": "deadline exceeded in operator \"x\""}``,
+no partial result).
 """
 
 from __future__ import annotations
@@ -23,14 +27,16 @@ from typing import Any
 import orjson
 
 from .._context import Context
-from .._errors import ValidationError
+from .._errors import DeadlineExceededError, ValidationError
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json
 
 __all__ = [
     "STATUS_BAD_REQUEST",
     "STATUS_CONTRACT",
+    "STATUS_DEADLINE",
     "STATUS_EXECUTION",
+    "STATUS_TOO_MANY_ITEMS",
     "STATUS_UNKNOWN_GROUP",
     "encode_response",
     "respond",
@@ -40,6 +46,8 @@ STATUS_BAD_REQUEST = 400
 STATUS_CONTRACT = 422
 STATUS_EXECUTION = 500
 STATUS_UNKNOWN_GROUP = 404
+STATUS_TOO_MANY_ITEMS = 413
+STATUS_DEADLINE = 504
 
 _GO_KIND = {dict: "object", list: "array", str: "string", bool: "bool", type(None): "null"}
 
@@ -72,8 +80,13 @@ def _bad_request(message: str) -> tuple[int, bytes]:
     return STATUS_BAD_REQUEST, go_json({"error": f"invalid request: {message}"}) + b"\n"
 
 
-def _parse(body: bytes) -> dict[str, Any] | str:
-    """The request, or the text of why it is malformed."""
+class _TooManyItems(Exception):
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(f"request has {count} items, more than the limit of {limit}")
+
+
+def _parse(body: bytes, max_items: int | None) -> dict[str, Any] | str:
+    """The request, or the text of why it is malformed; ``_TooManyItems`` past the limit."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -95,7 +108,9 @@ def _parse(body: bytes) -> dict[str, Any] | str:
                 f"json: cannot unmarshal {_go_kind(items)} into Go struct field "
                 "executeRequest.items of type []map[string]interface {}"
             )
-        for item in items:
+        if max_items is not None and len(items) > max_items:
+            raise _TooManyItems(len(items), max_items)
+        for item in items:  # bounded: at most max_items
             if item is not None and not isinstance(item, dict):
                 return (
                     f"json: cannot unmarshal {_go_kind(item)} into Go struct field "
@@ -105,10 +120,22 @@ def _parse(body: bytes) -> dict[str, Any] | str:
 
 
 def respond(
-    engine: Engine, ctx: Context | None, body: bytes, group: str | None = None
+    engine: Engine,
+    ctx: Context | None,
+    body: bytes,
+    group: str | None = None,
+    *,
+    max_items: int | None = None,
 ) -> tuple[int, bytes]:
-    """Execute the JSON request ``body`` on ``group``; return ``(status, response bytes)``."""
-    request = _parse(body)
+    """Execute the JSON request ``body`` on ``group``; return ``(status, response bytes)``.
+
+    ``max_items`` (None: no limit) refuses larger requests with 413 before
+    anything runs; ``ctx.deadline`` bounds the execution (504 past it).
+    """
+    try:
+        request = _parse(body, max_items)
+    except _TooManyItems as exc:
+        return STATUS_TOO_MANY_ITEMS, go_json({"error": str(exc)}) + b"\n"
     if isinstance(request, str):
         return _bad_request(request)
     try:
@@ -117,6 +144,8 @@ def respond(
         return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
     except ValidationError as exc:
         return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
+    if isinstance(result.error, DeadlineExceededError):
+        return STATUS_DEADLINE, go_json({"error": str(result.error)}) + b"\n"
     if result.error is not None:
         return STATUS_EXECUTION, encode_response(
             result.common, result.items, result.warnings, str(result.error)
