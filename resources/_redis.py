@@ -121,6 +121,9 @@ class RedisConnectionFetcher:
             # more would only delay the degradation path when Redis is down.
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
             health_check_interval=30,
+            # No CLIENT SETINFO handshake: a new connection to a silent server would
+            # wait the socket timeout twice inside the pool, past the request's deadline.
+            driver_info=None,
         )
         client = RedisConnection.from_pool(pool)
         assert isinstance(client, RedisConnection)

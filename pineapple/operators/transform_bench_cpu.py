@@ -32,10 +32,22 @@ def _fib(n: int) -> int:
     return b if n > 1 else n
 
 
-def cpu_work(iterations: int) -> float:
-    """The per-item result: ``acc = (acc + fib(32)) / 1.000001``, ``iterations`` times."""
+_CHECK_EVERY = 64
+"""Rounds between two deadline checks (about 0.1 ms of work)."""
+
+
+def cpu_work(iterations: int, ctx: Context | None = None, operator: str | None = None) -> float:
+    """The per-item result: ``acc = (acc + fib(32)) / 1.000001``, ``iterations`` times.
+
+    With ``ctx``, its deadline is checked every 64 rounds
+    (:class:`~pineapple.DeadlineExceededError` naming ``operator``).
+    """
+    timed = ctx if ctx is not None and ctx.deadline is not None else None
     acc = 0.0
-    for _ in range(iterations):
+    # Bounded by ``iterations`` and, with a deadline, by it.
+    for i in range(iterations):
+        if timed is not None and i % _CHECK_EVERY == 0:
+            timed.check_deadline(operator)
         acc += float(_fib(32))
         acc /= 1.000001
     return acc
@@ -61,7 +73,8 @@ class TransformBenchCPU(Operator):
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         n = len(inp.items)
         if n:
-            out.set_column(self.dst, [cpu_work(self.iterations) for _ in range(n)])
+            # Bounded by the item count and the request's deadline (checked inside).
+            out.set_column(self.dst, [cpu_work(self.iterations, ctx, self.name) for _ in range(n)])
 
 
 register_operator(SCHEMA, TransformBenchCPU)

@@ -23,6 +23,7 @@ from ._redis import (
     RESOURCE_NAME_PARAM,
     borrow_redis,
     key_suffix,
+    run_commands,
     text,
 )
 
@@ -83,7 +84,7 @@ class TransformRedisGet(Operator):
             prefix = inp.templated.get("key_prefix", self.key_prefix)
             key = f"{prefix}{key_suffix(inp.common, self.meta.common_input)}"
             try:
-                value = self._read(client, key)
+                value = self._read(client, ctx, key)
             except redis.RedisError as exc:
                 command = _COMMANDS[self.data_type]
                 message = f"transform_redis_get: {command}({key}): {exc}"
@@ -99,13 +100,15 @@ class TransformRedisGet(Operator):
         else:
             out.set_common(self.hit_field, False)
 
-    def _read(self, client: redis.Redis, key: str) -> Any:
+    def _read(self, client: redis.Redis, ctx: Context, key: str) -> Any:
         if self.data_type == "string":
-            raw = client.get(key)
+            (raw,) = run_commands(client, ctx, self.name, [("GET", key)])
             return None if raw is None else text(raw)
         if self.data_type == "set":
-            return sorted(text(m) for m in client.smembers(key))
-        return [text(m) for m in client.lrange(key, 0, -1)]
+            (members,) = run_commands(client, ctx, self.name, [("SMEMBERS", key)])
+            return sorted(text(m) for m in members)
+        (values,) = run_commands(client, ctx, self.name, [("LRANGE", key, 0, -1)])
+        return [text(m) for m in values]
 
 
 register_operator(SCHEMA, TransformRedisGet)

@@ -19,7 +19,14 @@ from ..engine import (
     is_template,
     register_operator,
 )
-from ._redis import DATA_TYPE_PARAM, KEY_PREFIX_PARAM, RESOURCE_NAME_PARAM, borrow_redis, key_suffix
+from ._redis import (
+    DATA_TYPE_PARAM,
+    KEY_PREFIX_PARAM,
+    RESOURCE_NAME_PARAM,
+    borrow_redis,
+    key_suffix,
+    run_commands,
+)
 
 __all__ = ["SCHEMA", "TransformRedisSet"]
 
@@ -82,7 +89,7 @@ class TransformRedisSet(Operator):
             key = f"{prefix}{key_suffix(inp.common, fields[:-1])}"
             value = inp.common.get(fields[-1])
             try:
-                self._write(client, key, value, ttl)
+                self._write(client, ctx, key, value, ttl)
             except redis.RedisError as exc:
                 message = f"transform_redis_set: write key {key}: {exc}"
                 _log.warning("%s", message)
@@ -90,12 +97,15 @@ class TransformRedisSet(Operator):
                     raise RuntimeError(message) from exc
                 out.warn(message)
 
-    def _write(self, client: redis.Redis, key: str, value: Any, ttl: int) -> None:
+    def _write(self, client: redis.Redis, ctx: Context, key: str, value: Any, ttl: int) -> None:
         if self.data_type == "string":
             if not isinstance(value, str):
                 _log.warning("transform_redis_set: value for key %s is not string", key)
                 return
-            client.set(key, value, ex=ttl if ttl > 0 else None)
+            command: tuple[Any, ...] = (
+                ("SET", key, value, "EX", ttl) if ttl > 0 else ("SET", key, value)
+            )
+            run_commands(client, ctx, self.name, [command])
             return
         if not isinstance(value, list):
             _log.warning("transform_redis_set: value for key %s is not []string", key)
@@ -103,15 +113,13 @@ class TransformRedisSet(Operator):
         members = [format_value(v) for v in value]
         if not members:
             return
-        pipe = client.pipeline(transaction=False)
-        pipe.delete(key)
-        if self.data_type == "set":
-            pipe.sadd(key, *members)
-        else:
-            pipe.rpush(key, *members)
+        commands: list[tuple[Any, ...]] = [
+            ("DEL", key),
+            ("SADD" if self.data_type == "set" else "RPUSH", key, *members),
+        ]
         if ttl > 0:
-            pipe.expire(key, ttl)
-        pipe.execute()
+            commands.append(("EXPIRE", key, ttl))
+        run_commands(client, ctx, self.name, commands)
 
 
 register_operator(SCHEMA, TransformRedisSet)

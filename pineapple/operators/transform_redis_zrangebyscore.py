@@ -18,7 +18,7 @@ from ..engine import (
     is_template,
     register_operator,
 )
-from ._redis import RESOURCE_NAME_PARAM, borrow_redis, key_suffix, text
+from ._redis import RESOURCE_NAME_PARAM, borrow_redis, key_suffix, run_commands, text
 
 __all__ = ["SCHEMA", "TransformRedisZrangebyscore"]
 
@@ -95,7 +95,10 @@ class TransformRedisZrangebyscore(Operator):
                 key = f"{prefix}{key_suffix(inp.common, self.meta.common_input)}"
                 low: float | str = time.time() - self.window if self.window > 0 else "-inf"
                 try:
-                    members = [text(m) for m in client.zrangebyscore(key, low, "+inf")]
+                    (raw,) = run_commands(
+                        client, ctx, self.name, [("ZRANGEBYSCORE", key, low, "+inf")]
+                    )
+                    members = [text(m) for m in raw]
                 except redis.RedisError as exc:
                     message = f"transform_redis_zrangebyscore: ZRangeByScore({key}): {exc}"
                     _log.warning("%s", message)
