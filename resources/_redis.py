@@ -121,8 +121,11 @@ class RedisConnectionFetcher:
             # more would only delay the degradation path when Redis is down.
             retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
             health_check_interval=30,
-            # No CLIENT SETINFO handshake: a new connection to a silent server would
-            # wait the socket timeout twice inside the pool, past the request's deadline.
+            # No handshake on connect (RESP2: no HELLO; no CLIENT SETINFO): against a
+            # silent server a new connection would wait the socket timeout twice (one
+            # retry) inside the pool, where the request's deadline cannot reach it.
+            # Only AUTH (with a password) and SELECT (db > 0) remain.
+            protocol=2,
             driver_info=None,
         )
         client = RedisConnection.from_pool(pool)

@@ -89,6 +89,8 @@ def text(value: Any) -> str:
 
 _MIN_WAIT = 0.001
 """The shortest reply wait handed to a socket (0 would make it non-blocking)."""
+_SLACK = 0.01
+"""A timeout this close to the deadline is the deadline's."""
 
 
 def run_commands(
@@ -122,7 +124,8 @@ def run_commands(
                 error = error or exc
                 replies.append(exc)
     except redis.TimeoutError as exc:
-        if ctx.expired():
+        # Socket timeouts may fire a hair before the monotonic clock reaches the deadline.
+        if (ctx.remaining() or 0.0) <= _SLACK:
             raise DeadlineExceededError(
                 f'deadline exceeded in operator "{operator}" (waiting for Redis)',
                 operator=operator,
