@@ -8,6 +8,7 @@ small request runs it on the event loop) and holds the request until
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -199,10 +200,8 @@ class PausableProxy:
                 continue
             self._held.pop(s, None)
             self._peer.pop(s, None)
-            try:
+            with contextlib.suppress(KeyError, ValueError):  # never registered, or closed
                 self._sel.unregister(s)
-            except (KeyError, ValueError):
-                pass
             s.close()
 
     def close(self) -> None:
