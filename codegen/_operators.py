@@ -81,8 +81,12 @@ def _call(type_name: str, params: Sequence[Param]) -> Group:
     return Group("self._add_operator(", items, ")")
 
 
-def render_operators(schemas: Sequence[OperatorSchema]) -> str:
-    """The text of ``dsl/generated/operators.py`` for ``schemas`` (sorted by type name)."""
+def render_operators(schemas: Sequence[OperatorSchema], *, flow_class: bool = False) -> str:
+    """The text of ``dsl/generated/operators.py`` for ``schemas`` (sorted by type name).
+
+    With ``flow_class`` (a plugin's own file) it also defines ``Flow``: ``dsl.Flow``
+    plus these methods, so a plugin's user writes ``from mypkg.operators import Flow``.
+    """
     ordered = sorted(schemas, key=lambda s: s.name)
     methods = [_method(schema) for schema in ordered]
     out = [
@@ -93,12 +97,18 @@ def render_operators(schemas: Sequence[OperatorSchema]) -> str:
     if methods:
         out.append("from collections.abc import Mapping, Sequence\n")
         out.append("from typing import Any, Self\n\n")
+    if flow_class:
+        out.append("from dsl import Flow as _Flow\n")
     out.append("from dsl._recorder import OperatorRecorder\n\n")
-    out.append('__all__ = ["OperatorMethods"]\n\n\n')
+    names = '"Flow", "OperatorMethods"' if flow_class else '"OperatorMethods"'
+    out.append(f"__all__ = [{names}]\n\n\n")
     out.append("class OperatorMethods(OperatorRecorder):\n")
     out.append(
         docstring(["One typed method per registered operator type; ``Flow`` inherits it."], 1)
     )
     for text in methods:
         out.append("\n" + text)
+    if flow_class:
+        out.append("\n\nclass Flow(OperatorMethods, _Flow):\n")
+        out.append(docstring(["``dsl.Flow`` with the typed methods above."], 1))
     return "".join(out)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
+
+from pineapple import ParamSpec
 
 from ._branch import BranchCall, BranchScope, SkipField
 from ._errors import ValidationError
@@ -31,6 +33,8 @@ class ResourceDecl:
     resource_type: str
     interval: int | float
     params: Mapping[str, Any]
+    schema: Mapping[str, ParamSpec] = field(default_factory=dict)
+    """The declaring class's own params schema (used when the type is not registered)."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +304,7 @@ class Flow(_Node):
             resource_type=res.resource_type,
             interval=res.interval,
             params=dict(res.params),
+            schema=res.schema,
         )
         return self
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pineapple import ConfigError, ParamSpec
 from pineapple._params import validate_params
+from pineapple._suggest import did_you_mean
 from pineapple.engine import OperatorRegistry
 from pineapple.resource import Registry
 
@@ -91,7 +92,8 @@ def _check_operators(
         what = f"operator {op.name!r} (type {op.call.type_name})"
         schema = registry.get(op.call.type_name)
         if schema is None:
-            yield f"operator {op.name!r}: unknown operator type {op.call.type_name!r}"
+            hint = did_you_mean(op.call.type_name, [s.name for s in registry.all()])
+            yield f"operator {op.name!r}: unknown operator type {op.call.type_name!r}{hint}"
         else:
             problem = _check_params(what, schema.params, op.call.params)
             if problem:
@@ -132,10 +134,12 @@ def _check_resources(flow: Flow, registry: Registry) -> Iterator[str]:
     for decl in flow.resources:
         what = f"resource {decl.name!r} (type {decl.resource_type})"
         schema = registry.get(decl.resource_type)
-        if schema is None:
-            yield f"resource {decl.name!r}: unknown resource type {decl.resource_type!r}"
+        specs = schema.params if schema is not None else decl.schema
+        if schema is None and not specs:
+            hint = did_you_mean(decl.resource_type, [s.name for s in registry.all()])
+            yield f"resource {decl.name!r}: unknown resource type {decl.resource_type!r}{hint}"
         else:
-            problem = _check_params(what, schema.params, decl.params)
+            problem = _check_params(what, specs, decl.params)
             if problem:
                 yield problem
         yield from _check_json(what, decl.params)

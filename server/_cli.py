@@ -11,6 +11,8 @@ import argparse
 import logging
 import sys
 
+from pineapple.plugins import add_plugin_argument
+
 from ._build import BuildError
 from ._config import Config
 from ._run import check, run
@@ -28,13 +30,7 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
-    parser.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first (it registers resource/operator types); repeatable",
-    )
+    add_plugin_argument(parser)
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
     parser.add_argument(
@@ -74,7 +70,7 @@ def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    add_plugin_argument(parser)
     parser.set_defaults(func=check_command)
 
 
