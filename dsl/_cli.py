@@ -54,7 +54,9 @@ def add_compile_command(subparsers: argparse._SubParsersAction[argparse.Argument
         description="Compile FLOW.py, which defines `flow` (a dsl.Flow or a function "
         "returning one), to the unified JSON config.",
     )
-    parser.add_argument("flow", type=Path, metavar="FLOW.py")
+    parser.add_argument(
+        "flow", type=Path, metavar="FLOW.py", help="the Python file that defines the flow"
+    )
     parser.add_argument(
         "-o",
         "--output",

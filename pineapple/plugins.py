@@ -100,5 +100,5 @@ def add_plugin_argument(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="MODULE|FILE.py",
         help="import a module by name (the current directory is searched too) or a .py file "
-        "first; it registers resource/operator types. Repeatable (default: none)",
+        "first; it registers resource/operator types; repeatable",
     )

@@ -31,13 +31,23 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
     add_plugin_argument(parser)
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="refuse /execute bodies larger than this with 413",
+    )
     parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="log level of the server and its access log",
+    )
     parser.set_defaults(func=serve_command)
 
 
