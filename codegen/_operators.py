@@ -78,7 +78,7 @@ def _call(type_name: str, params: Sequence[Param]) -> Group:
     values = Group("{", [(f"{string(p.key)}: ", p.arg) for p in params], "}")
     items: list[tuple[str, Node]] = [("", string(type_name)), ("", values)]
     items += [(f"{name}=", name) for name, _, _ in METADATA_ARGS]
-    return Group("self._add_operator(", items, ")")
+    return Group("self._record(", [("", Group("make_call(", items, ")"))], ")")
 
 
 def render_operators(schemas: Sequence[OperatorSchema], *, flow_class: bool = False) -> str:
@@ -99,7 +99,8 @@ def render_operators(schemas: Sequence[OperatorSchema], *, flow_class: bool = Fa
         out.append("from typing import Any, Self\n\n")
     if flow_class:
         out.append("from dsl import Flow as _Flow\n")
-    out.append("from dsl._recorder import OperatorRecorder\n\n")
+    recorder = "OperatorRecorder, make_call" if methods else "OperatorRecorder"
+    out.append(f"from dsl._recorder import {recorder}\n\n")
     names = '"Flow", "OperatorMethods"' if flow_class else '"OperatorMethods"'
     out.append(f"__all__ = [{names}]\n\n\n")
     out.append("class OperatorMethods(OperatorRecorder):\n")

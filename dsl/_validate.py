@@ -11,7 +11,7 @@ from pineapple import ConfigError, ParamSpec
 from pineapple._params import validate_params
 from pineapple._suggest import did_you_mean
 from pineapple.engine import OperatorRegistry
-from pineapple.resource import Registry
+from pineapple.resource import Registry, resource_names
 
 from ._errors import ValidationError
 
@@ -24,19 +24,6 @@ __all__ = ["TEMPLATE_MARKER", "check_flow"]
 TEMPLATE_MARKER = re.compile(r"\{\{(\w+)\}\}")
 """A ``{{field}}`` marker: the param takes the request's common field per request."""
 _BARE_MARKER = re.compile(r"^\{\{(\w+)\}\}$")
-
-
-def _resource_names(value: Any) -> Iterator[str]:
-    """Every ``resource_name`` string at any depth of a params value."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if key == "resource_name" and isinstance(item, str):
-                yield item
-            else:
-                yield from _resource_names(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _resource_names(item)
 
 
 def _deferred(spec: ParamSpec, value: Any) -> bool:
@@ -122,7 +109,7 @@ def _check_resource_refs(flow: Flow, compiled: list[CompiledOperator]) -> Iterat
     declared = sorted(decl.name for decl in flow.resources)
     listing = ", ".join(repr(n) for n in declared) or "none"
     for op in compiled:
-        for name in dict.fromkeys(_resource_names(op.call.params)):
+        for name in dict.fromkeys(resource_names(op.call.params)):
             if name not in declared:
                 yield (
                     f"operator {op.name!r} needs resource {name!r}, which the flow does not "
