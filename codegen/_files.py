@@ -9,13 +9,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pineapple.engine import OperatorSchema, all_operator_schemas
+from pineapple.plugins import PluginError, import_plugins
 from pineapple.resource import ResourceSchema, all_schemas
 
 from ._errors import CodegenError
 from ._operators import render_operators
 from ._resources import render_resources
 
-__all__ = ["default_target", "render_all", "stale_files", "write_files"]
+__all__ = ["default_target", "render_all", "render_plugins", "stale_files", "write_files"]
 
 
 def default_target() -> Path:
@@ -29,14 +30,36 @@ def default_target() -> Path:
 def render_all(
     resources: Sequence[ResourceSchema] | None = None,
     operators: Sequence[OperatorSchema] | None = None,
+    *,
+    flow_class: bool = False,
 ) -> dict[str, str]:
-    """``file name -> text`` of every generated file (default: the process-wide registries)."""
+    """``file name -> text`` of every generated file (default: the process-wide registries).
+
+    ``flow_class``: also define ``Flow`` in ``operators.py`` (a plugin's own files).
+    """
     return {
         "resources.py": render_resources(all_schemas() if resources is None else resources),
         "operators.py": render_operators(
-            all_operator_schemas() if operators is None else operators
+            all_operator_schemas() if operators is None else operators, flow_class=flow_class
         ),
     }
+
+
+def render_plugins(specs: Sequence[str]) -> dict[str, str]:
+    """The generated files of only the types that importing the plugins ``specs`` registers."""
+    known_resources = {s.name for s in all_schemas()}
+    known_operators = {s.name for s in all_operator_schemas()}
+    try:
+        import_plugins(specs)
+    except PluginError as exc:
+        raise CodegenError(str(exc)) from None
+    resources = [s for s in all_schemas() if s.name not in known_resources]
+    operators = [s for s in all_operator_schemas() if s.name not in known_operators]
+    if not resources and not operators:
+        raise CodegenError(
+            f"the plugin(s) {', '.join(specs)} registered no new resource or operator type"
+        )
+    return render_all(resources, operators, flow_class=True)
 
 
 def stale_files(target: Path, files: Mapping[str, str]) -> list[str]:

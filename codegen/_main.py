@@ -1,13 +1,16 @@
-"""``python -m codegen [--check] [--out DIR]``."""
+"""``python -m codegen [--check] [--out DIR] [--plugin MODULE|FILE.py]...``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from pineapple.plugins import add_plugin_argument
+
 from ._errors import CodegenError
-from ._files import default_target, render_all, stale_files, write_files
+from ._files import default_target, render_all, render_plugins, stale_files, write_files
 
 __all__ = ["add_arguments", "add_codegen_command", "main", "run"]
 
@@ -23,15 +26,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         default=None,
-        help="directory to write into (default: dsl/generated of the dsl package)",
+        help="directory to write into (default: dsl/generated of the dsl package; "
+        "required with --plugin)",
     )
+    add_plugin_argument(parser)
 
 
-def run(check: bool = False, out: Path | None = None) -> int:
-    """Generate (or with ``check`` verify) the DSL files; returns the exit code."""
-    target = out or default_target()
+def run(check: bool = False, out: Path | None = None, plugins: Sequence[str] = ()) -> int:
+    """Generate (or with ``check`` verify) the DSL files; returns the exit code.
+
+    With ``plugins``, only the types those plugins register are written, into
+    ``out`` (the plugin's own package), and ``operators.py`` also defines ``Flow``.
+    """
+    if plugins and out is None:
+        print("codegen: error: --plugin needs --out DIR (a folder of your own)", file=sys.stderr)
+        return 2
     try:
-        files = render_all()
+        target = out or default_target()
+        files = render_plugins(plugins) if plugins else render_all()
     except CodegenError as exc:
         print(f"codegen: error: {exc}", file=sys.stderr)
         return 1
@@ -54,7 +66,7 @@ def add_codegen_command(subparsers: argparse._SubParsersAction[argparse.Argument
         "and operator registries (built-ins and entry-point plugins).",
     )
     add_arguments(parser)
-    parser.set_defaults(func=lambda args: run(check=args.check, out=args.out))
+    parser.set_defaults(func=lambda args: run(check=args.check, out=args.out, plugins=args.plugin))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,4 +77,4 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
-    return run(check=args.check, out=args.out)
+    return run(check=args.check, out=args.out, plugins=args.plugin)

@@ -78,11 +78,15 @@ def _call(type_name: str, params: Sequence[Param]) -> Group:
     values = Group("{", [(f"{string(p.key)}: ", p.arg) for p in params], "}")
     items: list[tuple[str, Node]] = [("", string(type_name)), ("", values)]
     items += [(f"{name}=", name) for name, _, _ in METADATA_ARGS]
-    return Group("self._add_operator(", items, ")")
+    return Group("self._record(", [("", Group("make_call(", items, ")"))], ")")
 
 
-def render_operators(schemas: Sequence[OperatorSchema]) -> str:
-    """The text of ``dsl/generated/operators.py`` for ``schemas`` (sorted by type name)."""
+def render_operators(schemas: Sequence[OperatorSchema], *, flow_class: bool = False) -> str:
+    """The text of ``dsl/generated/operators.py`` for ``schemas`` (sorted by type name).
+
+    With ``flow_class`` (a plugin's own file) it also defines ``Flow``: ``dsl.Flow``
+    plus these methods, so a plugin's user writes ``from mypkg.operators import Flow``.
+    """
     ordered = sorted(schemas, key=lambda s: s.name)
     methods = [_method(schema) for schema in ordered]
     out = [
@@ -93,12 +97,19 @@ def render_operators(schemas: Sequence[OperatorSchema]) -> str:
     if methods:
         out.append("from collections.abc import Mapping, Sequence\n")
         out.append("from typing import Any, Self\n\n")
-    out.append("from dsl._recorder import OperatorRecorder\n\n")
-    out.append('__all__ = ["OperatorMethods"]\n\n\n')
+    if flow_class:
+        out.append("from dsl import Flow as _Flow\n")
+    recorder = "OperatorRecorder, make_call" if methods else "OperatorRecorder"
+    out.append(f"from dsl._recorder import {recorder}\n\n")
+    names = '"Flow", "OperatorMethods"' if flow_class else '"OperatorMethods"'
+    out.append(f"__all__ = [{names}]\n\n\n")
     out.append("class OperatorMethods(OperatorRecorder):\n")
     out.append(
         docstring(["One typed method per registered operator type; ``Flow`` inherits it."], 1)
     )
     for text in methods:
         out.append("\n" + text)
+    if flow_class:
+        out.append("\n\nclass Flow(OperatorMethods, _Flow):\n")
+        out.append(docstring(["``dsl.Flow`` with the typed methods above."], 1))
     return "".join(out)

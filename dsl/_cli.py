@@ -8,6 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pineapple.plugins import PluginError, add_plugin_argument, import_plugins
+
 from ._compile import compile_json
 from ._errors import ValidationError
 from ._load import load_flow
@@ -18,8 +20,9 @@ __all__ = ["add_compile_command", "run_compile"]
 def run_compile(args: argparse.Namespace) -> int:
     """Compile ``args.flow``; write ``args.output`` (or stdout). 0 ok, 1 on a flow error."""
     try:
+        import_plugins(args.plugin)
         text = compile_json(load_flow(args.flow, args.attr))
-    except ValidationError as exc:
+    except (ValidationError, PluginError) as exc:
         print(f"pineapple compile: error: {exc}", file=sys.stderr)
         return 1
     if args.output is None or str(args.output) == "-":
@@ -51,7 +54,9 @@ def add_compile_command(subparsers: argparse._SubParsersAction[argparse.Argument
         description="Compile FLOW.py, which defines `flow` (a dsl.Flow or a function "
         "returning one), to the unified JSON config.",
     )
-    parser.add_argument("flow", type=Path, metavar="FLOW.py")
+    parser.add_argument(
+        "flow", type=Path, metavar="FLOW.py", help="the Python file that defines the flow"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -63,4 +68,5 @@ def add_compile_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser.add_argument(
         "--attr", default="flow", help="the name the flow has in the file (default: flow)"
     )
+    add_plugin_argument(parser)
     parser.set_defaults(func=run_compile)

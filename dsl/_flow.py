@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from dataclasses import dataclass, field
+from typing import Any, Self, Unpack
+
+from pineapple import ParamSpec
 
 from ._branch import BranchCall, BranchScope, SkipField
 from ._errors import ValidationError
-from ._recorder import OperatorCall, make_call
+from ._recorder import CallKeywords, OperatorCall, field_list, make_call
 from ._resource import BaseResource
 from .generated.operators import OperatorMethods
 
@@ -31,6 +32,8 @@ class ResourceDecl:
     resource_type: str
     interval: int | float
     params: Mapping[str, Any]
+    schema: Mapping[str, ParamSpec] = field(default_factory=dict)
+    """The declaring class's own params schema (used when the type is not registered)."""
 
 
 @dataclass(frozen=True)
@@ -72,32 +75,7 @@ class _Node(OperatorMethods):
         """A message for each ``if_`` block not closed yet (empty when balanced)."""
         return self._scope.unclosed()
 
-    def _add_operator(
-        self,
-        type_name: str,
-        params: Mapping[str, Any],
-        *,
-        name: str | None = None,
-        sources: Sequence[str] | None = None,
-        common_input: Sequence[str] | None = None,
-        common_output: Sequence[str] | None = None,
-        item_input: Sequence[str] | None = None,
-        item_output: Sequence[str] | None = None,
-        common_defaults: Mapping[str, Any] | None = None,
-        item_defaults: Mapping[str, Any] | None = None,
-    ) -> Self:
-        call = make_call(
-            type_name,
-            params,
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
-        )
+    def _record(self, call: OperatorCall) -> Self:
         self._scope.settle()
         call.skip = list(self._scope.guards())
         self._children.append(call)
@@ -108,15 +86,7 @@ class _Node(OperatorMethods):
         self,
         type_name: str,
         params: Mapping[str, Any] | None = None,
-        *,
-        name: str | None = None,
-        sources: Sequence[str] | None = None,
-        common_input: Sequence[str] | None = None,
-        common_output: Sequence[str] | None = None,
-        item_input: Sequence[str] | None = None,
-        item_output: Sequence[str] | None = None,
-        common_defaults: Mapping[str, Any] | None = None,
-        item_defaults: Mapping[str, Any] | None = None,
+        **keywords: Unpack[CallKeywords],
     ) -> Self:
         """Add an operator of type ``type_name`` by name (untyped; checked at compile).
 
@@ -127,18 +97,7 @@ class _Node(OperatorMethods):
         """
         if not isinstance(type_name, str) or not type_name:
             raise ValidationError("add_operator: type_name must be a non-empty string")
-        return self._add_operator(
-            type_name,
-            params or {},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
-        )
+        return self._record(make_call(type_name, params or {}, **keywords))
 
     def add_subflow(self, sub_flow: SubFlow) -> Self:
         """Place ``sub_flow`` here (a ``pipeline_map`` entry named by its path)."""
@@ -231,12 +190,7 @@ class _Node(OperatorMethods):
         self._scope.enter()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, *rest: object) -> None:
         """End the branch; a following ``with flow.elif_``/``else_`` continues the block."""
         if exc_type is None:
             self._scope.exit()
@@ -275,10 +229,10 @@ class Flow(_Node):
     ) -> None:
         super().__init__(name)
         what = f"flow {name!r}"
-        self.common_input = _contract(what, "common_input", common_input)
-        self.item_input = _contract(what, "item_input", item_input)
-        self.common_output = _contract(what, "common_output", common_output)
-        self.item_output = _contract(what, "item_output", item_output)
+        self.common_input = field_list(what, "common_input", common_input)
+        self.item_input = field_list(what, "item_input", item_input)
+        self.common_output = field_list(what, "common_output", common_output)
+        self.item_output = field_list(what, "item_output", item_output)
         self._resources: dict[str, ResourceDecl] = {}
 
     @property
@@ -300,6 +254,7 @@ class Flow(_Node):
             resource_type=res.resource_type,
             interval=res.interval,
             params=dict(res.params),
+            schema=res.schema,
         )
         return self
 
@@ -308,11 +263,3 @@ class Flow(_Node):
         from ._compile import compile_json
 
         return compile_json(self)
-
-
-def _contract(what: str, key: str, value: Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-        raise ValidationError(f"{what}: {key} must be a list of field names")
-    return list(value)

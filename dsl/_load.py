@@ -44,6 +44,10 @@ def _import(path: Path) -> object:
     return module
 
 
+def _article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
+
+
 def load_flow(path: str | Path, attr: str = "flow") -> Flow:
     """The ``Flow`` that the file at ``path`` defines as ``attr``.
 
@@ -62,7 +66,8 @@ def load_flow(path: str | Path, attr: str = "flow") -> Flow:
         value = value()
     if not isinstance(value, Flow):
         raise FlowLoadError(
-            f"{path}: {attr!r} is a {type(value).__name__}, not a dsl.Flow "
+            f"{path}: {attr!r} is {_article(type(value).__name__)} {type(value).__name__}, "
+            "not a dsl.Flow "
             "(or a function returning one)"
         )
     return value

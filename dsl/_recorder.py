@@ -1,9 +1,10 @@
 """What an operator call records, and the base class the generated methods build on.
 
 ``dsl.generated.operators.OperatorMethods`` (written by ``python -m codegen``)
-subclasses :class:`OperatorRecorder`; each generated method forwards its typed
-params and the metadata keywords to :meth:`OperatorRecorder._add_operator`,
-which ``Flow`` and ``SubFlow`` implement.
+subclasses :class:`OperatorRecorder`; each generated method builds an
+:class:`OperatorCall` from its typed params and the metadata keywords
+(:func:`make_call`) and hands it to :meth:`OperatorRecorder._record`, which
+``Flow`` and ``SubFlow`` implement.
 """
 
 from __future__ import annotations
@@ -11,12 +12,19 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypedDict, Unpack
 
 from ._branch import SkipField
 from ._errors import ValidationError
 
-__all__ = ["METADATA_KEYWORDS", "OperatorCall", "OperatorRecorder"]
+__all__ = [
+    "METADATA_KEYWORDS",
+    "CallKeywords",
+    "OperatorCall",
+    "OperatorRecorder",
+    "field_list",
+    "make_call",
+]
 
 METADATA_KEYWORDS: tuple[str, ...] = (
     "name",
@@ -52,7 +60,21 @@ class OperatorCall:
     skip: list[SkipField] = field(default_factory=list)
 
 
-def _fields(what: str, key: str, value: Sequence[str] | None) -> list[str]:
+class CallKeywords(TypedDict, total=False):
+    """The keywords every operator method takes besides the operator's own params."""
+
+    name: str | None
+    sources: Sequence[str] | None
+    common_input: Sequence[str] | None
+    common_output: Sequence[str] | None
+    item_input: Sequence[str] | None
+    item_output: Sequence[str] | None
+    common_defaults: Mapping[str, Any] | None
+    item_defaults: Mapping[str, Any] | None
+
+
+def field_list(what: str, key: str, value: Sequence[str] | None) -> list[str]:
+    """``value`` as a list of field names (``None``: empty); a str or non-str item is refused."""
     if value is None:
         return []
     if isinstance(value, str) or not all(isinstance(v, str) for v in value):
@@ -61,31 +83,28 @@ def _fields(what: str, key: str, value: Sequence[str] | None) -> list[str]:
 
 
 def make_call(
-    type_name: str,
-    params: Mapping[str, Any],
-    *,
-    name: str | None,
-    sources: Sequence[str] | None,
-    common_input: Sequence[str] | None,
-    common_output: Sequence[str] | None,
-    item_input: Sequence[str] | None,
-    item_output: Sequence[str] | None,
-    common_defaults: Mapping[str, Any] | None,
-    item_defaults: Mapping[str, Any] | None,
+    type_name: str, params: Mapping[str, Any], **keywords: Unpack[CallKeywords]
 ) -> OperatorCall:
     """An :class:`OperatorCall` from the keywords of an operator method (checked shapes)."""
+    unknown = sorted(set(keywords) - set(METADATA_KEYWORDS))
+    name = keywords.get("name")
     what = f"operator {name or type_name!r}"
+    if unknown:
+        raise ValidationError(f"{what}: unknown keyword(s) {unknown}")
     if name is not None and (not isinstance(name, str) or not name):
         raise ValidationError(f"{what}: name must be a non-empty string")
+    sources = keywords.get("sources")
+    common_defaults = keywords.get("common_defaults")
+    item_defaults = keywords.get("item_defaults")
     return OperatorCall(
         type_name=type_name,
         params={k: v for k, v in params.items() if v is not None},
         name=name,
-        sources=None if sources is None else _fields(what, "sources", sources),
-        common_input=_fields(what, "common_input", common_input),
-        common_output=_fields(what, "common_output", common_output),
-        item_input=_fields(what, "item_input", item_input),
-        item_output=_fields(what, "item_output", item_output),
+        sources=None if sources is None else field_list(what, "sources", sources),
+        common_input=field_list(what, "common_input", keywords.get("common_input")),
+        common_output=field_list(what, "common_output", keywords.get("common_output")),
+        item_input=field_list(what, "item_input", keywords.get("item_input")),
+        item_output=field_list(what, "item_output", keywords.get("item_output")),
         common_defaults=None if common_defaults is None else dict(common_defaults),
         item_defaults=None if item_defaults is None else dict(item_defaults),
     )
@@ -95,18 +114,5 @@ class OperatorRecorder(abc.ABC):
     """Records operator calls; the base of the generated ``OperatorMethods``."""
 
     @abc.abstractmethod
-    def _add_operator(
-        self,
-        type_name: str,
-        params: Mapping[str, Any],
-        *,
-        name: str | None = None,
-        sources: Sequence[str] | None = None,
-        common_input: Sequence[str] | None = None,
-        common_output: Sequence[str] | None = None,
-        item_input: Sequence[str] | None = None,
-        item_output: Sequence[str] | None = None,
-        common_defaults: Mapping[str, Any] | None = None,
-        item_defaults: Mapping[str, Any] | None = None,
-    ) -> Self:
-        """Record one call of operator type ``type_name``; returns ``self`` for chaining."""
+    def _record(self, call: OperatorCall) -> Self:
+        """Record one operator call (built by :func:`make_call`); returns ``self``."""

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from pineapple import ConfigError, ParamSpec
 from pineapple._params import validate_params
+from pineapple._suggest import did_you_mean
 from pineapple.engine import OperatorRegistry
-from pineapple.resource import Registry
+from pineapple.resource import Registry, resource_names
 
 from ._errors import ValidationError
 
@@ -23,19 +24,6 @@ __all__ = ["TEMPLATE_MARKER", "check_flow"]
 TEMPLATE_MARKER = re.compile(r"\{\{(\w+)\}\}")
 """A ``{{field}}`` marker: the param takes the request's common field per request."""
 _BARE_MARKER = re.compile(r"^\{\{(\w+)\}\}$")
-
-
-def _resource_names(value: Any) -> Iterator[str]:
-    """Every ``resource_name`` string at any depth of a params value."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if key == "resource_name" and isinstance(item, str):
-                yield item
-            else:
-                yield from _resource_names(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _resource_names(item)
 
 
 def _deferred(spec: ParamSpec, value: Any) -> bool:
@@ -91,7 +79,8 @@ def _check_operators(
         what = f"operator {op.name!r} (type {op.call.type_name})"
         schema = registry.get(op.call.type_name)
         if schema is None:
-            yield f"operator {op.name!r}: unknown operator type {op.call.type_name!r}"
+            hint = did_you_mean(op.call.type_name, [s.name for s in registry.all()])
+            yield f"operator {op.name!r}: unknown operator type {op.call.type_name!r}{hint}"
         else:
             problem = _check_params(what, schema.params, op.call.params)
             if problem:
@@ -120,7 +109,7 @@ def _check_resource_refs(flow: Flow, compiled: list[CompiledOperator]) -> Iterat
     declared = sorted(decl.name for decl in flow.resources)
     listing = ", ".join(repr(n) for n in declared) or "none"
     for op in compiled:
-        for name in dict.fromkeys(_resource_names(op.call.params)):
+        for name in dict.fromkeys(resource_names(op.call.params)):
             if name not in declared:
                 yield (
                     f"operator {op.name!r} needs resource {name!r}, which the flow does not "
@@ -132,10 +121,12 @@ def _check_resources(flow: Flow, registry: Registry) -> Iterator[str]:
     for decl in flow.resources:
         what = f"resource {decl.name!r} (type {decl.resource_type})"
         schema = registry.get(decl.resource_type)
-        if schema is None:
-            yield f"resource {decl.name!r}: unknown resource type {decl.resource_type!r}"
+        specs = schema.params if schema is not None else decl.schema
+        if schema is None and not specs:
+            hint = did_you_mean(decl.resource_type, [s.name for s in registry.all()])
+            yield f"resource {decl.name!r}: unknown resource type {decl.resource_type!r}{hint}"
         else:
-            problem = _check_params(what, schema.params, decl.params)
+            problem = _check_params(what, specs, decl.params)
             if problem:
                 yield problem
         yield from _check_json(what, decl.params)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pydantic
 
 from ._errors import ConfigError
+from ._suggest import did_you_mean
 
 __all__ = ["PARAM_TYPES", "ParamSpec", "ParamType", "validate_params"]
 
@@ -84,7 +85,7 @@ def _problems(specs: Mapping[str, ParamSpec], errors: list[Any]) -> str:
         if kind == "missing":
             seen[name] = f"parameter {name!r} is required"
         elif kind == "extra_forbidden":
-            seen[name] = f"unknown parameter {name!r}"
+            seen[name] = f"unknown parameter {name!r}{did_you_mean(name, specs)}"
         elif name in specs:
             # Never echo the input value: it may be a secret.
             seen[name] = f"parameter {name!r} must be of type {specs[name].type}"

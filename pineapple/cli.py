@@ -34,11 +34,16 @@ def add_dsl_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
+    """The argument parser with every subcommand (each option's help shows its default)."""
+    from pineapple import __version__
+
     parser = argparse.ArgumentParser(prog="pineapple")
+    parser.add_argument("--version", action="version", version=f"pineapple {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_server_commands(subparsers)
     add_dsl_commands(subparsers)
+    for sub in subparsers.choices.values():
+        sub.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     return parser
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from pineapple import ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import Fetcher, redact, redact_value
+from pineapple.resource import NOT_MODIFIED, Fetcher, redact, redact_value
 
 from ._printing import deep_sizeof, human_bytes, json_preview, shape_of
 
-__all__ = ["STATIC_SCHEMA", "StaticPrinter", "static_fetcher"]
+__all__ = ["STATIC_SCHEMA", "StaticFetcher", "StaticPrinter", "static_fetcher"]
 
 
 class StaticPrinter:
@@ -38,10 +38,31 @@ STATIC_SCHEMA = ResourceSchema(
 )
 
 
+class StaticFetcher:
+    """Returns the configured value once, then ``NOT_MODIFIED``: it cannot change.
+
+    A new value only comes with a config entry that differs, which builds a new
+    fetcher. ``carry_over`` (a reload that keeps the entry) marks the value as
+    already served, so a refresh after the reload is ``not_modified`` too.
+    """
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+        self._served = False
+
+    def __call__(self) -> Any:
+        if self._served:
+            return NOT_MODIFIED
+        self._served = True
+        return self._value
+
+    def carry_over(self, value: Any) -> None:
+        self._served = True
+
+
 def static_fetcher(params: dict[str, Any]) -> Fetcher:
-    """The fetcher of a ``static`` resource: returns ``params['value']`` itself."""
-    value = params["value"]
-    return lambda: value
+    """The fetcher of a ``static`` resource: ``params['value']``, then ``NOT_MODIFIED``."""
+    return StaticFetcher(params["value"])
 
 
 register_resource(STATIC_SCHEMA, static_fetcher)

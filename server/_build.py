@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -18,7 +17,7 @@ from typing import Any, Literal, cast
 
 import orjson
 
-from pineapple import PineappleError, resource
+from pineapple import PineappleError, plugins, resource
 from pineapple.engine import Engine, respond
 
 from ._config import Config, EngineFactory, EngineLike, Responder
@@ -48,13 +47,12 @@ class BuildError(PineappleError):
         self.reason = message
 
 
-def import_plugins(modules: Iterable[str]) -> None:
-    """Import each module (it registers resource/operator types at import time)."""
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:
-            raise BuildError("plugins", f"cannot import plugin {name!r}: {exc}") from None
+def import_plugins(specs: Iterable[str]) -> None:
+    """Import each plugin, a module name or a ``.py`` path (see :mod:`pineapple.plugins`)."""
+    try:
+        plugins.import_plugins(specs)
+    except plugins.PluginError as exc:
+        raise BuildError("plugins", str(exc)) from None
 
 
 def read_config_file(path: Path) -> bytes:

@@ -11,6 +11,8 @@ import argparse
 import logging
 import sys
 
+from pineapple.plugins import add_plugin_argument
+
 from ._build import BuildError
 from ._config import Config
 from ._run import check, run
@@ -28,15 +30,14 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
+    add_plugin_argument(parser)
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first (it registers resource/operator types); repeatable",
+        "--max-body-bytes",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="refuse /execute bodies larger than this with 413",
     )
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
     parser.add_argument(
         "--request-timeout-ms",
         type=int,
@@ -59,7 +60,12 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="log level of the server and its access log",
+    )
     parser.set_defaults(func=serve_command)
 
 
@@ -99,7 +105,7 @@ def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    add_plugin_argument(parser)
     parser.set_defaults(func=check_command)
 
 

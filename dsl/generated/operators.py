@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
-from dsl._recorder import OperatorRecorder
+from dsl._recorder import OperatorRecorder, make_call
 
 __all__ = ["OperatorMethods"]
 
@@ -42,17 +42,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "filter_condition",
-            {"value": value},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "filter_condition",
+                {"value": value},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def filter_paginate(
@@ -81,17 +83,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "filter_paginate",
-            {},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "filter_paginate",
+                {},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def filter_truncate(
@@ -123,17 +127,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "filter_truncate",
-            {"top_n": top_n},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "filter_truncate",
+                {"top_n": top_n},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def merge_dedup(
@@ -164,17 +170,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "merge_dedup",
-            {"strategy": strategy},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "merge_dedup",
+                {"strategy": strategy},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def observe_log(
@@ -206,17 +214,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "observe_log",
-            {"log_prefix": log_prefix},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "observe_log",
+                {"log_prefix": log_prefix},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def recall_feed_data(
@@ -261,26 +271,28 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "recall_feed_data",
-            {
-                "resource_name": resource_name,
-                "match": match,
-                "order_by": order_by,
-                "descending": descending,
-                "page_field": page_field,
-                "size_field": size_field,
-                "default_size": default_size,
-                "max_size": max_size,
-            },
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "recall_feed_data",
+                {
+                    "resource_name": resource_name,
+                    "match": match,
+                    "order_by": order_by,
+                    "descending": descending,
+                    "page_field": page_field,
+                    "size_field": size_field,
+                    "default_size": default_size,
+                    "max_size": max_size,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def recall_resource(
@@ -311,17 +323,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "recall_resource",
-            {"resource_name": resource_name},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "recall_resource",
+                {"resource_name": resource_name},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def recall_static(
@@ -354,17 +368,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "recall_static",
-            {"items": items, "set_common": set_common},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "recall_static",
+                {"items": items, "set_common": set_common},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def reorder_shuffle_by_salt(
@@ -393,17 +409,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "reorder_shuffle_by_salt",
-            {},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "reorder_shuffle_by_salt",
+                {},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def reorder_sort(
@@ -434,17 +452,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "reorder_sort",
-            {"order": order},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "reorder_sort",
+                {"order": order},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def reorder_topn_boost(
@@ -478,17 +498,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "reorder_topn_boost",
-            {"size": size, "bench_profile": bench_profile},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "reorder_topn_boost",
+                {"size": size, "bench_profile": bench_profile},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_bench_cpu(
@@ -519,17 +541,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_bench_cpu",
-            {"iterations": iterations},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_bench_cpu",
+                {"iterations": iterations},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_by_lua(
@@ -564,21 +588,23 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_by_lua",
-            {
-                "lua_script": lua_script,
-                "function_for_item": function_for_item,
-                "function_for_common": function_for_common,
-            },
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_by_lua",
+                {
+                    "lua_script": lua_script,
+                    "function_for_item": function_for_item,
+                    "function_for_common": function_for_common,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_copy(
@@ -610,17 +636,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_copy",
-            {"direction": direction},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_copy",
+                {"direction": direction},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_dispatch(
@@ -649,17 +677,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_dispatch",
-            {},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_dispatch",
+                {},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_normalize(
@@ -690,17 +720,19 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_normalize",
-            {"method": method},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_normalize",
+                {"method": method},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_redis_get(
@@ -742,22 +774,24 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_redis_get",
-            {
-                "resource_name": resource_name,
-                "key_prefix": key_prefix,
-                "data_type": data_type,
-                "fail_on_error": fail_on_error,
-            },
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_redis_get",
+                {
+                    "resource_name": resource_name,
+                    "key_prefix": key_prefix,
+                    "data_type": data_type,
+                    "fail_on_error": fail_on_error,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_redis_set(
@@ -801,23 +835,25 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_redis_set",
-            {
-                "resource_name": resource_name,
-                "key_prefix": key_prefix,
-                "data_type": data_type,
-                "ttl": ttl,
-                "fail_on_error": fail_on_error,
-            },
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_redis_set",
+                {
+                    "resource_name": resource_name,
+                    "key_prefix": key_prefix,
+                    "data_type": data_type,
+                    "ttl": ttl,
+                    "fail_on_error": fail_on_error,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_redis_zrangebyscore(
@@ -864,25 +900,27 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_redis_zrangebyscore",
-            {
-                "resource_name": resource_name,
-                "key_prefix": key_prefix,
-                "window_seconds": window_seconds,
-                "fail_on_error": fail_on_error,
-                "redis_addr": redis_addr,
-                "redis_password": redis_password,
-                "bench_profile": bench_profile,
-            },
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_redis_zrangebyscore",
+                {
+                    "resource_name": resource_name,
+                    "key_prefix": key_prefix,
+                    "window_seconds": window_seconds,
+                    "fail_on_error": fail_on_error,
+                    "redis_addr": redis_addr,
+                    "redis_password": redis_password,
+                    "bench_profile": bench_profile,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_resource_lookup(
@@ -920,22 +958,24 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_resource_lookup",
-            {
-                "resource_name": resource_name,
-                "lookup_key": lookup_key,
-                "output_field": output_field,
-                "default_value": default_value,
-            },
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_resource_lookup",
+                {
+                    "resource_name": resource_name,
+                    "lookup_key": lookup_key,
+                    "output_field": output_field,
+                    "default_value": default_value,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )
 
     def transform_size(
@@ -964,15 +1004,17 @@ class OperatorMethods(OperatorRecorder):
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
         """
-        return self._add_operator(
-            "transform_size",
-            {},
-            name=name,
-            sources=sources,
-            common_input=common_input,
-            common_output=common_output,
-            item_input=item_input,
-            item_output=item_output,
-            common_defaults=common_defaults,
-            item_defaults=item_defaults,
+        return self._record(
+            make_call(
+                "transform_size",
+                {},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+            ),
         )

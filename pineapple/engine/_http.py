@@ -90,7 +90,14 @@ def _parse(body: bytes, max_items: int | None) -> dict[str, Any] | str:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return str(exc) if body.strip() else "EOF"
+        if not body.strip():
+            return "EOF"
+        # orjson's own words ("invalid literal, expected 'null'") read like a
+        # parser internal: say plainly what is wrong and where.
+        return (
+            f"the body is not valid JSON (at line {exc.lineno}, column {exc.colno}, "
+            f"byte {exc.pos}): {exc.msg}"
+        )
     if not isinstance(data, dict):
         return (
             f"json: cannot unmarshal {_go_kind(data)} into Go value of type server.executeRequest"

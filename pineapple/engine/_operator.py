@@ -86,6 +86,7 @@ from typing import Any, ClassVar
 
 from .._context import Context
 from .._errors import RegistryError
+from .._suggest import did_you_mean
 from ._io import OperatorInput, OperatorOutput
 from ._schema import OperatorRegistry, OperatorSchema, default_operator_registry
 
@@ -187,7 +188,7 @@ def check_params(schema: OperatorSchema, raw: Mapping[str, Any]) -> dict[str, An
         if key not in schema.params:
             raise RegistryError(
                 f"pine: registry error [{schema.name}]: unknown parameter "
-                f'"{key}" for operator "{schema.name}"'
+                f'"{key}" for operator "{schema.name}"{did_you_mean(key, schema.params)}'
             )
     return params
 
@@ -209,7 +210,11 @@ def build_operator(
     schema = reg.get(type_name)
     factory = reg.factory(type_name)
     if schema is None or factory is None:
-        raise RegistryError(f"pine: registry error [{type_name}]: operator type not registered")
+        entry = f' in operator "{name}"' if name else ""
+        hint = did_you_mean(type_name, [s.name for s in reg.all()])
+        raise RegistryError(
+            f"pine: registry error [{type_name}]: operator type not registered{entry}{hint}"
+        )
     checked = check_params(schema, params or {})
     try:
         op = factory(checked)

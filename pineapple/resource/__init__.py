@@ -18,6 +18,7 @@ from ._config import interpolate_env as interpolate_env
 from ._config import parse_resource_config as parse_resource_config
 from ._config import read_root_config as read_root_config
 from ._deps import referenced_resources as referenced_resources
+from ._deps import resource_names as resource_names
 from ._deps import validate_resource_deps as validate_resource_deps
 from ._manager import NOT_MODIFIED as NOT_MODIFIED
 from ._manager import Manager as Manager
@@ -89,6 +90,7 @@ __all__ = [
     "redact_value",
     "referenced_resources",
     "register_resource",
+    "resource_names",
     "secrets_of",
     "validate_resource_deps",
     "with_resources",

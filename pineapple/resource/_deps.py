@@ -8,23 +8,28 @@ from typing import Any, Protocol
 from .._errors import ConfigError, MissingResourceError
 from ._config import read_root_config
 
-__all__ = ["referenced_resources", "validate_resource_deps"]
+__all__ = ["referenced_resources", "resource_names", "validate_resource_deps"]
 
 
 class _HasNames(Protocol):
     def names(self) -> list[str]: ...
 
 
-def _walk(value: Any) -> Iterator[str]:
+def resource_names(value: Any) -> Iterator[str]:
+    """Every ``resource_name`` string at any depth of an operator's params.
+
+    Bounded by the params' own size: each value is visited once (JSON params
+    have no cycles; the DSL's params are JSON-checked before compile).
+    """
     if isinstance(value, Mapping):
         for key, item in value.items():
             if key == "resource_name" and isinstance(item, str):
                 yield item
             else:
-                yield from _walk(item)
-    elif isinstance(value, list):
+                yield from resource_names(item)
+    elif isinstance(value, list | tuple):
         for item in value:
-            yield from _walk(item)
+            yield from resource_names(item)
 
 
 def referenced_resources(config: bytes | str | Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -36,7 +41,7 @@ def referenced_resources(config: bytes | str | Mapping[str, Any]) -> list[tuple[
     operators = pipeline.get("operators", {})
     if not isinstance(operators, Mapping):
         raise ConfigError("pipeline_config.operators must be an object")
-    found = {(str(op), name) for op, params in operators.items() for name in _walk(params)}
+    found = {(str(op), name) for op, params in operators.items() for name in resource_names(params)}
     return sorted(found)
 
 

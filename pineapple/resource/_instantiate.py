@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .._errors import ConfigError, PineappleError
 from .._params import validate_params
+from .._suggest import did_you_mean
 from ._config import ResourceEntry
 from ._redact import redact, secrets_of
 from ._registry import Fetcher, Printer, Registry
@@ -34,9 +35,10 @@ def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
     schema = registry.get(entry.type)
     factory = registry.factory(entry.type)
     if schema is None or factory is None:
-        known = ", ".join(s.name for s in registry.all()) or "none"
+        names = [s.name for s in registry.all()]
         raise ConfigError(
-            f"resource {entry.name!r}: unknown type {entry.type!r} (registered: {known})"
+            f"resource {entry.name!r}: unknown type {entry.type!r}"
+            f"{did_you_mean(entry.type, names)} (registered: {', '.join(names) or 'none'})"
         )
     params = validate_params(what, schema.params, entry.params)
     interval = entry.interval if entry.interval != 0 else float(schema.default_interval)

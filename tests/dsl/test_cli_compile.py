@@ -44,7 +44,7 @@ def test_load_flow_may_import_modules_beside_it(tmp_path: Path) -> None:
     ("body", "message"),
     [
         ("x = 1\n", "defines no 'flow'"),
-        ("flow = 42\n", "'flow' is a int, not a dsl.Flow"),
+        ("flow = 42\n", "'flow' is an int, not a dsl.Flow"),
         ("def flow():\n    return None\n", "'flow' is a NoneType"),
         ("import nonexistent_module_xyz\n", "ModuleNotFoundError"),
         ("flow = (\n", "SyntaxError"),

@@ -32,7 +32,13 @@ def test_success_bytes() -> None:
 def test_malformed_json_is_400() -> None:
     status, body = respond(_engine(), None, b"{nope")
     assert status == 400
-    assert body.startswith(b'{"error":"invalid request: ')
+    assert body.startswith(b'{"error":"invalid request: the body is not valid JSON (at line 1')
+    # Plain words, not the parser's internals.
+    status, body = respond(_engine(), None, b"nul")
+    assert body == (
+        b'{"error":"invalid request: the body is not valid JSON (at line 1, column 4, '
+        b'byte 3): unexpected end of data"}\n'
+    )
 
 
 def test_wrong_shapes_are_400_with_go_wording() -> None:

@@ -49,3 +49,22 @@ def test_static_printer_masks_passwords_inside_the_value() -> None:
     assert "pw-Static-9" not in text
     assert "pw-Plain-8" not in text
     assert "mysql://app:***@db:3306/x" in text
+
+
+def test_refreshing_a_static_resource_is_not_modified() -> None:
+    rm = Manager()
+    rm.load_from_root_config(_config({"value": {"a": 1}}))
+    rm.start()
+    try:
+        assert rm.refresh("consts") == "not_modified"
+        assert rm.status_of("consts").version == 1
+        # A reload that keeps the entry carries the value over: still not modified.
+        again = Manager()
+        again.load_from_root_config(_config({"value": {"a": 1}}), carry_over=rm)
+        again.start()
+        try:
+            assert again.refresh("consts") == "not_modified"
+        finally:
+            again.stop()
+    finally:
+        rm.stop()
