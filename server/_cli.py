@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from ._admin import parse_trusted_proxies
 from ._build import BuildError
 from ._config import Config
 from ._run import check, run
@@ -41,6 +42,15 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
+    _add_max_config_bytes(parser)
+    parser.add_argument(
+        "--trust-proxy",
+        nargs="+",
+        default=[],
+        metavar="CIDR",
+        help="read X-Forwarded-For only from peers in these networks (default: never; "
+        "admin routes then judge the socket peer)",
+    )
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(func=serve_command)
 
@@ -49,6 +59,11 @@ def serve_command(args: argparse.Namespace) -> int:
     """Run ``pineapple serve``."""
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        parse_trusted_proxies(args.trust_proxy)
+    except ValueError as exc:
+        print(f"pineapple serve: {exc}", file=sys.stderr)
         return 2
     return run(
         Config(
@@ -60,6 +75,8 @@ def serve_command(args: argparse.Namespace) -> int:
             poll_seconds=args.poll_seconds,
             watch=not args.no_watch,
             log_level=args.log_level,
+            max_config_bytes=args.max_config_bytes,
+            trust_proxy=tuple(args.trust_proxy),
         )
     )
 
@@ -75,14 +92,29 @@ def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE")
+    _add_max_config_bytes(parser)
     parser.set_defaults(func=check_command)
+
+
+def _add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-config-bytes",
+        type=int,
+        default=Config.max_config_bytes,
+        metavar="N",
+        help="refuse a config file bigger than N bytes (default 16 MiB)",
+    )
 
 
 def check_command(args: argparse.Namespace) -> int:
     """Run ``pineapple check``."""
     # Fetch failures are reported once, below; the manager's own warnings would repeat them.
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
-    config = Config(config_path=args.config, plugins=tuple(args.plugin))
+    config = Config(
+        config_path=args.config,
+        plugins=tuple(args.plugin),
+        max_config_bytes=args.max_config_bytes,
+    )
     try:
         names = check(config, fetch=args.fetch)
     except BuildError as exc:
