@@ -5,12 +5,12 @@
 
 Layers (each imports only the ones above it):
 
-    _config                      Config, the engine/responder contracts
+    _config, _admin              Config, the engine/responder contracts; who may use admin routes
     _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
     _build                       building a snapshot step by step (Engine, Manager, checks)
     _metrics, _reloader          Prometheus metrics; reload = build + swap, serialised
     _watcher, _service           the directory watcher; the service that owns all of it
-    _admin, _execute, _routes    HTTP: who may use admin routes, /execute, the other routes
+    _execute, _routes            HTTP: /execute, the other routes
     _app, _run, _cli             the Starlette app; run()/check(); the CLI subcommands
 
 Read the "Guarantees:" blocks of ``_snapshot``, ``_reloader`` and ``_watcher``.

@@ -4,16 +4,35 @@ Without a token configured, only loopback clients (127.0.0.0/8, ::1). With
 ``PINEAPPLE_ADMIN_TOKEN`` set, every caller, loopback included, must send
 ``Authorization: Bearer <token>`` (behind a sidecar proxy every client looks
 like loopback, so the token must not be waived for it).
+
+The client is the socket peer. ``X-Forwarded-For`` counts only when the peer
+is a proxy the operator named with ``--trust-proxy CIDR`` (the server never
+lets uvicorn rewrite the peer from proxy headers, whatever
+``FORWARDED_ALLOW_IPS`` says): then the client is the right-most address of
+the header that is not itself a trusted proxy.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Iterable
 
 from starlette.requests import HTTPConnection
 
-__all__ = ["AdminRefusal", "admin_refusal", "is_loopback"]
+__all__ = [
+    "AdminRefusal",
+    "Network",
+    "admin_refusal",
+    "client_host",
+    "is_loopback",
+    "parse_trusted_proxies",
+]
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+MAX_FORWARDED_HOPS = 32
+"""At most this many ``X-Forwarded-For`` entries are read, right to left."""
 
 
 class AdminRefusal(Exception):
@@ -24,20 +43,65 @@ class AdminRefusal(Exception):
         self.status = status
 
 
+def _address(host: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``host`` as an IP address (IPv4-mapped IPv6 as IPv4), or None."""
+    if not host:
+        return None
+    try:
+        address = ipaddress.ip_address(host.strip().strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
 def is_loopback(host: str | None) -> bool:
     """True for a loopback IP address (IPv4, IPv6, IPv4-mapped IPv6)."""
-    if not host:
-        return False
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
+    address = _address(host)
+    return address is not None and address.is_loopback
 
 
-def admin_refusal(conn: HTTPConnection, token: str | None) -> AdminRefusal | None:
+def parse_trusted_proxies(cidrs: Iterable[str]) -> tuple[Network, ...]:
+    """``--trust-proxy`` values as networks; ``ValueError`` naming the bad one."""
+    networks: list[Network] = []
+    for cidr in cidrs:
+        try:
+            networks.append(ipaddress.ip_network(cidr.strip(), strict=False))
+        except ValueError as exc:
+            raise ValueError(f"--trust-proxy {cidr!r} is not a CIDR: {exc}") from None
+    return tuple(networks)
+
+
+def _trusted(host: str | None, trusted: tuple[Network, ...]) -> bool:
+    address = _address(host)
+    return address is not None and any(address in net for net in trusted)
+
+
+def client_host(conn: HTTPConnection, trusted: tuple[Network, ...] = ()) -> str | None:
+    """The client's address: the socket peer, or what a trusted proxy forwarded.
+
+    Only when the peer is in ``trusted`` is ``X-Forwarded-For`` read: right
+    to left, skipping trusted proxies, the first other address is the client
+    (all trusted: the left-most one read). At most ``MAX_FORWARDED_HOPS``
+    entries are looked at.
+    """
+    peer = conn.client.host if conn.client is not None else None
+    if not trusted or not _trusted(peer, trusted):
+        return peer
+    values = conn.headers.getlist("x-forwarded-for")
+    hops = [h.strip() for v in values for h in v.split(",") if h.strip()]
+    if not hops:
+        return peer
+    for hop in reversed(hops[-MAX_FORWARDED_HOPS:]):  # bounded: MAX_FORWARDED_HOPS entries
+        if not _trusted(hop, trusted):
+            return hop
+    return hops[-MAX_FORWARDED_HOPS:][0]
+
+
+def admin_refusal(
+    conn: HTTPConnection, token: str | None, trusted: tuple[Network, ...] = ()
+) -> AdminRefusal | None:
     """None when ``conn`` may use admin routes, else why not."""
     if token is not None:
         scheme, _, sent = conn.headers.get("authorization", "").partition(" ")
@@ -48,8 +112,7 @@ def admin_refusal(conn: HTTPConnection, token: str | None) -> AdminRefusal | Non
         return AdminRefusal(
             401, "admin routes need 'Authorization: Bearer <PINEAPPLE_ADMIN_TOKEN>'"
         )
-    host = conn.client.host if conn.client is not None else None
-    if is_loopback(host):
+    if is_loopback(client_host(conn, trusted)):
         return None
     return AdminRefusal(
         403, "admin routes answer only loopback clients unless PINEAPPLE_ADMIN_TOKEN is set"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -27,6 +29,8 @@ __all__ = [
     "BuildError",
     "BuildStep",
     "Builder",
+    "ConfigFileError",
+    "describe_path",
     "example_request",
     "import_plugins",
     "read_config_file",
@@ -55,12 +59,86 @@ def import_plugins(specs: Iterable[str]) -> None:
         raise BuildError("plugins", str(exc)) from None
 
 
-def read_config_file(path: Path) -> bytes:
-    """The file's bytes (symlinks followed); :class:`BuildError` at step ``read``."""
+class ConfigFileError(BuildError):
+    """The config path cannot be read as a config: missing, not a regular file, or too big."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__("read", f"{str(path)!r} {message}")
+        self.path = path
+
+
+_READ_CHUNK = 1 << 20
+
+
+def _file_kind(mode: int) -> str:
+    """A word for a file type (``regular file``, ``FIFO``, ``directory``, ...)."""
+    for test, word in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return word
+    return "special file"
+
+
+def describe_path(path: Path) -> dict[str, Any]:
+    """What the config path is now (symlinks followed), for ``GET /config``; never blocks.
+
+    ``{"type": "regular file", "regular": True, "size": 123}``, or ``"type":
+    "FIFO"`` etc. with ``regular`` False, or ``"type": None`` with the error.
+    """
     try:
-        return path.read_bytes()
+        st = os.stat(path)  # a stat never opens the file: safe on a FIFO or a device
     except OSError as exc:
-        raise BuildError("read", f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        return {"type": None, "regular": False, "error": exc.strerror or str(exc)}
+    kind = _file_kind(st.st_mode)
+    return {"type": kind, "regular": kind == "regular file", "size": st.st_size}
+
+
+def read_config_file(path: Path, max_bytes: int) -> bytes:
+    """The file's bytes (symlinks followed); :class:`ConfigFileError` (step ``read``) otherwise.
+
+    Never blocks on the path's type: the file is opened with ``O_NONBLOCK``
+    (opening a FIFO for reading would otherwise wait for a writer forever),
+    then ``fstat`` refuses anything but a regular file (FIFO, device,
+    directory, socket) and a file over ``max_bytes`` before reading a byte.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigFileError(path, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ConfigFileError(path, f"is not a regular file (it is a {_file_kind(mode)})")
+        return _read_bounded(fd, path, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def _read_bounded(fd: int, path: Path, limit: int) -> bytes:
+    """Read ``fd`` to its end, refusing more than ``limit`` bytes (it may grow as we read)."""
+    size = os.fstat(fd).st_size
+    if size > limit:
+        raise ConfigFileError(path, f"is {size} bytes, over the limit of {limit} bytes")
+    chunks: list[bytes] = []
+    total = 0
+    # Bounded by bytes: each pass reads at least one byte or ends, and stops past ``limit``.
+    while True:
+        try:
+            chunk = os.read(fd, min(_READ_CHUNK, limit + 1 - total))
+        except OSError as exc:
+            raise ConfigFileError(path, f"cannot be read: {exc.strerror or exc}") from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise ConfigFileError(path, f"grew past the limit of {limit} bytes while being read")
 
 
 def secrets_in(data: bytes) -> set[str]:

@@ -13,6 +13,7 @@ import sys
 
 from pineapple.plugins import add_plugin_argument
 
+from ._admin import parse_trusted_proxies
 from ._build import BuildError
 from ._config import Config
 from ._run import check, run
@@ -42,19 +43,19 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "--request-timeout-ms",
         type=int,
         default=1000,
-        help="deadline of each /execute request in ms, 504 past it (default 1000; 0: none)",
+        help="deadline of each /execute request in ms, 504 past it (0: none)",
     )
     parser.add_argument(
         "--max-items",
         type=int,
         default=100_000,
-        help="most items one /execute request may carry, 413 above (default 100000; 0: none)",
+        help="most items one /execute request may carry, 413 above (0: none)",
     )
     parser.add_argument(
         "--inline-body-bytes",
         type=int,
         default=64 * 1024,
-        help="run /execute bodies above this size off the event loop (default 65536)",
+        help="run /execute bodies above this size off the event loop",
     )
     parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
@@ -65,6 +66,15 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
         help="log level of the server and its access log",
+    )
+    _add_max_config_bytes(parser)
+    parser.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=[],
+        metavar="CIDR[,CIDR...]",
+        help="read X-Forwarded-For only from peers in these networks; repeatable "
+        "(default: never, admin routes judge the socket peer)",
     )
     parser.set_defaults(func=serve_command)
 
@@ -78,6 +88,12 @@ def serve_command(args: argparse.Namespace) -> int:
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
+    try:
+        trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
+        parse_trusted_proxies(trusted)
+    except ValueError as exc:
+        print(f"pineapple serve: {exc}", file=sys.stderr)
+        return 2
     return run(
         Config(
             config_path=args.config,
@@ -91,6 +107,8 @@ def serve_command(args: argparse.Namespace) -> int:
             poll_seconds=args.poll_seconds,
             watch=not args.no_watch,
             log_level=args.log_level,
+            max_config_bytes=args.max_config_bytes,
+            trust_proxy=trusted,
         )
     )
 
@@ -106,14 +124,29 @@ def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
     add_plugin_argument(parser)
+    _add_max_config_bytes(parser)
     parser.set_defaults(func=check_command)
+
+
+def _add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-config-bytes",
+        type=int,
+        default=Config.max_config_bytes,
+        metavar="N",
+        help="refuse a config file bigger than N bytes",
+    )
 
 
 def check_command(args: argparse.Namespace) -> int:
     """Run ``pineapple check``."""
     # Fetch failures are reported once, below; the manager's own warnings would repeat them.
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
-    config = Config(config_path=args.config, plugins=tuple(args.plugin))
+    config = Config(
+        config_path=args.config,
+        plugins=tuple(args.plugin),
+        max_config_bytes=args.max_config_bytes,
+    )
     try:
         names = check(config, fetch=args.fetch)
     except BuildError as exc:

@@ -137,6 +137,12 @@ class Config:
     responder: Responder | None = None
     env: Mapping[str, str] | None = None
     log_level: str = "info"
+    max_config_bytes: int = 16 * 1024 * 1024
+    """A config file bigger than this is refused at step ``read`` (``--max-config-bytes``)."""
+    trust_proxy: Sequence[str] = ()
+    """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
+
+    Empty (the default): admin decisions use the socket peer only."""
 
     @property
     def path(self) -> Path:

@@ -12,8 +12,20 @@ Guarantees:
 - A failed reload changes nothing that serves: the new engine and manager
   are torn down by the builder, the holder still points at the old snapshot.
   The failure is logged, counted, and kept (redacted) in ``last``.
-- After :meth:`close` no reload builds anything, so shutdown cannot race a
-  reload into publishing a snapshot nobody will retire.
+- After :meth:`close` no reload publishes anything, so shutdown cannot race
+  a reload into publishing a snapshot nobody will retire: ``_closed`` is set
+  and tested under ``_publish`` (held only for the flag test and the swap,
+  never while building), and a reload that finds it set retires its own
+  snapshot instead of swapping it in.
+- Nothing here waits forever. Reading the file cannot block (see
+  ``read_config_file``); a trigger waits at most ``start_timeout`` seconds
+  for a reload in progress (the longest a build's fetches may take) and is
+  then answered ``error`` at step ``busy``; :meth:`close` waits at most as
+  long for it and then returns, the reload finishing on its own thread.
+- ``last`` tells the truth: an ``unchanged`` outcome from the watcher or the
+  poll is quiet (not counted, not recorded) unless ``last`` is an error, so
+  restoring the served content after a bad edit records ``unchanged`` (with
+  its time) at the next event or poll.
 """
 
 from __future__ import annotations
@@ -77,6 +89,8 @@ class Reloader:
         self._builder = builder
         self._metrics = metrics
         self._lock = threading.Lock()
+        self._publish = threading.Lock()
+        self._wait = max(0.0, config.start_timeout)
         self._changed = threading.Condition()
         self._closed = False
         self._failed_hash: str | None = None
@@ -89,7 +103,7 @@ class Reloader:
         """Build and publish the first snapshot; :class:`BuildError` if any step fails."""
         with self._lock:
             started = time.monotonic()
-            data = read_config_file(self._config.path)
+            data = read_config_file(self._config.path, self._config.max_config_bytes)
             snap = self._builder.build(data)
             self._holder.swap(snap)
             self._record(
@@ -110,60 +124,93 @@ class Reloader:
 
         The watcher and the poll backstop do not retry content that already
         failed (it is still reported in ``last``); SIGHUP and admin do.
+        Waits at most ``start_timeout`` seconds for a reload in progress.
         """
-        with self._lock:
-            if self._closed:
-                return self._record(
-                    ReloadOutcome("error", trigger, time.time(), 0.0, None, error="shutting down")
-                )
-            started = time.monotonic()
-            try:
-                data = read_config_file(self._config.path)
-            except BuildError as exc:
-                return self._failed(trigger, started, None, exc)
-            digest = hashlib.sha256(data).hexdigest()
-            current = self._holder.current
-            if not force and current is not None and current.info.content_hash == digest:
-                self._failed_hash = None
-                if trigger not in ("watch", "poll"):
-                    _log.info("config %s unchanged (%s): nothing to reload", digest[:12], trigger)
-                return self._record(
-                    ReloadOutcome(
-                        "unchanged", trigger, time.time(), 0.0, digest, serial=current.serial
-                    ),
-                    quiet=trigger in ("watch", "poll"),
-                )
-            if trigger in ("watch", "poll") and digest == self._failed_hash:
-                assert self.last is not None
-                return self.last
-            carry = current.manager if current is not None else None
-            try:
-                snap = self._builder.build(data, carry_over=carry)
-            except BuildError as exc:
-                return self._failed(trigger, started, digest, exc)
-            self._holder.swap(snap)
-            self._failed_hash = None
-            _log.info(
-                "config %s reloaded (%s): snapshot %d serving",
-                digest[:12],
-                trigger,
-                snap.serial,
-            )
+        if not self._lock.acquire(timeout=self._wait):
             return self._record(
                 ReloadOutcome(
-                    "ok",
+                    "error",
                     trigger,
                     time.time(),
-                    time.monotonic() - started,
-                    digest,
-                    serial=snap.serial,
+                    self._wait,
+                    None,
+                    error=f"another reload has been running for over {self._wait:g}s",
+                    step="busy",
                 )
             )
+        try:
+            return self._reload(trigger, force)
+        finally:
+            self._lock.release()
+
+    def _reload(self, trigger: Trigger, force: bool) -> ReloadOutcome:
+        if self._closed:
+            return self._shutting_down(trigger)
+        started = time.monotonic()
+        try:
+            data = read_config_file(self._config.path, self._config.max_config_bytes)
+        except BuildError as exc:
+            return self._failed(trigger, started, None, exc)
+        digest = hashlib.sha256(data).hexdigest()
+        current = self._holder.current
+        if not force and current is not None and current.info.content_hash == digest:
+            self._failed_hash = None
+            # A quiet no-op, unless it ends an error: then /config must say so.
+            recovered = self.last is not None and self.last.result == "error"
+            quiet = trigger in ("watch", "poll") and not recovered
+            if not quiet:
+                _log.info("config %s unchanged (%s): nothing to reload", digest[:12], trigger)
+            return self._record(
+                ReloadOutcome(
+                    "unchanged", trigger, time.time(), 0.0, digest, serial=current.serial
+                ),
+                quiet=quiet,
+            )
+        if trigger in ("watch", "poll") and digest == self._failed_hash:
+            assert self.last is not None
+            return self.last
+        carry = current.manager if current is not None else None
+        try:
+            snap = self._builder.build(data, carry_over=carry)
+        except BuildError as exc:
+            return self._failed(trigger, started, digest, exc)
+        if not self._publish_unless_closed(snap):
+            snap.retire()  # built while shutting down: nobody else would retire it
+            return self._shutting_down(trigger)
+        self._failed_hash = None
+        _log.info(
+            "config %s reloaded (%s): snapshot %d serving",
+            digest[:12],
+            trigger,
+            snap.serial,
+        )
+        return self._record(
+            ReloadOutcome(
+                "ok",
+                trigger,
+                time.time(),
+                time.monotonic() - started,
+                digest,
+                serial=snap.serial,
+            )
+        )
+
+    def _publish_unless_closed(self, snap: Snapshot) -> bool:
+        """Swap ``snap`` in unless :meth:`close` has run; whether it was."""
+        with self._publish:
+            if self._closed:
+                return False
+            self._holder.swap(snap)
+            return True
 
     def close(self) -> None:
-        """Refuse every later reload (waits for one in progress)."""
-        with self._lock:
+        """Refuse every later reload; waits (at most ``start_timeout`` s) for one in progress."""
+        with self._publish:
             self._closed = True
+        if self._lock.acquire(timeout=self._wait):
+            self._lock.release()
+        else:
+            _log.warning("a config reload still runs after %gs; not waiting longer", self._wait)
 
     def wait_for(self, predicate: Callable[[ReloadOutcome], bool], timeout: float) -> bool:
         """Wait until the latest outcome satisfies ``predicate`` (tests, tooling)."""
@@ -173,6 +220,11 @@ class Reloader:
             )
 
     # -- recording ------------------------------------------------------------------------
+
+    def _shutting_down(self, trigger: Trigger) -> ReloadOutcome:
+        return self._record(
+            ReloadOutcome("error", trigger, time.time(), 0.0, None, error="shutting down")
+        )
 
     def _failed(
         self, trigger: Trigger, started: float, digest: str | None, exc: BuildError

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from pineapple import resource
 
 from ._admin import admin_refusal
+from ._build import describe_path
 from ._metrics import CONTENT_TYPE
 from ._service import Service
 
@@ -60,7 +61,7 @@ def routes(service: Service) -> list[Route]:
 
     def admin(path: str, handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
-            refusal = admin_refusal(request, service.admin_token)
+            refusal = admin_refusal(request, service.admin_token, service.trusted_proxies)
             if refusal is not None:
                 headers = {"www-authenticate": "Bearer"} if refusal.status == 401 else None
                 return JSONResponse({"error": str(refusal)}, refusal.status, headers)
@@ -84,6 +85,8 @@ def routes(service: Service) -> list[Route]:
         reloader = service.reloader
         body: dict[str, Any] = {
             "config": snap.info.to_dict() if snap is not None else None,
+            # What the path is now (a FIFO or a directory is shown, never opened).
+            "file": await anyio.to_thread.run_sync(describe_path, service.config.path),
             "snapshot": snap.serial if snap is not None else None,
             "in_flight": max(0, snap.refs - 1) if snap is not None else 0,
             "reload_attempts": reloader.attempts,

@@ -48,7 +48,7 @@ def check(config: Config, *, fetch: bool = False) -> list[str]:
     only with ``fetch``) and validates operator -> resource dependencies.
     """
     import_plugins((*BUILTIN_PLUGINS, *config.plugins))
-    data = read_config_file(config.path)
+    data = read_config_file(config.path, config.max_config_bytes)
     return Builder(config).check(data, fetch=fetch)
 
 
@@ -118,6 +118,9 @@ def _serve(config: Config, sock: socket.socket) -> int:
         uvicorn.Config(
             create_app(service),
             lifespan="on",
+            # The peer is never rewritten from proxy headers (not even with env
+            # FORWARDED_ALLOW_IPS): _admin reads X-Forwarded-For from --trust-proxy peers only.
+            proxy_headers=False,
             access_log=False,
             log_config=None,
             log_level=config.log_level,
@@ -136,7 +139,7 @@ def _serve(config: Config, sock: socket.socket) -> int:
 
 def _example_for(config: Config) -> bytes:
     try:
-        return example_request(read_config_file(config.path))
+        return example_request(read_config_file(config.path, config.max_config_bytes))
     except BuildError:
         return b'{"common": {}, "items": []}'
 

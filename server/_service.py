@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
 from ._metrics import ServerMetrics
@@ -40,6 +41,7 @@ class Service:
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
         self.responder: Responder = config.responder or default_responder(config.max_items)
         self.admin_token = config.resolved_admin_token()
+        self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
         self.draining = False
         self.started = False
@@ -55,6 +57,7 @@ class Service:
                 self.reloader.reload,
                 debounce_seconds=self.config.debounce_seconds,
                 poll_seconds=self.config.poll_seconds,
+                stop_timeout=self.config.start_timeout,
             )
             try:
                 watcher.start()

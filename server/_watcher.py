@@ -15,7 +15,10 @@ Guarantees:
   returns: a change made after ``start()`` is seen.
 - ``on_change`` runs on the watcher's thread, one call at a time; an
   exception from it is logged and the watcher keeps going.
-- :meth:`stop` returns after the thread has exited (within about one step).
+- :meth:`stop` returns after the thread has exited (within about one step),
+  or after ``stop_timeout`` seconds when an ``on_change`` call is still
+  running (the thread, a daemon, exits once that call returns: it tests the
+  stop event before watching again).
 """
 
 from __future__ import annotations
@@ -50,12 +53,14 @@ class ConfigWatcher:
         *,
         debounce_seconds: float = 0.2,
         poll_seconds: float = 10.0,
+        stop_timeout: float = 60.0,
     ) -> None:
         self._path = Path(os.path.abspath(path))
         self._dir = self._path.parent
         self._on_change = on_change
         self._debounce_ms = max(_STEP_MS, int(debounce_seconds * 1000))
         self._poll_ms = max(1, int(poll_seconds * 1000))
+        self._stop_timeout = stop_timeout
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._notify: RustNotify | None = None
@@ -68,10 +73,16 @@ class ConfigWatcher:
         _log.info("watching %s for changes to %s", self._dir, self._path.name)
 
     def stop(self) -> None:
-        """Stop watching; returns once the thread has exited."""
+        """Stop watching; returns once the thread has exited (or after ``stop_timeout``)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(self._stop_timeout)
+            if self._thread.is_alive():
+                _log.warning(
+                    "the config watcher is still in a reload after %gs; not waiting longer",
+                    self._stop_timeout,
+                )
+                return  # the thread still holds the watch; it exits after that reload
             self._thread = None
         if self._notify is not None:
             self._notify.close()
