@@ -15,7 +15,6 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ._config import Config
@@ -68,7 +67,7 @@ def create_app(config: Config | Service) -> Starlette:
 
     execute = ExecuteEndpoint(service)
     app = _App(
-        routes=[Route("/execute", execute), *routes(service)],
+        routes=routes(service),
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
     )

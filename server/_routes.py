@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+import pineapple
 from pineapple import resource
 
 from ._admin import admin_refusal
@@ -84,6 +85,7 @@ def routes(service: Service) -> list[Route]:
         snap = service.holder.current
         reloader = service.reloader
         body: dict[str, Any] = {
+            "pineapple_version": pineapple.__version__,
             "config": snap.info.to_dict() if snap is not None else None,
             # What the path is now (a FIFO or a directory is shown, never opened).
             "file": await anyio.to_thread.run_sync(describe_path, service.config.path),

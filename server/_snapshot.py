@@ -54,11 +54,21 @@ class ConfigInfo:
     size: int
     loaded_at: float
 
+    @property
+    def revision(self) -> str:
+        """The content's short hash: changes with every edit of the file."""
+        return self.content_hash[:12]
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form shown by ``GET /config``."""
+        """The JSON-ready form shown by ``GET /config``.
+
+        ``version``: the file's ``_PINEAPPLE_VERSION`` or, when it has none, its
+        ``revision`` (the short content hash), so it always names this config.
+        """
         return {
             "path": self.path,
-            "version": self.version,
+            "version": self.version if self.version is not None else self.revision,
+            "revision": self.revision,
             "create_time": self.create_time,
             "content_hash": self.content_hash,
             "size": self.size,
@@ -138,7 +148,8 @@ class _Teardown:
     starts the teardown on a thread of its own.
 
     It holds the parts, not the snapshot, so no reference cycle runs through
-    the (non-GC-tracked) compiled ``RefValue``.
+    the ``RefValue``: a retired snapshot is freed by reference counting as soon
+    as its last borrower lets go, without waiting for the cycle collector.
     """
 
     __slots__ = ("_closed", "_info", "engine", "manager", "serial")

@@ -67,7 +67,14 @@ class ConfigWatcher:
 
     def start(self) -> None:
         """Install the watch on the config's directory and start the thread."""
-        self._notify = RustNotify([str(self._dir)], False, False, 300, False, True)
+        self._notify = RustNotify(
+            [str(self._dir)],
+            debug=False,
+            force_polling=False,
+            poll_delay_ms=300,  # unused without force_polling
+            recursive=False,
+            ignore_permission_denied=True,
+        )
         self._thread = threading.Thread(target=self._run, name="pineapple-watcher", daemon=True)
         self._thread.start()
         _log.info("watching %s for changes to %s", self._dir, self._path.name)

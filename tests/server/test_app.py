@@ -6,6 +6,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
+import pineapple
 import server
 
 from .conftest import MakeConfig, WriteConfig
@@ -95,6 +96,8 @@ def test_health_ready_and_config(app_config: server.Config) -> None:
     assert info["version"] == 1
     assert info["create_time"] == "2026-01-01T00:00:00Z/v1"
     assert len(info["content_hash"]) == 64
+    assert info["revision"] == info["content_hash"][:12]
+    assert config["pineapple_version"] == pineapple.__version__
     assert info["loaded_at"] > 0
     assert config["last_reload"]["result"] == "ok"
     assert config["last_reload"]["trigger"] == "start"
@@ -274,3 +277,15 @@ def test_execute_on_a_named_pipeline_group(
     assert alt.json()["items"] == [{"id": "other", "tag": "v1"}]
     assert unknown.status_code == 404
     assert "unknown pipeline group 'nope'" in unknown.json()["error"]
+
+
+def test_config_version_without_pineapple_version_is_the_revision(
+    app_config: server.Config,
+) -> None:
+    path = app_config.path
+    data = orjson.loads(path.read_bytes())
+    del data["_PINEAPPLE_VERSION"]
+    path.write_bytes(orjson.dumps(data))
+    with TestClient(server.create_app(app_config)) as client:
+        info = client.get("/config").json()["config"]
+    assert info["version"] == info["revision"] == info["content_hash"][:12]
