@@ -35,8 +35,9 @@ def _quote(table: str, mysql: bool) -> str:
 class FeedDataFetcher:
     """Loads the whole table (or ``query``) into a :class:`FeedTable` per call.
 
-    Construction validates params and does no I/O; ``close()`` closes the
-    database connection (the Manager calls it on stop).
+    Construction validates params and does no I/O; ``cancel()`` stops a load
+    in flight and ``close()`` closes the database connection (the Manager
+    calls both on stop).
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
@@ -144,6 +145,14 @@ class FeedDataFetcher:
     def close(self) -> None:
         """Close the database connection (reopened lazily if fetched again)."""
         self.source.close()
+
+    def cancel(self) -> None:
+        """Stop a load in flight, from any thread (the Manager calls it on stop).
+
+        The loader child is killed, or the connection's socket shut down, so
+        the fetch raises ``SourceError`` at once; every later fetch fails too.
+        """
+        self.source.cancel()
 
 
 class FeedDataPrinter:
