@@ -133,6 +133,8 @@ class MySQLSource:
                 return self._conn
             except self._errors:
                 self._drop()
+        if self._cancel.cancelled:  # the kept connection was shut down by cancel()
+            raise pymysql.err.OperationalError(0, "cancelled")
         # Published before it connects, so that cancel() can shut its socket down
         # during the handshake too.
         self._conn = pymysql.connections.Connection(
