@@ -13,7 +13,7 @@ import sys
 
 from ._build import BuildError
 from ._config import Config
-from ._run import check, run
+from ._run import check, exit_within, run
 
 __all__ = ["add_check_command", "add_serve_command"]
 
@@ -50,7 +50,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2
-    return run(
+    code = run(
         Config(
             config_path=args.config,
             addr=args.addr,
@@ -62,6 +62,8 @@ def serve_command(args: argparse.Namespace) -> int:
             log_level=args.log_level,
         )
     )
+    exit_within(code)  # the process is about to exit: bound how long that takes
+    return code
 
 
 def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -18,6 +18,7 @@ each wait has a timeout and each loop checks ``_closed``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -115,10 +116,8 @@ class TcpProxy:
                     self.streaming.set()
                 self._closed.wait(TRICKLE_SECONDS)
         for sock in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def close(self) -> None:
         self._closed.set()
