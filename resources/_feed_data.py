@@ -16,6 +16,7 @@ from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
 from pineapple.resource import NOT_MODIFIED, redact
 
 from ._dsn import parse_mysql_dsn
+from ._errors import SourceError
 from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
 from ._feed_table import FeedTable, build_feed_table
 from ._pacing import Pacer
@@ -35,8 +36,9 @@ def _quote(table: str, mysql: bool) -> str:
 class FeedDataFetcher:
     """Loads the whole table (or ``query``) into a :class:`FeedTable` per call.
 
-    Construction validates params and does no I/O; ``close()`` closes the
-    database connection (the Manager calls it on stop).
+    Construction validates params and does no I/O; ``cancel()`` stops a load
+    in flight and ``close()`` closes the database connection (the Manager
+    calls both on stop).
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
@@ -84,6 +86,7 @@ class FeedDataFetcher:
             self.sql = f"SELECT * FROM {_quote(table, mysql=bool(dsn))}"
         self._version: tuple[Any, ...] | None = None
         self._has_version = False
+        self._cancelled = False  # set by cancel() from another thread; only ever turns True
 
     def __call__(self) -> FeedTable | object:
         started = time.monotonic()
@@ -115,7 +118,14 @@ class FeedDataFetcher:
                 raise ConfigError(
                     f"parameter {param!r}: unknown column(s) {unknown} (columns: {names})"
                 )
-        pause = Pacer()  # request threads keep the interpreter while this loads
+        pacer = Pacer()  # request threads keep the interpreter while this loads
+
+        def pause() -> None:
+            # The build's loops pause every few hundred rows: a cancel stops them there.
+            if self._cancelled:
+                raise SourceError(f"{self.source.where}: load cancelled (stopping)")
+            pacer()
+
         table = build_feed_table(
             names,
             stream.chunks,
@@ -144,6 +154,15 @@ class FeedDataFetcher:
     def close(self) -> None:
         """Close the database connection (reopened lazily if fetched again)."""
         self.source.close()
+
+    def cancel(self) -> None:
+        """Stop a load in flight, from any thread (the Manager calls it on stop).
+
+        The loader child is killed, or the connection's socket shut down, so
+        the fetch raises ``SourceError`` at once; every later fetch fails too.
+        """
+        self._cancelled = True
+        self.source.cancel()
 
 
 class FeedDataPrinter:

@@ -16,14 +16,22 @@ By default MySQL rows are read and parsed in a child process instead
 then spends about 1/20 of the parsing time on a load. ``in_process=True``
 reads on the calling thread (and the version query always does: one row).
 
+``cancel()`` (called on manager stop, before it waits for running fetches)
+stops a read in flight from another thread: it kills the loader child, shuts
+the in-process connection's socket down (a blocked read fails at once) or
+interrupts SQLite; every later read fails at once too.
+
 Guarantees: a source is used by one refresh at a time (the Manager serialises
 fetches of a resource); ``_lock`` additionally makes ``close()`` (called on
-manager stop) safe against a fetch that is still running.
+manager stop) safe against a fetch that is still running. ``cancel()`` takes
+no lock of the source (a running read holds ``_lock``): it goes through
+``Cancel``, which only touches what a read registered while it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -33,9 +41,10 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import FIELD_TYPE
 
+from ._cancel import Cancel
 from ._dsn import MySQLDSN
 from ._errors import SourceError
-from ._feed_worker import read_in_child
+from ._feed_worker import error_text, read_in_child
 
 __all__ = ["CHUNK_ROWS", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
 
@@ -74,6 +83,10 @@ class RowSource(Protocol):
         """Close the connection, if open. Idempotent."""
         ...
 
+    def cancel(self) -> None:
+        """Stop the read in flight (from any thread) and fail every later one."""
+        ...
+
 
 def _chunks(fetch: Callable[[int], Sequence[Sequence[Any]]]) -> Iterator[Sequence[Sequence[Any]]]:
     while True:
@@ -104,6 +117,7 @@ class MySQLSource:
         self._nice = loader_nice
         self._conn: pymysql.connections.Connection[Any] | None = None
         self._lock = threading.Lock()
+        self._cancel = Cancel()
         self.where = f"mysql {dsn.where}"
 
     @property
@@ -119,8 +133,21 @@ class MySQLSource:
                 return self._conn
             except self._errors:
                 self._drop()
-        self._conn = pymysql.connect(**self._connect_kwargs(), autocommit=True)
+        if self._cancel.cancelled:  # the kept connection was shut down by cancel()
+            raise pymysql.err.OperationalError(0, "cancelled")
+        # Published before it connects, so that cancel() can shut its socket down
+        # during the handshake too.
+        self._conn = pymysql.connections.Connection(
+            **self._connect_kwargs(), autocommit=True, defer_connect=True
+        )
+        self._conn.connect()
         return self._conn
+
+    def _interrupt(self) -> None:
+        """Make a blocked read of the connection fail now (any thread; never blocks)."""
+        sock = getattr(self._conn, "_sock", None)
+        if isinstance(sock, socket.socket):
+            sock.shutdown(socket.SHUT_RDWR)
 
     def _connect_kwargs(self) -> dict[str, Any]:
         """``pymysql.connect`` arguments, here and in the loader process alike."""
@@ -140,10 +167,13 @@ class MySQLSource:
     def _guard(self, work: Callable[[pymysql.connections.Connection[Any]], T]) -> T:
         with self._lock:
             try:
-                return work(self._connection())
+                with self._cancel.on_cancel(self._interrupt):
+                    return work(self._connection())
             except self._errors as exc:
                 self._drop()
-                raise SourceError(f"{self.where}: {type(exc).__name__}: {exc}") from None
+                if self._cancel.cancelled:
+                    raise SourceError(f"{self.where}: load cancelled (stopping)") from None
+                raise SourceError(f"{self.where}: {error_text(exc)}") from None
 
     def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
         def run(conn: pymysql.connections.Connection[Any]) -> tuple[Any, ...] | None:
@@ -180,11 +210,15 @@ class MySQLSource:
                 # a frame is due within the child's own connect and read timeouts
                 timeout=self._connect_timeout + self._read_timeout + 5.0,
                 nice=self._nice,
+                cancel=self._cancel,
             )
 
     def close(self) -> None:
         with self._lock:
             self._drop()
+
+    def cancel(self) -> None:
+        self._cancel.cancel()
 
 
 class SQLiteSource:
@@ -194,6 +228,7 @@ class SQLiteSource:
         self._path = path
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._cancel = Cancel()
         self.where = f"sqlite {path}"
 
     def _connection(self) -> sqlite3.Connection:
@@ -208,10 +243,14 @@ class SQLiteSource:
     def _guard(self, work: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:
             try:
-                return work(self._connection())
+                conn = self._connection()
+                with self._cancel.on_cancel(conn.interrupt):
+                    return work(conn)
             except sqlite3.Error as exc:
                 self._drop()
-                raise SourceError(f"{self.where}: {type(exc).__name__}: {exc}") from None
+                if self._cancel.cancelled:
+                    raise SourceError(f"{self.where}: load cancelled (stopping)") from None
+                raise SourceError(f"{self.where}: {error_text(exc)}") from None
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
@@ -239,3 +278,6 @@ class SQLiteSource:
     def close(self) -> None:
         with self._lock:
             self._drop()
+
+    def cancel(self) -> None:
+        self._cancel.cancel()

@@ -20,9 +20,16 @@ them on as column chunks, pausing between them like any other load.
 
 Frames: ``H`` + pickled column names (first), ``C`` + pickled list of columns
 (one per chunk), ``E`` (end), or ``X`` + error text (then the child exits).
+Whatever the child raises (a driver error, a ``ValueError`` from a bad
+setting, a bug) becomes that final ``X`` frame: its type and message, the
+password masked, capped at ``ERROR_CHARS``; the parent raises it as
+:class:`SourceError`. A child that dies without one (killed, crashed) is
+reported with its exit code or signal.
 
 Guarantees: the child is always reaped: on a normal end, on an error, on a
-timeout (killed), and when the consumer of the stream raises (killed). The
+timeout (killed), when the consumer of the stream raises (killed), and when
+the read is cancelled (killed from the cancelling thread through ``Cancel``,
+whose action is unregistered before the child is reaped). The
 connection parameters, password included, travel to the child over the
 forkserver's socket, never in argv or the environment; error texts carry the
 driver's message, which never includes the password.
@@ -35,6 +42,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -42,13 +50,21 @@ from typing import Any, TypeVar
 import pymysql
 import pymysql.cursors
 
+from pineapple.resource import redact
+
+from ._cancel import Cancel
 from ._errors import SourceError
 from ._json_values import json_converter
 
-__all__ = ["FRAME_ROWS", "read_in_child"]
+__all__ = ["ERROR_CHARS", "FRAME_ROWS", "error_text", "read_in_child"]
 
 FRAME_ROWS = 2048
 """Rows per frame: unpickling one takes well under a millisecond in the parent."""
+
+ERROR_CHARS = 2000
+"""Longest error text the child sends (and the parent reads) for a failed load."""
+
+_REAP_SECONDS = 1.0  # bounds the wait for a dead child's exit code
 
 T = TypeVar("T")
 ColumnChunks = Iterator[list[list[Any]]]
@@ -77,6 +93,17 @@ def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
     return columns
 
 
+def error_text(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
+    """``Type: message`` of ``exc``, ``secrets`` masked, at most ``ERROR_CHARS`` long."""
+    return _capped(redact(f"{type(exc).__name__}: {exc}", secrets))
+
+
+def _capped(text: str) -> str:
+    if len(text) <= ERROR_CHARS:
+        return text
+    return text[: ERROR_CHARS - 30] + f"... ({len(text) - ERROR_CHARS + 30} more characters)"
+
+
 def _child(
     out: multiprocessing.connection.Connection,
     connect_kwargs: dict[str, Any],
@@ -101,20 +128,42 @@ def _child(
             with contextlib.suppress(pymysql.Error, OSError):
                 conn.close()
         out.send_bytes(b"E")
-    except (pymysql.Error, OSError) as exc:
+    except Exception as exc:  # whatever it is, the parent reports it (no traceback here)
+        password = str(connect_kwargs.get("password") or "")
         with contextlib.suppress(OSError):
-            out.send_bytes(b"X" + f"{type(exc).__name__}: {exc}".encode())
+            out.send_bytes(b"X" + error_text(exc, (password,)).encode())
     finally:
         out.close()
+
+
+def _exit_reason(child: Any) -> str:
+    """Why ``child`` ended, waiting at most ``_REAP_SECONDS`` for it to be gone."""
+    child.join(_REAP_SECONDS)
+    code = child.exitcode
+    if code is None:
+        return "closed its pipe"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
 
 
 class _Frames:
     """The parent's end: reads frames with a deadline per frame; raises SourceError."""
 
-    def __init__(self, inbox: multiprocessing.connection.Connection, where: str, timeout: float):
+    def __init__(
+        self,
+        inbox: multiprocessing.connection.Connection,
+        child: Any,
+        where: str,
+        timeout: float,
+        cancel: Cancel,
+    ):
         self._inbox = inbox
+        self._child = child
         self._where = where
         self._timeout = timeout
+        self._cancel = cancel
 
     def next(self) -> tuple[bytes, bytes]:
         try:
@@ -124,10 +173,17 @@ class _Frames:
                 )
             frame = self._inbox.recv_bytes()
         except (EOFError, OSError):
-            raise SourceError(f"{self._where}: loader process exited before the end") from None
+            if self._cancel.cancelled:
+                raise SourceError(f"{self._where}: load cancelled (stopping)") from None
+            why = _exit_reason(self._child)
+            raise SourceError(
+                f"{self._where}: loader process {why} before the end, without an error"
+            ) from None
         kind, body = frame[:1], frame[1:]
         if kind == b"X":
-            raise SourceError(f"{self._where}: {body.decode('utf-8', 'replace')}")
+            # the child capped and redacted it; cap again: the pipe is not trusted to
+            text = _capped(body[: 4 * ERROR_CHARS].decode("utf-8", "replace"))
+            raise SourceError(f"{self._where}: {text}")
         return kind, body
 
     def chunks(self) -> ColumnChunks:
@@ -148,12 +204,16 @@ def read_in_child(
     where: str,
     timeout: float,
     nice: int = 10,
+    cancel: Cancel | None = None,
 ) -> T:
     """Run ``sql`` in a child process; ``sink(names, column_chunks)`` consumes its rows.
 
     ``timeout`` bounds the wait for each frame (connect, query start, every
-    chunk); on expiry the child is killed and SourceError raised.
+    chunk); on expiry the child is killed and SourceError raised. The child's
+    own error (any exception) is raised as SourceError with its message.
+    ``cancel``: its ``cancel()`` kills the child, so this raises at once.
     """
+    cancel = cancel if cancel is not None else Cancel()
     ctx = _forkserver()
     inbox, outbox = ctx.Pipe(duplex=False)
     child = ctx.Process(
@@ -167,11 +227,13 @@ def read_in_child(
         raise
     outbox.close()  # the child holds the only writer: EOF when it dies
     try:
-        frames = _Frames(inbox, where, timeout)
-        kind, body = frames.next()
-        if kind != b"H":
-            raise SourceError(f"{where}: loader process sent a bad first frame {kind!r}")
-        return sink(pickle.loads(body), frames.chunks())
+        # the kill is unregistered when this block exits, before the child is reaped
+        with cancel.on_cancel(child.kill):
+            frames = _Frames(inbox, child, where, timeout, cancel)
+            kind, body = frames.next()
+            if kind != b"H":
+                raise SourceError(f"{where}: loader process sent a bad first frame {kind!r}")
+            return sink(pickle.loads(body), frames.chunks())
     finally:
         inbox.close()
         if child.is_alive():

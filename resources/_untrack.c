@@ -6,7 +6,8 @@
  * the interpreter (every item's header is read, mostly cache misses, in three
  * passes). untrack_atomic(t) does the same check in one pass right after the
  * column is built, on the loading thread, and untracks the tuple when it is
- * safe: exactly the condition CPython's own _PyTuple_MaybeUntrack uses, so a
+ * safe: exactly the condition CPython's own _PyTuple_MaybeUntrack uses (no
+ * item is a GC object, other than an exact tuple that is untracked), so a
  * tuple that could ever be part of a cycle stays tracked.
  */
 #define PY_SSIZE_T_CLEAN
@@ -26,8 +27,18 @@ untrack_atomic(PyObject *module, PyObject *arg)
     Py_ssize_t n = PyTuple_GET_SIZE(arg);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyTuple_GET_ITEM(arg, i);
-        /* Not yet built items cannot occur: the tuple is complete. */
-        if (PyObject_IS_GC(item) && PyObject_GC_IsTracked(item)) {
+        /* CPython's own condition (_PyObject_GC_MAY_BE_TRACKED, used by
+         * _PyTuple_MaybeUntrack): an item keeps the tuple tracked when it is a
+         * GC object, unless it is an exact tuple that is itself untracked. An
+         * untracked dict (or any other GC object untracked for now) still
+         * counts: it can become tracked later and close a cycle through this
+         * tuple, which the collector could then never see. A NULL item (a
+         * tuple still being built) keeps it tracked too. */
+        if (item == NULL) {
+            Py_RETURN_FALSE;
+        }
+        if (PyObject_IS_GC(item)
+            && (!PyTuple_CheckExact(item) || PyObject_GC_IsTracked(item))) {
             Py_RETURN_FALSE;
         }
     }
@@ -37,7 +48,7 @@ untrack_atomic(PyObject *module, PyObject *arg)
 
 static PyMethodDef methods[] = {
     {"untrack_atomic", untrack_atomic, METH_O,
-     "untrack_atomic(t) -> bool: untrack tuple t from the cyclic GC when no item is tracked."},
+     "untrack_atomic(t) -> bool: untrack tuple t from the cyclic GC when no item can ever be tracked."},
     {NULL, NULL, 0, NULL},
 };
 

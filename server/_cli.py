@@ -16,7 +16,7 @@ from pineapple.plugins import add_plugin_argument
 from ._admin import parse_trusted_proxies
 from ._build import BuildError
 from ._config import Config
-from ._run import check, run
+from ._run import check, exit_within, run
 
 __all__ = ["add_check_command", "add_serve_command"]
 
@@ -94,7 +94,7 @@ def serve_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"pineapple serve: {exc}", file=sys.stderr)
         return 2
-    return run(
+    code = run(
         Config(
             config_path=args.config,
             addr=args.addr,
@@ -111,6 +111,8 @@ def serve_command(args: argparse.Namespace) -> int:
             trust_proxy=trusted,
         )
     )
+    exit_within(code)  # the process is about to exit: bound how long that takes
+    return code
 
 
 def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

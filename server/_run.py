@@ -28,7 +28,10 @@ from ._build import Builder, BuildError, example_request, import_plugins, read_c
 from ._config import Config, parse_addr
 from ._service import BUILTIN_PLUGINS, Service
 
-__all__ = ["bind", "check", "run"]
+__all__ = ["EXIT_GRACE_SECONDS", "bind", "check", "exit_within", "run"]
+
+EXIT_GRACE_SECONDS = 2.0
+"""Once serving has ended, the ``serve`` process is gone within this many seconds."""
 
 _log = logging.getLogger("pineapple.server")
 
@@ -172,12 +175,36 @@ def _restore(previous: dict[int, object]) -> None:
         signal.signal(signum, handler)  # type: ignore[arg-type]
 
 
+def exit_within(code: int, seconds: float = EXIT_GRACE_SECONDS) -> None:
+    """Arm a last resort: if the process still runs ``seconds`` from now, end it with ``code``.
+
+    For the ``serve`` command only, once ``run`` has returned: the interpreter's
+    exit joins every non-daemon thread (a refresh thread still in a fetch that
+    could not be cancelled, e.g. a TCP connect to an unreachable host), which
+    would make shutdown as long as that fetch. The timer thread is a daemon,
+    so a normal exit never waits for it.
+    """
+
+    def force() -> None:
+        busy = sorted(t.name for t in threading.enumerate() if not t.daemon and t.is_alive())
+        _log.warning("still running %.1fs after shutdown (%s); exiting now", seconds, busy)
+        logging.shutdown()
+        os._exit(code)
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True
+    timer.name = "pineapple-exit-guard"
+    timer.start()
+
+
 # -- several worker processes ------------------------------------------------------------
 
 
 def _worker_main(config: Config, sock: socket.socket) -> None:
     _configure_logging(config.log_level)
-    sys.exit(_serve(config, sock))
+    code = _serve(config, sock)
+    exit_within(code)
+    sys.exit(code)
 
 
 def _run_workers(config: Config) -> int:

@@ -15,8 +15,10 @@ Guarantees:
   old value is closed by the closer thread after its last borrower releases.
 - A failing fetch never removes or replaces the current value; it is
   recorded (redacted) in status and retried with capped exponential backoff.
-- ``stop`` is idempotent: it stops the scheduler (waiting for running
-  fetches), unpublishes every value and drops its baseline reference, closes
+- ``stop`` is idempotent: it first calls ``cancel()`` on every fetcher it
+  owns that has one (stop the fetch in flight: kill a loader process, shut a
+  connection down), then stops the scheduler (waiting for running fetches,
+  which a cancel has made short), unpublishes every value and drops its baseline reference, closes
   the fetchers that have ``close()``, and waits for the closes it caused.
   A value still borrowed is closed only when its last borrower releases.
 """
@@ -322,6 +324,9 @@ class Manager:
                 return
             self._state = "stopped"
             scheduler, self._scheduler = self._scheduler, None
+        for slot in self._slots.values():
+            if slot.owns_fetcher:
+                _cancel_fetch(slot)
         if scheduler is not None:
             scheduler.stop(wait=wait)
         for slot in self._slots.values():
@@ -483,6 +488,17 @@ class Manager:
 
     def __repr__(self) -> str:
         return f"Manager({len(self._slots)} resources, {self._state})"
+
+
+def _cancel_fetch(slot: Slot) -> None:
+    """Call the fetcher's optional ``cancel()``: its fetch in flight ends now."""
+    cancel = getattr(slot.fetcher, "cancel", None)
+    if not callable(cancel):
+        return
+    try:
+        cancel()
+    except Exception as exc:
+        _log.warning("%s: cancelling its fetch failed: %s", slot.label, slot.redact(str(exc)))
 
 
 def _start_message(failures: Mapping[str, str]) -> str:

@@ -104,7 +104,10 @@ def test_a_child_that_dies_mid_stream_fails_the_load(
         os.kill(child.pid, signal.SIGKILL)
         return sum(1 for _ in chunks)
 
-    with pytest.raises(SourceError, match=r"^w: loader process exited before the end$"):
+    with pytest.raises(
+        SourceError,
+        match=r"^w: loader process was killed by SIGKILL before the end, without an error$",
+    ):
         read_in_child(
             _kwargs(mysql_params), f"SELECT * FROM `{rows_table}`", sink, where="w", timeout=10
         )
