@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ._config import Config
@@ -29,13 +30,15 @@ class _App(Starlette):
     """Starlette, with ``/execute`` dispatched before the middleware stack.
 
     The hot path answers its own errors (JSON bodies, 500 on an unexpected
-    exception), so it skips Starlette's per-request middleware and routing.
+    exception), so it skips Starlette's per-request middleware and routing,
+    unless the user added middleware (``app.add_middleware``): then every
+    request, ``/execute`` included, goes through it and the router.
     """
 
     execute: ExecuteEndpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and is_execute_path(scope["path"]):
+        if scope["type"] == "http" and not self.user_middleware and is_execute_path(scope["path"]):
             await self.execute(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
@@ -67,7 +70,12 @@ def create_app(config: Config | Service) -> Starlette:
 
     execute = ExecuteEndpoint(service)
     app = _App(
-        routes=routes(service),
+        routes=[
+            # Reached only through user middleware (see _App).
+            Route("/execute", execute),
+            Route("/execute/{group}", execute),
+            *routes(service),
+        ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 from starlette.testclient import TestClient
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import pineapple
 import server
@@ -289,3 +290,34 @@ def test_config_version_without_pineapple_version_is_the_revision(
     with TestClient(server.create_app(app_config)) as client:
         info = client.get("/config").json()["config"]
     assert info["version"] == info["revision"] == info["content_hash"][:12]
+
+
+def test_user_middleware_applies_to_execute_too(app_config: server.Config) -> None:
+    seen: list[str] = []
+
+    class Tag:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                seen.append(scope["path"])
+
+            async def tagged(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message["headers"] = [*message["headers"], (b"x-tag", b"1")]
+                await send(message)
+
+            await self.app(scope, receive, tagged)
+
+    app = server.create_app(app_config)
+    app.add_middleware(Tag)
+    with TestClient(app) as client:
+        executed = client.post("/execute", content=b'{"common": {}, "items": []}')
+        grouped = client.post("/execute/nope", content=b'{"common": {}, "items": []}')
+        health = client.get("/healthz")
+    assert executed.status_code == 200 and executed.headers["x-tag"] == "1"
+    assert executed.json()["items"][0]["tag"] == "v1"
+    assert grouped.status_code == 404 and grouped.headers["x-tag"] == "1"
+    assert health.headers["x-tag"] == "1"
+    assert seen == ["/execute", "/execute/nope", "/healthz"]
