@@ -55,8 +55,8 @@ __all__ = [
 MAX_MEMORY = 64 * 1024 * 1024
 """Default bytes one runtime may allocate; beyond that a call fails with a memory error."""
 
-HOOK_INSTRUCTIONS = 100_000
-"""VM instructions between two deadline checks (about a millisecond of Lua work).
+HOOK_INSTRUCTIONS = 1000
+"""VM instructions between two deadline checks (some 10-100 us of plain Lua work).
 
 Each check calls back into Python (``time.monotonic``) and so takes the GIL;
 a larger count keeps a long script from waiting for the GIL often, a
@@ -119,6 +119,15 @@ local function disarm()
   local fired = killed
   killed, clock = false, nil
   return fired
+end
+-- string.rep builds up to max_memory bytes in one VM instruction: check first.
+local raw_rep = string.rep
+string.rep = function(...)
+  if clock and clock() >= deadline then
+    killed = true
+    error(KILL, 0)
+  end
+  return raw_rep(...)
 end
 local function rethrow(...)
   if killed then error(KILL, 0) end

@@ -294,7 +294,14 @@ class LuaState:
         raise LuaRuntimeError(message) from exc
 
     def close(self) -> None:
-        """Drop the runtime (its memory goes back to the allocator once unreferenced)."""
+        """Free the state's Lua heap now and drop the runtime.
+
+        The heap is collected first: a failed call's traceback may keep the
+        runtime object alive a while longer, but not its garbage.
+        """
+        rt = self.__dict__.get("_rt")
+        if rt is not None:
+            rt.gccollect()
         self.broken = True
         for name in _RUNTIME_REFS:
             self.__dict__.pop(name, None)
