@@ -562,6 +562,9 @@ class OperatorMethods(OperatorRecorder):
         lua_script: str,
         function_for_item: str = "",
         function_for_common: str = "",
+        timeout_ms: int | None = None,
+        max_memory_mb: int | None = None,
+        max_states: int | None = None,
         name: str | None = None,
         sources: Sequence[str] | None = None,
         common_input: Sequence[str] | None = None,
@@ -573,12 +576,19 @@ class OperatorMethods(OperatorRecorder):
     ) -> Self:
         """Executes a Lua script for per-item or per-common computation.
 
-        Operator type ``transform_by_lua`` (transform).
+        Operator type ``transform_by_lua`` (transform, blocking I/O).
 
         Args:
             lua_script: Lua 5.1 source code defining the function to call. (string, required)
             function_for_item: Function name to call per item. (string, default '')
             function_for_common: Function name to call once for all items. (string, default '')
+            timeout_ms: Longest run of the script per request, in ms (default 1000; the
+                request's deadline may stop it sooner); past it the request fails with a
+                deadline error. (int)
+            max_memory_mb: Memory one Lua state may allocate, in MiB (default 64); past it the
+                call fails and the state is discarded. (int)
+            max_states: Lua states the operator keeps at most (default 8; concurrent calls
+                beyond wait); its Lua memory stays below max_states * max_memory_mb. (int)
             name: the operator's name in the config (default: type and a hash).
             sources: names of earlier operators this one reads the items of.
             common_input: common fields the operator reads.
@@ -595,6 +605,9 @@ class OperatorMethods(OperatorRecorder):
                     "lua_script": lua_script,
                     "function_for_item": function_for_item,
                     "function_for_common": function_for_common,
+                    "timeout_ms": timeout_ms,
+                    "max_memory_mb": max_memory_mb,
+                    "max_states": max_states,
                 },
                 name=name,
                 sources=sources,

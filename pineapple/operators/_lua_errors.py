@@ -1,8 +1,11 @@
-"""The errors of the Lua operator: one for a bad script, one for a failing run."""
+"""The errors of the Lua operator, and the cap on the Lua text they carry."""
 
 from __future__ import annotations
 
-__all__ = ["LuaRuntimeError", "LuaScriptError"]
+__all__ = ["MAX_ERROR_BYTES", "LuaMemoryLimitError", "LuaRuntimeError", "LuaScriptError", "capped"]
+
+MAX_ERROR_BYTES = 4096
+"""At most this many bytes of a Lua error text reach a message (responses, logs)."""
 
 
 class LuaScriptError(ValueError):
@@ -20,3 +23,16 @@ class LuaRuntimeError(RuntimeError):
     naming the operator. Messages follow the Go engine's
     (``lua: item[3]: <lua error>``, ``lua: table has non-string key ...``).
     """
+
+
+class LuaMemoryLimitError(LuaRuntimeError):
+    """A Lua state reached its ``max_memory_mb``; the state is discarded, not reused."""
+
+
+def capped(text: str, limit: int = MAX_ERROR_BYTES) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, saying how much was cut."""
+    raw = text.encode("utf-8", "replace")
+    if len(raw) <= limit:
+        return text
+    head = raw[: limit - 64].decode("utf-8", "ignore")
+    return f"{head}... ({len(raw) - len(head.encode())} more bytes)"

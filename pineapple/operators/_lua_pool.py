@@ -5,30 +5,49 @@ while a request runs. The pool lends each state to one caller at a time;
 it creates a new state when none is idle (compiling the script then: a
 state is built once and reused for many requests) and keeps at most
 ``max_idle`` idle states.
+
+Memory: at most ``max_states`` states exist at once (lent, idle or being
+built), each capped by its own ``max_memory``, so an operator's Lua memory
+never exceeds ``max_states * max_memory``. A borrower finding all of them
+lent waits for one until its deadline. A state that hit its memory limit or
+its deadline is discarded: closed, and the freed heap handed back to the
+operating system (``malloc_trim``), so the process's RSS comes back down.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import threading
+import time
 from collections.abc import Callable
 
+from .._errors import DeadlineExceededError
 from ._lua_errors import LuaRuntimeError
 from ._lua_state import LuaState
 
-__all__ = ["LuaStatePool"]
+__all__ = ["DEFAULT_MAX_IDLE", "DEFAULT_MAX_STATES", "LuaStatePool"]
 
 DEFAULT_MAX_IDLE = 32
+DEFAULT_MAX_STATES = 8
 
 
 class LuaStatePool:
     """Lends :class:`LuaState` objects, one borrower at a time per state.
 
-    Guarantees (all under ``_lock``, held only for list and counter updates,
-    never while a state is built or runs):
+    Guarantees (all under ``_lock``, held only for list and counter updates
+    and condition waits, never while a state is built, runs or is closed):
 
     - A state is in ``_idle`` or lent to exactly one borrower, never both:
       ``borrow`` pops it under the lock, ``give_back`` appends it under the
       lock, and a borrower gives back only what it borrowed.
+    - ``_live`` counts states idle, lent or being built; it is raised before
+      a state is built and lowered when one is dropped or fails to build, so
+      it never exceeds ``max_states`` (a borrower waits on ``_freed``, with
+      a timeout, while it is at the cap) and ``max_states * max_memory``
+      bounds the pool's Lua memory.
+    - A ``broken`` state (deadline or memory limit hit) is never kept idle:
+      ``give_back`` discards it.
     - After ``close``, ``borrow`` raises and returned states are dropped, so
       no state is lent after the pool is closed; states lent before finish
       their request normally and are then dropped.
@@ -36,64 +55,126 @@ class LuaStatePool:
       discarded; ``borrows == reuses + creates`` + failed creations.
     """
 
-    def __init__(self, factory: Callable[[], LuaState], max_idle: int = DEFAULT_MAX_IDLE) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], LuaState],
+        max_idle: int = DEFAULT_MAX_IDLE,
+        max_states: int = DEFAULT_MAX_STATES,
+        operator: str = "",
+    ) -> None:
         self._factory = factory
         self._max_idle = max_idle
+        self._max_states = max_states
+        self._operator = operator
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._idle: list[LuaState] = []
         self._closed = False
+        self._live = 0
         self.borrows = 0
         self.returns = 0
         self.creates = 0
         self.reuses = 0
+        self.discards = 0
         self.active = 0
 
     def prime(self) -> None:
         """Build one state now (so that a bad script fails at config time) and keep it idle."""
-        state = self._factory()
+        with self._lock:
+            self._live += 1
+        try:
+            state = self._factory()
+        except BaseException:
+            self._drop_slot()
+            raise
         with self._lock:
             self.creates += 1
             if not self._closed:
                 self._idle.append(state)
+                return
+        self._drop(state)
 
-    def borrow(self) -> LuaState:
-        """A state for the caller's exclusive use until ``give_back`` or ``discard``."""
+    def borrow(self, deadline: float | None = None) -> LuaState:
+        """A state for the caller's exclusive use until ``give_back`` or ``discard``.
+
+        Waits (until ``deadline``, ``time.monotonic`` seconds) while
+        ``max_states`` states are lent; past it raises
+        :class:`DeadlineExceededError` naming the operator.
+        """
         with self._lock:
-            if self._closed:
-                raise LuaRuntimeError("lua: pool is closed")
+            # Bounded: each wait ends by the deadline (or when a state is freed).
+            while True:
+                if self._closed:
+                    raise LuaRuntimeError("lua: pool is closed")
+                if self._idle:
+                    self.borrows += 1
+                    self.active += 1
+                    self.reuses += 1
+                    return self._idle.pop()
+                if self._live < self._max_states:
+                    break
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    op = self._operator
+                    raise DeadlineExceededError(
+                        f'deadline exceeded in operator "{op}" '
+                        f"(all {self._max_states} Lua states busy)",
+                        operator=op,
+                    )
+                self._freed.wait(left)
             self.borrows += 1
             self.active += 1
-            if self._idle:
-                self.reuses += 1
-                return self._idle.pop()
+            self._live += 1
         try:
             state = self._factory()
         except BaseException:
             with self._lock:
                 self.active -= 1
+            self._drop_slot()
             raise
         with self._lock:
             self.creates += 1
         return state
 
     def give_back(self, state: LuaState) -> None:
-        """Return a borrowed state; it is kept idle unless the pool is closed or full."""
+        """Return a borrowed state; kept idle unless broken, or the pool is closed or full."""
+        if state.broken:
+            self.discard(state)
+            return
         with self._lock:
             self.returns += 1
             self.active -= 1
             if not self._closed and len(self._idle) < self._max_idle:
                 self._idle.append(state)
+                self._freed.notify()
+                return
+        self._drop(state)
 
     def discard(self, state: LuaState) -> None:
-        """Drop a borrowed state that must not be reused."""
+        """Drop a borrowed state that must not be reused (closed, its memory trimmed)."""
         with self._lock:
             self.active -= 1
+            self.discards += 1
+        self._drop(state)
+        trim_heap()
 
     def close(self) -> None:
         """Stop lending states and drop the idle ones. Idempotent."""
         with self._lock:
             self._closed = True
-            self._idle.clear()
+            idle, self._idle = self._idle, []
+            self._freed.notify_all()
+        for state in idle:
+            self._drop(state)
+
+    def _drop(self, state: LuaState) -> None:
+        state.close()
+        self._drop_slot()
+
+    def _drop_slot(self) -> None:
+        with self._lock:
+            self._live -= 1
+            self._freed.notify()
 
     @property
     def idle(self) -> int:
@@ -102,13 +183,33 @@ class LuaStatePool:
             return len(self._idle)
 
     def stats(self) -> dict[str, int]:
-        """Counters, as the Go engine's pool reports them."""
+        """Counters, as the Go engine's pool reports them (plus ``discard_count``)."""
         with self._lock:
             return {
                 "borrow_count": self.borrows,
                 "return_count": self.returns,
                 "create_count": self.creates,
                 "reuse_count": self.reuses,
+                "discard_count": self.discards,
                 "active_count": self.active,
                 "idle_count": len(self._idle),
             }
+
+
+_LIBC_TRIM: Callable[[int], int] | None = None
+_LIBC_LOOKED = False
+
+
+def trim_heap() -> None:
+    """Ask glibc to give freed heap pages back to the OS (a no-op without glibc)."""
+    global _LIBC_TRIM, _LIBC_LOOKED
+    if not _LIBC_LOOKED:
+        # Guarantees: racing first calls all look up the same symbol; any write wins.
+        name = ctypes.util.find_library("c")
+        try:
+            _LIBC_TRIM = ctypes.CDLL(name).malloc_trim if name else None
+        except (OSError, AttributeError):
+            _LIBC_TRIM = None
+        _LIBC_LOOKED = True
+    if _LIBC_TRIM is not None:
+        _LIBC_TRIM(0)

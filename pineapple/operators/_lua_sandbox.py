@@ -3,10 +3,15 @@
 The Go engine opens only the base, table, string and math libraries and
 removes ``dofile`` and ``loadfile``. Its VMs (gopher-lua, wangshu) implement
 Lua 5.1: every number is a double, there is no integer subtype and no ``//``
-operator. We run LuaJIT 2.1 (``lupa.luajit21``: the same language, and its
-JIT makes a per-item call about 25x cheaper than the interpreter) and fall
-back to PUC Lua 5.1 (``lupa.lua51``) where lupa has no LuaJIT build; env
-``PINEAPPLE_LUA_BACKEND=lua51`` forces the latter. What a script sees:
+operator. We run PUC Lua 5.1 (``lupa.lua51``), the same language, because
+it is bounded: a count hook stops a script at its deadline (LuaJIT does not
+run hooks in JIT-compiled code, so ``while true do end`` never stops there),
+and C calls nest at most 200 deep (``LUAI_MAXCCALLS``: ``string.gsub``
+recursing through a function replacement is a "C stack overflow" error, where
+LuaJIT overflows the C stack and kills the process). LuaJIT 2.1
+(``lupa.luajit21``, several times faster per item) is still used where
+lupa has no Lua 5.1 build, or when ``PINEAPPLE_LUA_BACKEND=luajit21`` asks
+for it: then neither bound holds. What a script sees:
 
 - base library without ``dofile``, ``loadfile``, ``require``, ``module``,
   ``gcinfo``, ``newproxy`` and lupa's ``python`` module (LuaJIT: also no
@@ -18,6 +23,8 @@ back to PUC Lua 5.1 (``lupa.lua51``) where lupa has no LuaJIT build; env
   of functions up the call stack (only of a function value or of level 1).
 - ``string`` (without ``dump``), ``table`` and ``math``; no ``os``, ``io``,
   ``debug``, ``package``, ``coroutine``.
+- ``pcall`` and ``xpcall`` catch errors as usual, except the time guard's
+  (see :class:`SandboxedRuntime`), which they raise again.
 - ``tostring`` of a number is formatted as gopher-lua does (Go's ``%v``):
   integral values print as integers (``tostring(1e15)`` is
   ``"1000000000000000"``), others with the shortest round-trip digits
@@ -36,10 +43,40 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MAX_MEMORY", "LuaBackend", "available_backends", "default_backend"]
+__all__ = [
+    "HOOK_INSTRUCTIONS",
+    "MAX_MEMORY",
+    "LuaBackend",
+    "SandboxedRuntime",
+    "available_backends",
+    "default_backend",
+]
 
-MAX_MEMORY = 256 * 1024 * 1024
-"""Bytes one runtime may allocate; beyond that a call fails with a memory error."""
+MAX_MEMORY = 64 * 1024 * 1024
+"""Default bytes one runtime may allocate; beyond that a call fails with a memory error."""
+
+HOOK_INSTRUCTIONS = 1000
+"""VM instructions between two deadline checks (some 10-100 us of plain Lua work).
+
+Each check calls back into Python (``time.monotonic``) and so takes the GIL;
+a larger count keeps a long script from waiting for the GIL often, a
+smaller one stops it closer to its deadline.
+"""
+
+
+@dataclass(frozen=True)
+class SandboxedRuntime:
+    """A sandboxed lupa runtime and the Lua functions of its time guard.
+
+    ``arm(clock, deadline, count)`` makes any Lua code run in ``rt`` raise
+    (uncatchably) once ``clock() >= deadline``; ``disarm()`` stops that and
+    returns True when the guard fired.
+    """
+
+    rt: Any
+    arm: Any
+    disarm: Any
+
 
 _PRELUDE = r"""
 local G = _G
@@ -49,6 +86,7 @@ local floor, huge = math.floor, math.huge
 local concat = table.concat
 local raw_tostring, raw_loadstring = tostring, loadstring
 local raw_collectgarbage, raw_setfenv = collectgarbage, setfenv
+local raw_pcall, raw_xpcall, sethook = pcall, xpcall, debug and debug.sethook
 
 for _, name in ipairs({
   "os", "io", "debug", "package", "require", "module", "dofile", "loadfile",
@@ -57,6 +95,46 @@ for _, name in ipairs({
   G[name] = nil
 end
 string.dump = nil
+
+-- The time guard. ``arm(clock, deadline, count)`` sets a count hook that
+-- calls ``clock()`` (Python's time.monotonic) every ``count`` VM instructions
+-- and raises KILL once it reaches ``deadline``; ``disarm()`` removes it and
+-- says whether it fired. pcall and xpcall re-raise KILL after it fired, so a
+-- script cannot catch it and carry on. (LuaJIT: the hook does not fire in
+-- compiled code.)
+local KILL = "pineapple: lua deadline exceeded"
+local killed, clock, deadline = false, nil, 0
+local function hook()
+  if clock() >= deadline then
+    killed = true
+    error(KILL, 0)
+  end
+end
+local function arm(c, d, count)
+  killed, clock, deadline = false, c, d
+  if sethook then sethook(hook, "", count) end
+end
+local function disarm()
+  if sethook then sethook() end
+  local fired = killed
+  killed, clock = false, nil
+  return fired
+end
+-- string.rep builds up to max_memory bytes in one VM instruction: check first.
+local raw_rep = string.rep
+string.rep = function(...)
+  if clock and clock() >= deadline then
+    killed = true
+    error(KILL, 0)
+  end
+  return raw_rep(...)
+end
+local function rethrow(...)
+  if killed then error(KILL, 0) end
+  return ...
+end
+pcall = function(...) return rethrow(raw_pcall(...)) end
+xpcall = function(...) return rethrow(raw_xpcall(...)) end
 
 local BINARY = "binary chunks are not allowed"
 
@@ -130,6 +208,8 @@ tostring = function(...)
   if type(v) == "number" then return go_number(v) end
   return raw_tostring(...)
 end
+
+return arm, disarm
 """
 
 
@@ -155,22 +235,26 @@ class LuaBackend:
         """lupa's wrapper type of a Lua table (for fast ``type(v) is ...`` checks)."""
         return _table_type(self)
 
-    def new_runtime(self) -> Any:
+    def new_runtime(self, max_memory: int = MAX_MEMORY) -> Any:
         """A fresh sandboxed runtime (not thread-safe: one thread at a time).
 
         Multiple return values come back to Python as a tuple; Python ints too
         large for Lua become floats, as a Go ``float64`` would.
         """
+        return self.open(max_memory).rt
+
+    def open(self, max_memory: int = MAX_MEMORY) -> SandboxedRuntime:
+        """A fresh sandboxed runtime with its time guard (see :class:`SandboxedRuntime`)."""
         rt = self.module.LuaRuntime(
             unpack_returned_tuples=True,
             register_eval=False,
             register_builtins=False,
             attribute_filter=_refuse_attribute,
             overflow_handler=float,
-            max_memory=MAX_MEMORY,
+            max_memory=max_memory,
         )
-        rt.execute(_PRELUDE, name="=sandbox")
-        return rt
+        arm, disarm = rt.execute(_PRELUDE, name="=sandbox")
+        return SandboxedRuntime(rt, arm, disarm)
 
     def type_name(self, value: Any) -> str:
         """The Lua type name of a value returned by lupa (``"boolean"``, ``"table"`` ...)."""
@@ -199,7 +283,7 @@ def _table_type(backend: LuaBackend) -> type:
 def available_backends() -> list[LuaBackend]:
     """The lupa Lua 5.1 modules importable here, preferred first."""
     found = []
-    for name in ("luajit21", "lua51"):
+    for name in ("lua51", "luajit21"):
         try:
             found.append(LuaBackend(name, importlib.import_module(f"lupa.{name}")))
         except ImportError:

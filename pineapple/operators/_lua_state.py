@@ -19,13 +19,18 @@ table, each output column comes back as one tuple.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from ._lua_errors import LuaRuntimeError, LuaScriptError
-from ._lua_sandbox import MAX_MEMORY, LuaBackend, default_backend
+from .._errors import DeadlineExceededError
+from ._lua_errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
+from ._lua_sandbox import HOOK_INSTRUCTIONS, MAX_MEMORY, LuaBackend, default_backend
 from ._lua_values import PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
 __all__ = ["LuaState", "driver_source"]
+
+_RUNTIME_REFS = ("_rt", "_run", "_reset", "_current", "_fetch", "_pack", "_arm", "_disarm")
+"""Attributes that keep the Lua runtime alive (``close`` drops them)."""
 
 _UNROLL_FIELDS = 40
 """Above this many input fields the driver loops over lists (Lua 5.1: 60 upvalues, 200 locals)."""
@@ -155,13 +160,17 @@ def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool)
     return _PRELUDE + body + _RETURN
 
 
-def _lua_message(exc: BaseException) -> str:
-    if type(exc).__name__ == "LuaMemoryError":
-        return f"not enough memory (a Lua state may use {MAX_MEMORY // (1024 * 1024)} MiB)"
+def _is_memory_error(exc: BaseException) -> bool:
+    return type(exc).__name__ == "LuaMemoryError"
+
+
+def _lua_message(exc: BaseException, max_memory: int = MAX_MEMORY) -> str:
+    if _is_memory_error(exc):
+        return f"not enough memory (a Lua state may use {max_memory / (1024 * 1024):g} MiB)"
     text = str(exc)
     text = text.removeprefix("error loading code: ")
     text = text.split("\nstack traceback:", 1)[0]
-    return text or f"(error object is not a string: {type(exc).__name__})"
+    return capped(text) if text else f"(error object is not a string: {type(exc).__name__})"
 
 
 class LuaState:
@@ -170,6 +179,13 @@ class LuaState:
     Not thread-safe: one request at a time (the pool hands each out to one
     thread). Raises :class:`LuaScriptError` when the script does not load
     or does not define ``function``.
+
+    Each call runs under a time guard (a count hook, see ``_lua_sandbox``)
+    until its ``deadline`` (``time.monotonic`` seconds): past it the call
+    raises :class:`DeadlineExceededError` naming the operator. A state whose
+    call hit its deadline or its memory limit is ``broken``: its pool
+    discards it (globals the script changed in place may be half-updated,
+    and its heap may be at the limit).
     """
 
     def __init__(
@@ -184,6 +200,7 @@ class LuaState:
         outputs: int,
         unroll_fields: int = _UNROLL_FIELDS,
         backend: LuaBackend | None = None,
+        max_memory: int = MAX_MEMORY,
     ) -> None:
         if script.startswith("\x1b"):
             raise LuaScriptError(
@@ -192,8 +209,14 @@ class LuaState:
             )
         self._backend = backend = backend if backend is not None else default_backend()
         self._error = backend.error
-        rt = backend.new_runtime()
+        sandboxed = backend.open(max_memory)
+        rt = sandboxed.rt
         self._rt = rt
+        self._arm, self._disarm = sandboxed.arm, sandboxed.disarm
+        self._operator = operator
+        self._max_memory = max_memory
+        self.broken = False
+        """True once a call hit the deadline or the memory limit: never reuse this state."""
         self._item_mode = item_mode
         self._nret = outputs
         nc, ni = len(common_fields), len(item_fields)
@@ -214,7 +237,8 @@ class LuaState:
             rt.execute(script, name=f"={operator}")
         except backend.error as exc:
             raise LuaScriptError(
-                f'lua: failed to load script of operator "{operator}": {_lua_message(exc)}'
+                f'lua: failed to load script of operator "{operator}": '
+                f"{_lua_message(exc, max_memory)}"
             ) from exc
         if rt.globals()[function] is None:
             raise LuaScriptError(
@@ -226,29 +250,70 @@ class LuaState:
 
     # -- calls -------------------------------------------------------------
 
-    def _call(self, n: int, common: list[Any], columns: list[Any]) -> tuple[Any, ...]:
+    def _call(
+        self, n: int, common: list[Any], columns: list[Any], deadline: float
+    ) -> tuple[Any, ...]:
         rt = self._rt
         cvals = [to_lua(rt, v) for v in common]
         if self._unrolled:
             args = [n, *cvals, *columns]
         else:
             args = [n, rt.table_from(cvals), rt.table_from(columns)]
+        self._arm(time.monotonic, deadline, HOOK_INSTRUCTIONS)
         try:
             result: tuple[Any, ...] = self._run(*args)
         except self._error as exc:
-            where = self._current()
-            self._reset()
-            if self._item_mode and where > 0:
-                raise LuaRuntimeError(f"lua: item[{where - 1}]: {_lua_message(exc)}") from exc
-            raise LuaRuntimeError(f"lua: {_lua_message(exc)}") from exc
+            fired = self._disarm()
+            self._fail(exc, fired)
         except UnicodeDecodeError as exc:  # a returned string (run has reset already)
+            self._disarm()
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
+        except BaseException:
+            self._disarm()
+            self.broken = True
+            raise
+        self._disarm()
         return result
 
-    def call_items(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[list[Any]]:
+    def _fail(self, exc: BaseException, fired: bool) -> None:
+        """Raise the named error for a failed call (and mark the state broken if it must go)."""
+        where = self._current()
+        if fired:
+            self.broken = True
+            op = self._operator
+            raise DeadlineExceededError(
+                f'deadline exceeded in operator "{op}" (Lua stopped by its time guard)',
+                operator=op,
+            ) from exc
+        self._reset()
+        at = f"item[{where - 1}]: " if self._item_mode and where > 0 else ""
+        message = f"lua: {at}{_lua_message(exc, self._max_memory)}"
+        if _is_memory_error(exc):
+            self.broken = True
+            raise LuaMemoryLimitError(message) from exc
+        raise LuaRuntimeError(message) from exc
+
+    def close(self) -> None:
+        """Free the state's Lua heap now and drop the runtime.
+
+        The heap is collected first: a failed call's traceback may keep the
+        runtime object alive a while longer, but not its garbage.
+        """
+        rt = self.__dict__.get("_rt")
+        if rt is not None:
+            rt.gccollect()
+        self.broken = True
+        for name in _RUNTIME_REFS:
+            self.__dict__.pop(name, None)
+
+    def call_items(
+        self, n: int, common: list[Any], columns: list[list[Any]], deadline: float
+    ) -> list[list[Any]]:
         """Item mode: call the function once per item; one result column per output."""
         rt = self._rt
-        result = self._call(n, common, [column_to_lua(rt, c, self._pack) for c in columns])
+        result = self._call(
+            n, common, [column_to_lua(rt, c, self._pack) for c in columns], deadline
+        )
         nz, z = result[0], result[1]
         tables = result[2:] if self._unrolled else [result[2][j] for j in range(1, self._nret + 1)]
         cols = [self._column(t, n) for t in tables]
@@ -258,10 +323,14 @@ class LuaState:
                 cols[j][i] = -0.0
         return cols
 
-    def call_common(self, n: int, common: list[Any], columns: list[list[Any]]) -> list[Any]:
+    def call_common(
+        self, n: int, common: list[Any], columns: list[list[Any]], deadline: float
+    ) -> list[Any]:
         """Common mode: call the function once, item fields as arrays; one value per output."""
         rt = self._rt
-        result = self._call(n, common, [column_to_lua(rt, c, self._pack) for c in columns])
+        result = self._call(
+            n, common, [column_to_lua(rt, c, self._pack) for c in columns], deadline
+        )
         nz, z = result[0], result[1]
         if self._unrolled:
             raw = list(result[2:])

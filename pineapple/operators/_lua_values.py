@@ -15,7 +15,8 @@ zero stays ``-0.0``. A table whose positive integer keys are exactly
 in Go; Lua's ``#`` is not used: its border is ambiguous); otherwise every key
 must be a string (else :class:`LuaRuntimeError` ``lua: table has
 non-string key of type "boolean"``) and it is a ``dict``; the empty table
-is ``[]``. Functions and other Lua objects become their ``str()`` text.
+is ``[]``. A function (or any other Lua object) has no JSON value: returning
+one is a :class:`LuaRuntimeError` (``lua: cannot return a Lua function``).
 """
 
 from __future__ import annotations
@@ -94,7 +95,9 @@ def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) 
     if type(value) in PLAIN_TYPES:
         return value
     if type(value) is not table_type:
-        return str(value)
+        raise LuaRuntimeError(
+            f"lua: cannot return a Lua {backend.type_name(value)} (it has no JSON value)"
+        )
     if depth >= _MAX_DEPTH:
         raise LuaRuntimeError("lua: returned table nested too deeply (or cyclic)")
     table: Any = value

@@ -16,10 +16,20 @@ Value mapping, sandbox and formatting: see ``_lua_values`` and
 ``_lua_sandbox``. Thread safety: ``execute`` may run on many threads at
 once (``concurrent_safe``, so ``data_parallel`` is allowed); each call
 borrows its own Lua state from the operator's pool.
+
+Bounds (``_lua_state``, ``_lua_pool``): a call stops at the request's
+deadline or after ``timeout_ms``, whichever comes first
+(``DeadlineExceededError`` naming the operator); a state may allocate
+``max_memory_mb`` and the operator keeps at most ``max_states`` states, so
+its Lua memory stays below ``max_states * max_memory_mb``; error texts are
+capped at 4 KiB. The schema is ``blocking``: a server runs pipelines with
+Lua on worker threads (lupa releases the GIL while Lua runs), never on its
+event loop.
 """
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any
 
@@ -27,11 +37,14 @@ from .._context import Context
 from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ._lua_errors import LuaRuntimeError, LuaScriptError
-from ._lua_pool import LuaStatePool
-from ._lua_sandbox import default_backend
+from ._lua_pool import DEFAULT_MAX_STATES, LuaStatePool
+from ._lua_sandbox import MAX_MEMORY, default_backend
 from ._lua_state import LuaState
 
-__all__ = ["SCHEMA", "TransformByLua"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "SCHEMA", "TransformByLua"]
+
+DEFAULT_TIMEOUT_MS = 1000
+"""How long one call may run when the request's deadline is later (or unset)."""
 
 
 SCHEMA = OperatorSchema(
@@ -50,7 +63,25 @@ SCHEMA = OperatorSchema(
         "function_for_common": ParamSpec(
             type="string", default="", description="Function name to call once for all items."
         ),
+        "timeout_ms": ParamSpec(
+            type="int",
+            description=f"Longest run of the script per request, in ms (default "
+            f"{DEFAULT_TIMEOUT_MS}; the request's deadline may stop it sooner); past it the "
+            "request fails with a deadline error.",
+        ),
+        "max_memory_mb": ParamSpec(
+            type="int",
+            description=f"Memory one Lua state may allocate, in MiB (default "
+            f"{MAX_MEMORY >> 20}); past it the call fails and the state is discarded.",
+        ),
+        "max_states": ParamSpec(
+            type="int",
+            description=f"Lua states the operator keeps at most (default {DEFAULT_MAX_STATES}; "
+            "concurrent calls beyond wait); its Lua memory stays below "
+            "max_states * max_memory_mb.",
+        ),
     },
+    blocking=True,
 )
 
 
@@ -60,6 +91,15 @@ def _string_param(params: dict[str, Any], name: str) -> str:
         return ""
     if not isinstance(value, str):
         raise LuaScriptError(f"lua: {name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _positive_param(params: dict[str, Any], name: str, default: int) -> int:
+    value = params.get(name)
+    if value is None:
+        return default
+    if type(value) is not int or value <= 0:
+        raise LuaScriptError(f"lua: {name} must be a positive integer, got {value!r}")
     return value
 
 
@@ -80,6 +120,9 @@ class TransformByLua(Operator):
             raise LuaScriptError("lua: cannot set both function_for_item and function_for_common")
         self._item_mode = bool(for_item)
         self._function = for_item or for_common
+        self._timeout = _positive_param(params, "timeout_ms", DEFAULT_TIMEOUT_MS) / 1000
+        self._max_memory = _positive_param(params, "max_memory_mb", MAX_MEMORY >> 20) << 20
+        self._max_states = _positive_param(params, "max_states", DEFAULT_MAX_STATES)
         self._pool: LuaStatePool | None = None
 
     def prepare(self) -> None:
@@ -97,8 +140,9 @@ class TransformByLua(Operator):
             item_fields=self._item_in,
             outputs=len(self._outputs),
             backend=default_backend(),
+            max_memory=self._max_memory,
         )
-        pool = LuaStatePool(factory)
+        pool = LuaStatePool(factory, max_states=self._max_states, operator=self.name)
         pool.prime()
         if self._pool is not None:
             self._pool.close()
@@ -115,12 +159,16 @@ class TransformByLua(Operator):
         get = inp.common.get
         common = [get(f) for f in self._common_in]
         columns = [inp.column(f) for f in self._item_in]
-        state = pool.borrow()
+        deadline = time.monotonic() + self._timeout
+        if ctx.deadline is not None and ctx.deadline < deadline:
+            deadline = ctx.deadline
+        ctx.check_deadline(self.name)
+        state = pool.borrow(deadline)
         try:
             if self._item_mode:
-                results = state.call_items(n, common, columns)
+                results = state.call_items(n, common, columns, deadline)
             else:
-                values = state.call_common(n, common, columns)
+                values = state.call_common(n, common, columns, deadline)
         finally:
             pool.give_back(state)
         if self._item_mode:

@@ -28,7 +28,15 @@ def _col(out: Any, field: str, n: int) -> list[Any]:
 def test_registered_as_a_transform_with_its_params() -> None:
     schema = default_operator_registry().get("transform_by_lua")
     assert schema is not None and schema.kind == "transform"
-    assert set(schema.params) == {"lua_script", "function_for_item", "function_for_common"}
+    assert set(schema.params) == {
+        "lua_script",
+        "function_for_item",
+        "function_for_common",
+        "timeout_ms",
+        "max_memory_mb",
+        "max_states",
+    }
+    assert schema.blocking  # Lua may run long: a server keeps it off its event loop
     assert schema.params["lua_script"].required
 
 

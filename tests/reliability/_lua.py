@@ -1,0 +1,147 @@
+"""A real ``pineapple serve`` process whose pipeline groups each run one Lua script."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPTS: dict[str, str] = {
+    "main": "function f() return n + 1 end",
+    "spin": "function f() while true do end end",
+    "count": "function f() local x = 0 for i = 1, n do x = x + 1 end return x end",
+    "catch": "function f() while true do pcall(function() while true do end end) end end",
+    "tostr": (
+        "function f()\n"
+        "  local t = setmetatable({}, {__tostring = function(x) return tostring(x) end})\n"
+        "  return tostring(t) end"
+    ),
+    "gsub": (
+        "local function r(d) if d == 0 then return 'x' end\n"
+        "  return (string.gsub('a', 'a', function() return r(d - 1) end)) end\n"
+        "function f() return r(n) end"
+    ),
+    "bomb": (
+        "function f() local t, mb = {}, string.rep('x', 1024 * 1024)\n"
+        "  for i = 1, n do t[i] = mb .. i end return #t end"
+    ),
+    "fn": "function f() return function() end end",
+    "shout": "function f() error(string.rep('x', n)) end",
+}
+
+
+def lua_config(params: Mapping[str, Mapping[str, Any]] | None = None) -> bytes:
+    """A unified config: group ``g`` runs the operator ``g`` (``SCRIPTS[g]``, common mode)."""
+    meta = {"common_input": ["n"], "common_output": ["out"], "item_input": [], "item_output": []}
+    operators = {
+        name: {
+            "type_name": "transform_by_lua",
+            "lua_script": script,
+            "function_for_common": "f",
+            **(params or {}).get(name, {}),
+            "$metadata": meta,
+        }
+        for name, script in SCRIPTS.items()
+    }
+    root = {
+        "_PINEAPPLE_VERSION": 1,
+        "_PINEAPPLE_CREATE_TIME": "2026-01-01T00:00:00Z",
+        "pipeline_config": {"operators": operators},
+        "pipeline_group": {name: {"pipeline": [name]} for name in SCRIPTS},
+        "flow_contract": {
+            "common_input": ["n"],
+            "item_input": [],
+            "common_output": ["out"],
+            "item_output": [],
+        },
+    }
+    return orjson.dumps(root)
+
+
+class LuaServer:
+    """``pineapple serve`` on a free loopback port; ``close`` kills it if still running."""
+
+    def __init__(self, config: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("PINEAPPLE_ADMIN_TOKEN", None)
+        env.pop("PINEAPPLE_LUA_BACKEND", None)
+        code = "import sys; from pineapple.cli import main; sys.exit(main())"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        self.log: list[str] = []
+        self.url = self._wait_for_url()
+        self._reader = threading.Thread(target=self._read_rest, daemon=True)
+        self._reader.start()
+        self.client = httpx.Client(base_url=self.url, timeout=10.0)
+
+    def _wait_for_url(self) -> str:
+        assert self.proc.stderr is not None
+        # Bounded: the process either logs its address or exits (EOF ends the loop).
+        for line in self.proc.stderr:
+            self.log.append(line)
+            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            if found:
+                return found.group(1)
+        raise AssertionError("serve exited before listening:\n" + "".join(self.log))
+
+    def _read_rest(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def execute(self, group: str, n: float = 1, timeout: float = 10.0) -> httpx.Response:
+        """``POST /execute/{group}`` with ``common.n = n``."""
+        body = orjson.dumps({"common": {"n": n}, "items": []})
+        return self.client.post(f"/execute/{group}", content=body, timeout=timeout)
+
+    def rss_bytes(self) -> int:
+        """The server process's resident set size."""
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+        assert found is not None
+        return int(found.group(1)) * 1024
+
+    def terminate(self, timeout: float) -> int:
+        """SIGTERM; the exit code (raises ``TimeoutExpired`` past ``timeout`` seconds)."""
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._reader.join(5)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+
+
+@contextmanager
+def lua_server(
+    tmp_path: Path, params: Mapping[str, Mapping[str, Any]] | None = None
+) -> Iterator[LuaServer]:
+    """A :class:`LuaServer` serving :func:`lua_config`, always killed afterwards."""
+    config = tmp_path / "lua.json"
+    config.write_bytes(lua_config(params))
+    server = LuaServer(config)
+    try:
+        yield server
+    finally:
+        server.close()
