@@ -1,10 +1,16 @@
 """Secret redaction: nothing that may hold a password leaves the process unmasked.
 
 Two layers: :func:`redact` masks the password part of every DSN or URL it
-recognises (``scheme://user:pw@host`` and the Go MySQL form
+recognises in free text (``scheme://user:pw@host`` and the Go MySQL form
 ``user:pw@tcp(host)``), and then every literal secret the caller knows of
-(passwords, tokens, DSN passwords collected from resource params by
-:func:`secrets_of`).
+(passwords, tokens, DSN passwords and ``${VAR}`` values collected from a
+config by :func:`secrets_of` and the config loader).
+
+Bounded by construction: every scan here is linear in the text. A DSN is
+matched only where its fixed anchor is (``://``, or ``@tcp(`` / ``@unix(`` on
+the reversed text), each attempt reads no further than the next anchor, and
+no two quantifiers can match the same characters at the same place. Masking
+1 MB takes milliseconds (``benchmarks/masking.py``; the issue's bound is 50 ms).
 """
 
 from __future__ import annotations
@@ -12,64 +18,171 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["MASK", "is_secret_param", "redact", "redact_value", "secrets_of"]
+__all__ = [
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "is_secret_param",
+    "is_secret_value",
+    "redact",
+    "redact_value",
+    "secrets_of",
+]
 
 MASK = "***"
 
-# scheme://user:password@host  ->  scheme://user:***@host
-_URL_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?=@)")
-# user:password@tcp(host)  or  user:password@unix(...)  (Go MySQL driver DSN)
-_GO_DSN = re.compile(r"(?P<head>(?:^|[\s'\"(=])[^:/@\s'\"(]+:)(?P<pw>[^@\s]+)(?=@(?:tcp|unix)\()")
-_SECRET_NAME = re.compile(r"(password|passwd|secret|token|credential|api_key)", re.IGNORECASE)
+MIN_SECRET_LENGTH = 4
+"""Values shorter than this are not masked as literals (``"1"``, ``"db"``, ...)."""
+
+# Key names whose value is a secret as a whole. Names are compared folded
+# (lower case, separators removed), so apiKey, API_KEY, api-key and ApiKey
+# are one name. A fragment matches anywhere in the folded name; a word only
+# as a whole word of the name (so "author" and "lookup_key" are not secrets).
+_SECRET_FRAGMENTS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "credential",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "authorization",
+)
+_SECRET_WORDS = frozenset({"pwd", "auth"})
+_SECRET_SUFFIXES = ("pwd", "auth")
+_NAME_LIMIT = 256  # longer key names are only folded, not split into words
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # zero-width: linear
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")  # one class, no nesting: linear
+
+# scheme://user:pw@host: anchored on the literal "://"; the user stops at ":"
+# and the password runs to the last "@" before the authority ends ("/", "?",
+# "#", a line break or a quote), so it may hold "@" and spaces. Linear: an
+# attempt starts only at a "://" and reads one authority, which ends before
+# the next "://" (that contains "/"); the two quantifiers are split by ":".
+_URL = re.compile(r"(?P<head>://[^:@/?# \t\n\r\"'`]*+:)[^/?#\n\r\"'`]+(?=@)")
+# user:pw@tcp(...) and user:pw@unix(...), matched on the REVERSED text, where
+# the anchor comes first: the password is the shortest stretch (at most 1024
+# characters, no "(") followed by ":" and a user word that starts after a
+# blank, a quote or the start of the text. So root:p@ss w0rd@tcp(h) masks
+# "p@ss w0rd". Linear: attempts start only at an anchor, the password cannot
+# run past the "(" that opens the next anchor, and a user word is read at
+# most up to the next ":" or 256 characters (possessively: no backtracking).
+_GO_REVERSED = re.compile(
+    r"(?P<head>\((?:pct|xinu)@)[^\n\r\"'`(]{1,1024}?(?=:[^ \t\n\r:\"'`]{0,256}+(?:[ \t\n\r\"'`]|$))"
+)
+_KEEP_HEAD = r"\g<head>" + MASK[::-1]
+_COMMON_VALUES = frozenset({"true", "false", "null", "none", "localhost"})
 
 
 def is_secret_param(name: str) -> bool:
-    """True when a parameter's value is a secret as a whole (by its name)."""
-    return bool(_SECRET_NAME.search(name))
+    """True when a parameter's value is a secret as a whole (by its name).
+
+    ``password``, ``passwd``, ``pwd``, ``secret``, ``token``, ``credentials``,
+    ``api_key``, ``private_key``, ``access_key``, ``auth``, ``Authorization``
+    and their case, camel, snake and kebab variants (``apiKey``, ``API_KEY``,
+    ``privateKey``, ``db_pwd``, ``basic-auth``).
+    """
+    folded = _SEPARATORS.sub("", name).lower()
+    if any(fragment in folded for fragment in _SECRET_FRAGMENTS):
+        return True
+    if folded.endswith(_SECRET_SUFFIXES):
+        return True
+    if len(name) > _NAME_LIMIT:
+        return False
+    words = _SEPARATORS.split(_CAMEL.sub("_", name).lower())
+    return any(word in _SECRET_WORDS for word in words)
 
 
-def _dsn_password(text: str) -> str | None:
-    for pattern in (_URL_USERINFO, _GO_DSN):
-        match = pattern.search(text)
-        if match:
-            return match.group("pw")
-    return None
+def is_secret_value(value: str) -> bool:
+    """True when ``value`` is worth masking wherever it appears as a literal.
+
+    Used for values that came from ``${VAR}``: masking them by substring is
+    only sensible when they are not short or common. Not masked: shorter
+    than :data:`MIN_SECRET_LENGTH`, numbers (ports, db numbers, counts),
+    ``true``/``false``/``null``/``none``/``localhost``.
+    """
+    text = value.strip()
+    if len(text) < MIN_SECRET_LENGTH or text.lower() in _COMMON_VALUES:
+        return False
+    try:
+        float(text)
+    except ValueError:
+        return True
+    return False
+
+
+# -- DSNs in free text ------------------------------------------------------------
+
+
+def _mask_dsns(text: str) -> str:
+    """``text`` with the password of every DSN or URL recognised in it masked."""
+    if "://" in text:
+        text = _URL.sub(_KEEP_HEAD, text)
+    if "@tcp(" in text or "@unix(" in text:
+        text = _GO_REVERSED.sub(_KEEP_HEAD, text[::-1])[::-1]
+    return text
+
+
+def _dsn_password(text: str) -> set[str]:
+    """The password of ``text`` when the whole string is one DSN, as drivers read it.
+
+    URL form: ``urlsplit`` (the last ``@`` ends the password), raw and
+    percent-decoded. Go form: from the first ``:`` to the last ``@tcp(`` or
+    ``@unix(``. Both linear.
+    """
+    value = text.strip()
+    found: set[str] = set()
+    if "://" in value:
+        try:
+            password = urlsplit(value).password
+        except ValueError:
+            password = None
+        if password:
+            found |= {password, unquote(password)}
+        return found
+    anchor = max(value.rfind("@tcp("), value.rfind("@unix("))
+    colon = value.find(":", 0, anchor) if anchor > 0 else -1
+    if colon >= 0 and "@" not in value[:colon] and colon + 1 < anchor:
+        found.add(value[colon + 1 : anchor])
+    return found
 
 
 def secrets_of(params: Mapping[str, Any]) -> set[str]:
     """The secret strings inside a params mapping (searched at any depth).
 
-    A parameter named like a password or token is a secret as a whole; any
-    other string that looks like a DSN contributes its password part.
+    A parameter named like a password or token is a secret as a whole (every
+    string under it, when it holds a mapping or list); any other string that
+    looks like a DSN contributes its password part.
     """
     found: set[str] = set()
 
-    def walk(key: str, value: Any) -> None:
+    def walk(key: str, value: Any, secret: bool) -> None:
+        # Bounded by the size of the (already parsed) params value.
+        secret = secret or is_secret_param(key)
         if isinstance(value, str):
-            if value and is_secret_param(key):
+            if value and secret:
                 found.add(value)
-            pw = _dsn_password(value)
-            if pw:
-                found.add(pw)
+            found.update(_dsn_password(value))
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                walk(str(k), v)
+                walk(str(k), v, secret)
         elif isinstance(value, list | tuple):
             for v in value:
-                walk(key, v)
+                walk(key, v, secret)
 
     for k, v in params.items():
-        walk(str(k), v)
+        walk(str(k), v, False)
     return found
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with DSN passwords and every string in ``secrets`` masked."""
-    text = _URL_USERINFO.sub(lambda m: m.group("head") + MASK, text)
-    text = _GO_DSN.sub(lambda m: m.group("head") + MASK, text)
+    """``text`` with DSN passwords and every string in ``secrets`` masked (linear time)."""
+    text = _mask_dsns(text)
     # Longest first, so a secret that contains another is masked whole.
-    for secret in sorted((s for s in secrets if len(s) >= 3), key=len, reverse=True):
+    for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 
@@ -77,10 +190,21 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 def redact_value(value: Any, secrets: Iterable[str] = (), key: str = "") -> Any:
     """A copy of a JSON-like value with secret params and DSN passwords masked."""
     secrets = tuple(secrets)
+    if is_secret_param(key) and value not in (None, ""):
+        return _mask_all(value)
     if isinstance(value, str):
-        return MASK if (value and is_secret_param(key)) else redact(value, secrets)
+        return redact(value, secrets)
     if isinstance(value, Mapping):
         return {k: redact_value(v, secrets, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact_value(v, secrets, key) for v in value]
     return value
+
+
+def _mask_all(value: Any) -> Any:
+    """Every leaf under a secret key masked; the shape (keys, lengths) kept."""
+    if isinstance(value, Mapping):
+        return {k: _mask_all(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_mask_all(v) for v in value]
+    return MASK
