@@ -19,6 +19,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.starvation", "refresh_starvation"),
     ("benchmarks.serving", "serving"),
     ("benchmarks.lookup", "resource_lookup"),
+    ("benchmarks.masking", "masking"),
 ]
 
 

@@ -62,7 +62,7 @@ _SEPARATORS = re.compile(r"[^A-Za-z0-9]+")  # one class, no nesting: linear
 # "#", a line break or a quote), so it may hold "@" and spaces. Linear: an
 # attempt starts only at a "://" and reads one authority, which ends before
 # the next "://" (that contains "/"); the two quantifiers are split by ":".
-_URL = re.compile(r"(?P<head>://[^:@/?# \t\n\r\"'`]*+:)[^/?#\n\r\"'`]+(?=@)")
+_URL = re.compile(r"://[^:@/?# \t\n\r\"'`]*+:(?P<pw>[^/?#\n\r\"'`]+)(?=@)")
 # user:pw@tcp(...) and user:pw@unix(...), matched on the REVERSED text, where
 # the anchor comes first: the password is the shortest stretch (at most 1024
 # characters, no "(") followed by ":" and a user word that starts after a
@@ -71,9 +71,8 @@ _URL = re.compile(r"(?P<head>://[^:@/?# \t\n\r\"'`]*+:)[^/?#\n\r\"'`]+(?=@)")
 # run past the "(" that opens the next anchor, and a user word is read at
 # most up to the next ":" or 256 characters (possessively: no backtracking).
 _GO_REVERSED = re.compile(
-    r"(?P<head>\((?:pct|xinu)@)[^\n\r\"'`(]{1,1024}?(?=:[^ \t\n\r:\"'`]{0,256}+(?:[ \t\n\r\"'`]|$))"
+    r"\((?:pct|xinu)@(?P<pw>[^\n\r\"'`(]{1,1024}?)(?=:[^ \t\n\r:\"'`]{0,256}+(?:[ \t\n\r\"'`]|$))"
 )
-_KEEP_HEAD = r"\g<head>" + MASK[::-1]
 _COMMON_VALUES = frozenset({"true", "false", "null", "none", "localhost"})
 
 
@@ -117,13 +116,32 @@ def is_secret_value(value: str) -> bool:
 # -- DSNs in free text ------------------------------------------------------------
 
 
-def _mask_dsns(text: str) -> str:
-    """``text`` with the password of every DSN or URL recognised in it masked."""
-    if "://" in text:
-        text = _URL.sub(_KEEP_HEAD, text)
+def _dsn_spans(text: str) -> list[tuple[int, int]]:
+    """Where the passwords of the DSNs and URLs recognised in ``text`` are."""
+    spans = [m.span("pw") for m in _URL.finditer(text)] if "://" in text else []
     if "@tcp(" in text or "@unix(" in text:
-        text = _GO_REVERSED.sub(_KEEP_HEAD, text[::-1])[::-1]
-    return text
+        n = len(text)
+        for m in _GO_REVERSED.finditer(text[::-1]):
+            start, end = m.span("pw")
+            spans.append((n - end, n - start))
+    return spans
+
+
+def _mask_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by :data:`MASK` (overlapping spans merged)."""
+    if not spans:
+        return text
+    parts: list[str] = []
+    pos = 0
+    append = parts.append
+    for start, end in sorted(spans):  # bounded: one step per span
+        if end <= pos:
+            continue
+        append(text[pos:start] if start > pos else "")
+        append(MASK)
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _dsn_password(text: str) -> set[str]:
@@ -180,7 +198,7 @@ def secrets_of(params: Mapping[str, Any]) -> set[str]:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with DSN passwords and every string in ``secrets`` masked (linear time)."""
-    text = _mask_dsns(text)
+    text = _mask_spans(text, _dsn_spans(text))
     # Longest first, so a secret that contains another is masked whole.
     for secret in sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True):
         text = text.replace(secret, MASK)
