@@ -17,11 +17,12 @@ Go).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
+from .. import resource
 from .._context import Context
 from .._errors import ValidationError
 from ._engine import Engine, UnknownGroupError
@@ -117,8 +118,20 @@ def respond(
         return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
     except ValidationError as exc:
         return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
-    if result.error is not None:
-        return STATUS_EXECUTION, encode_response(
-            result.common, result.items, result.warnings, str(result.error)
-        )
-    return 200, encode_response(result.common, result.items, result.warnings)
+    warnings = result.warnings
+    if warnings or result.error is not None:
+        mask = _masker(ctx)
+        warnings = [mask(w) for w in warnings]
+        if result.error is not None:
+            return STATUS_EXECUTION, encode_response(
+                result.common, result.items, warnings, mask(str(result.error))
+            )
+    return 200, encode_response(result.common, result.items, warnings)
+
+
+def _masker(ctx: Context | None) -> Callable[[str], str]:
+    """Masks the secrets of the context's resource manager (and DSN passwords) in a message."""
+    provider = resource.from_context(ctx) if ctx is not None else None
+    if isinstance(provider, resource.Manager):
+        return provider.redact
+    return resource.redact

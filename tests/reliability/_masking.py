@@ -3,10 +3,16 @@
 The server binds 127.0.0.1 on a port the OS picks (read from its log); its
 stderr is collected line by line so that tests can search the log for a
 secret. ``Serve`` is a context manager that always kills the process.
+
+Importing this module (``--plugin tests.reliability._masking``) registers the
+``test_quote_resource`` operator: it logs, warns and (with ``fail``) raises a
+message quoting the string value of a resource, as a careless operator or a
+driver error quoting an address would.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -20,20 +26,67 @@ from typing import Any
 
 import orjson
 
+from pineapple import Context, ExecutionError, ParamSpec, resource
+from pineapple.engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    default_operator_registry,
+    register_operator,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = "tests.reliability._masking"
+_log = logging.getLogger("tests.reliability.quote")
+
+
+class QuoteResource(Operator):
+    """Logs, warns and (with ``fail``) raises a message quoting a resource's value."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.resource_name = params["resource_name"]
+        self.fail = params["fail"]
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        provider = resource.from_context(ctx)
+        handle = provider.get(self.resource_name) if provider is not None else None
+        if handle is None:
+            raise ExecutionError(f"resource {self.resource_name!r} is not loaded")
+        with handle as value:
+            text = str(value)
+        _log.warning("operator log quotes %s", text)
+        if self.fail:
+            raise ExecutionError(f"operator error quotes {text}")
+        out.warn(f"operator warning quotes {text}")
+
+
+if default_operator_registry().get("test_quote_resource") is None:
+    register_operator(
+        OperatorSchema(
+            name="test_quote_resource",
+            kind="observe",
+            description="Test only: quotes a resource's value in a log, warning and error.",
+            params={
+                "resource_name": ParamSpec(type="string", required=True),
+                "fail": ParamSpec(type="bool", default=False),
+            },
+        ),
+        QuoteResource,
+    )
 _META = {"common_input": [], "common_output": [], "item_input": [], "item_output": ["id"]}
 
 
 class Serve:
     """``pineapple serve CONFIG --addr 127.0.0.1:0 --no-watch`` with extra ``env``."""
 
-    def __init__(self, config: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, config: Path, env: Mapping[str, str] | None = None, *args: str) -> None:
         full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
         full_env.pop("PINEAPPLE_ADMIN_TOKEN", None)
         code = "import sys; from pineapple.cli import main; sys.exit(main())"
         argv = [sys.executable, "-c", code, "serve", str(config)]
         self.proc = subprocess.Popen(
-            [*argv, "--addr", "127.0.0.1:0", "--no-watch"],
+            [*argv, "--addr", "127.0.0.1:0", "--no-watch", *args],
             stderr=subprocess.PIPE,
             text=True,
             env=full_env,
@@ -99,16 +152,29 @@ def static_entry(value: Any) -> dict[str, Any]:
     return {"type": "static", "interval": -1, "params": {"value": value}}
 
 
-def config(resources: Mapping[str, Mapping[str, Any]]) -> bytes:
-    """A unified config that recalls from the ``items`` resource and declares ``resources``."""
-    operators = {
+def config(resources: Mapping[str, Mapping[str, Any]], quote: str | None = None) -> bytes:
+    """A unified config that recalls from the ``items`` resource and declares ``resources``.
+
+    With ``quote``, groups ``warn`` and ``fail`` run ``test_quote_resource`` on it.
+    """
+    operators: dict[str, Any] = {
         "recall": {"type_name": "recall_resource", "resource_name": "items", "$metadata": _META}
     }
+    groups: dict[str, Any] = {"main": {"pipeline": ["recall"]}}
+    if quote is not None:
+        for group, fail in (("warn", False), ("fail", True)):
+            operators[f"quote_{group}"] = {
+                "type_name": "test_quote_resource",
+                "resource_name": quote,
+                "fail": fail,
+                "$metadata": {**_META, "item_output": []},
+            }
+            groups[group] = {"pipeline": ["recall", f"quote_{group}"]}
     root = {
         "_PINEAPPLE_VERSION": 1,
         "_PINEAPPLE_CREATE_TIME": "2026-01-01T00:00:00Z",
         "pipeline_config": {"operators": operators},
-        "pipeline_group": {"main": {"pipeline": ["recall"]}},
+        "pipeline_group": groups,
         "flow_contract": {
             "common_input": [],
             "item_input": [],

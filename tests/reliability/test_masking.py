@@ -32,7 +32,7 @@ import resources  # noqa: F401  (registers static, feed_data)
 from pineapple import resource
 from pineapple.resource import redact, redact_value
 
-from ._masking import ROOT, Serve, config, static_entry
+from ._masking import PLUGIN, ROOT, Serve, config, static_entry
 
 pytestmark = pytest.mark.e2e
 BODY = b'{"common": {}, "items": []}'
@@ -261,3 +261,20 @@ def test_interpolated_values_are_masked_unless_short_or_common() -> None:
         rm.stop()
     assert "tbl_secret" not in description and "10.1.2.3" not in description
     assert "6379" in description and "true" in description
+
+
+def test_env_value_quoted_by_an_operator_is_masked_in_execute_and_log(tmp_path: Path) -> None:
+    secret = f"EnvAddr-{uuid.uuid4().hex[:8]}.internal:6379"
+    path = tmp_path / "pineapple.json"
+    path.write_bytes(config({"addr": static_entry("${PINEAPPLE_TEST_ADDR}")}, quote="addr"))
+    env = {"PINEAPPLE_TEST_ADDR": secret}
+    with Serve(path, env, "--plugin", PLUGIN) as server:
+        with httpx.Client(base_url=server.wait_listening(), timeout=10) as client:
+            warned = client.post("/execute/warn", content=BODY)
+            failed = client.post("/execute/fail", content=BODY)
+        server.stop()
+    assert warned.status_code == 200 and "operator warning quotes ***" in warned.text
+    assert failed.status_code == 500 and "operator error quotes ***" in failed.text
+    assert "operator log quotes ***" in server.log
+    for text in (warned.text, failed.text, server.log):
+        assert secret not in text and "EnvAddr" not in text
