@@ -71,6 +71,35 @@ def test_masking_1mb_is_linear() -> None:
     assert float(done.stdout) < 1.0
 
 
+_DSN_CHILD = """
+import time
+from pineapple import ConfigError
+from resources import parse_mysql_dsn
+junk = "u:" + "@tcp(" * 40_000 + "@unix(" * 40_000
+started = time.perf_counter()
+try:
+    parse_mysql_dsn(junk)
+except ConfigError:
+    pass
+print(time.perf_counter() - started)
+"""
+
+
+def test_mysql_dsn_parsing_is_linear_and_keeps_at_and_space_passwords() -> None:
+    from resources import parse_mysql_dsn
+
+    assert parse_mysql_dsn("root:p@ss w0rd@tcp(db:3306)/feed").password == "p@ss w0rd"
+    assert parse_mysql_dsn("mysql://app:s3c @ret@db:3306/feed").password == "s3c @ret"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _DSN_CHILD], capture_output=True, text=True, timeout=30, cwd=ROOT
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("parsing a 440 KB junk DSN did not finish within 30 s")
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) < 2.0
+
+
 def _alnum(n: int, seed: int) -> str:
     rng = random.Random(seed)
     return "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
