@@ -73,7 +73,10 @@ _URL = re.compile(r"://[^:@/?# \t\n\r\"'`]*+:(?P<pw>[^/?#\n\r\"'`]+)(?=@)")
 _GO_REVERSED = re.compile(
     r"\((?:pct|xinu)@(?P<pw>[^\n\r\"'`(]{1,1024}?)(?=:[^ \t\n\r:\"'`]{0,256}+(?:[ \t\n\r\"'`]|$))"
 )
-_COMMON_VALUES = frozenset({"true", "false", "null", "none", "localhost"})
+# Values that reveal nothing and would mask innocent text everywhere.
+_COMMON_VALUES = frozenset(
+    {"true", "false", "null", "none", "localhost", "127.0.0.1", "0.0.0.0", "::1"}
+)
 
 
 def is_secret_param(name: str) -> bool:
@@ -101,7 +104,8 @@ def is_secret_value(value: str) -> bool:
     Used for values that came from ``${VAR}``: masking them by substring is
     only sensible when they are not short or common. Not masked: shorter
     than :data:`MIN_SECRET_LENGTH`, numbers (ports, db numbers, counts),
-    ``true``/``false``/``null``/``none``/``localhost``.
+    ``true``/``false``/``null``/``none`` and the loopback/any addresses
+    (``localhost``, ``127.0.0.1``, ``0.0.0.0``, ``::1``).
     """
     text = value.strip()
     if len(text) < MIN_SECRET_LENGTH or text.lower() in _COMMON_VALUES:
@@ -171,28 +175,28 @@ def _dsn_password(text: str) -> set[str]:
 def secrets_of(params: Mapping[str, Any]) -> set[str]:
     """The secret strings inside a params mapping (searched at any depth).
 
-    A parameter named like a password or token is a secret as a whole (every
-    string under it, when it holds a mapping or list); any other string that
-    looks like a DSN contributes its password part.
+    A parameter named like a password or token is a secret as a whole (so
+    is each string of a list it holds; a mapping under it is searched by its
+    own keys, as a config's operator and resource names are keys too); any
+    other string that looks like a DSN contributes its password part.
     """
     found: set[str] = set()
 
-    def walk(key: str, value: Any, secret: bool) -> None:
+    def walk(key: str, value: Any) -> None:
         # Bounded by the size of the (already parsed) params value.
-        secret = secret or is_secret_param(key)
         if isinstance(value, str):
-            if value and secret:
+            if value and is_secret_param(key):
                 found.add(value)
             found.update(_dsn_password(value))
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                walk(str(k), v, secret)
+                walk(str(k), v)
         elif isinstance(value, list | tuple):
             for v in value:
-                walk(key, v, secret)
+                walk(key, v)
 
     for k, v in params.items():
-        walk(str(k), v, False)
+        walk(str(k), v)
     return found
 
 
