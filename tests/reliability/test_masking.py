@@ -7,8 +7,11 @@
   or ``GET /resources/{name}`` of a real server;
 - a ``${VAR}`` value (a MariaDB table name) never shows in a refresh error,
   ``GET /resources[/{name}]`` or the server's log;
+- a ``${VAR}`` value quoted by an operator is masked in ``/execute``
+  warnings and errors and in the server's log;
 - DSN passwords with ``@`` and spaces, and every secret key variant, are
-  masked in a real server's ``GET /resources/{name}``.
+  masked in a real server's ``GET /resources/{name}``; parsing a junk DSN
+  is linear too.
 """
 
 from __future__ import annotations
