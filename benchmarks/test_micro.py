@@ -19,6 +19,7 @@ import pytest
 from pineapple import resource
 
 from .lookup import lookup_case
+from .masking import SECRETS, masking_texts
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +69,16 @@ def test_resource_lookup_1000_items(benchmark: Any) -> None:
 def test_resource_lookup_floor_dict_comprehension(benchmark: Any) -> None:
     _, floor = lookup_case()
     benchmark(floor)
+
+
+@pytest.fixture(scope="module")
+def masking_inputs() -> dict[str, str]:
+    return masking_texts()
+
+
+def test_redact_1mb_letters_digits(benchmark: Any, masking_inputs: dict[str, str]) -> None:
+    benchmark(resource.redact, masking_inputs["letters+digits"], SECRETS)
+
+
+def test_redact_1mb_log_lines_with_dsns(benchmark: Any, masking_inputs: dict[str, str]) -> None:
+    benchmark(resource.redact, masking_inputs["log lines with DSNs"], SECRETS)

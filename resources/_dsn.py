@@ -20,11 +20,7 @@ from pineapple import ConfigError
 
 __all__ = ["MySQLDSN", "parse_mysql_dsn"]
 
-_GO_FORM = re.compile(
-    r"^(?:(?P<user>[^:@]*)(?::(?P<password>.*))?@)?"
-    r"(?P<net>tcp|unix)\((?P<addr>[^)]*)\)/(?P<db>[^?]*)(?:\?(?P<opts>.*))?$",
-    re.DOTALL,
-)
+_NETS = ("tcp", "unix")
 _URL_SCHEMES = ("mysql", "mysql+pymysql")
 _DURATION = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m)?$")
 
@@ -104,6 +100,55 @@ def _apply_options(dsn: dict[str, Any], opts: dict[str, str]) -> None:
             dsn[key] = _seconds(option, opts[option])
 
 
+@dataclass(frozen=True)
+class _GoParts:
+    user: str
+    password: str = field(repr=False)
+    net: str
+    addr: str
+    db: str
+    opts: str
+
+
+def _go_candidates(text: str) -> list[tuple[int, str]]:
+    """``(index of the "@" or -1, net)`` of every place a ``net(`` may start, right first."""
+    found: list[tuple[int, str]] = []
+    for net in _NETS:
+        anchor, pos = f"@{net}(", 0
+        while (at := text.find(anchor, pos)) >= 0:  # bounded: pos grows each round
+            found.append((at, net))
+            pos = at + 1
+        if text.startswith(f"{net}("):
+            found.append((-1, net))
+    return sorted(found, reverse=True)
+
+
+def _split_go(text: str) -> _GoParts | None:
+    """``[user[:password]@]net(addr)/db[?opts]`` split as the Go driver reads it.
+
+    The password is everything between the first ``:`` and the last ``@`` that
+    is followed by a valid ``net(addr)/db`` tail, so it may hold ``@``, ``:``
+    and spaces. Linear: the candidates are tried right to left and each looks
+    for its ``)`` only up to where the previous candidate's search began.
+    """
+    close, limit = -1, len(text)
+    for at, net in _go_candidates(text):
+        open_paren = at + 1 + len(net)
+        found = text.find(")", open_paren + 1, limit)
+        close = found if found >= 0 else close  # the first ")" after this "("
+        limit = open_paren + 1
+        if close < 0 or not text.startswith("/", close + 1):
+            continue
+        user, password = "", ""
+        if at >= 0:
+            user, _, password = text[:at].partition(":")
+            if "@" in user:
+                continue
+        db, _, opts = text[close + 2 :].partition("?")
+        return _GoParts(user, password, net, text[open_paren + 1 : close], db, opts)
+    return None
+
+
 def parse_mysql_dsn(text: str) -> MySQLDSN:
     """Parse either accepted DSN form; :class:`ConfigError` naming ``mysql_dsn`` if neither."""
     text = text.strip()
@@ -131,19 +176,18 @@ def parse_mysql_dsn(text: str) -> MySQLDSN:
         )
         _apply_options(fields, _options(url.query))
     else:
-        match = _GO_FORM.match(text)
-        if match is None:
+        go = _split_go(text)
+        if go is None:
             raise _bad(
                 "not a MySQL DSN (expected user:pass@tcp(host:port)/db "
                 "or mysql://user:pass@host:port/db)"
             )
-        fields.update(user=match.group("user") or "", password=match.group("password") or "")
-        fields["database"] = match.group("db")
-        if match.group("net") == "unix":
-            fields["unix_socket"] = match.group("addr")
+        fields.update(user=go.user, password=go.password, database=go.db)
+        if go.net == "unix":
+            fields["unix_socket"] = go.addr
         else:
-            fields["host"], fields["port"] = _host_port(match.group("addr"))
-        _apply_options(fields, _options(match.group("opts") or ""))
+            fields["host"], fields["port"] = _host_port(go.addr)
+        _apply_options(fields, _options(go.opts))
     if not fields.get("database"):
         raise _bad("names no database (…/db)")
     return MySQLDSN(**fields)

@@ -141,8 +141,11 @@ def _read_bounded(fd: int, path: Path, limit: int) -> bytes:
             raise ConfigFileError(path, f"grew past the limit of {limit} bytes while being read")
 
 
-def secrets_in(data: bytes) -> set[str]:
-    """Every secret a config holds (params named like passwords, DSN passwords, env values)."""
+def secrets_in(data: bytes, env: Mapping[str, str] | None = None) -> set[str]:
+    """Every secret a config holds (params named like passwords, DSN passwords, env values).
+
+    ``env``: the environment ``${VAR}`` reads (default ``os.environ``), as the build uses it.
+    """
     try:
         root = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -151,8 +154,8 @@ def secrets_in(data: bytes) -> set[str]:
         return set()
     found = resource.secrets_of(root)
     try:
-        for entry in resource.parse_resource_config(root):
-            found |= resource.secrets_of(entry.params)
+        for entry in resource.parse_resource_config(root, env):
+            found |= resource.secrets_of(entry.params) | entry.secrets
     except PineappleError:
         pass  # an unparsable resource_config holds no interpolated secret to hide
     return found
@@ -217,7 +220,7 @@ class Builder:
 
     def build(self, data: bytes, *, carry_over: resource.Manager | None = None) -> Snapshot:
         """A started, validated snapshot of ``data``; :class:`BuildError` otherwise."""
-        secrets = secrets_in(data)
+        secrets = secrets_in(data, self._config.env)
         engine = self._engine(data, secrets)
         try:
             manager = self._manager(data, secrets, carry_over)
@@ -239,7 +242,7 @@ class Builder:
         Builds the engine and registers the resources; fetches them only with
         ``fetch``; validates dependencies; then tears everything down.
         """
-        secrets = secrets_in(data)
+        secrets = secrets_in(data, self._config.env)
         engine = self._engine(data, secrets)
         try:
             manager = self._manager(data, secrets, None)

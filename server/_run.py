@@ -26,6 +26,7 @@ import uvicorn
 from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
+from ._logmask import install_log_mask, remove_log_mask
 from ._service import BUILTIN_PLUGINS, Service
 
 __all__ = ["EXIT_GRACE_SECONDS", "bind", "check", "exit_within", "run"]
@@ -112,6 +113,14 @@ def run(config: Config) -> int:
 
 def _serve(config: Config, sock: socket.socket) -> int:
     service = Service(config)
+    mask = install_log_mask(service.holder)  # log lines never show the config's secrets
+    try:
+        return _serve_service(config, service, sock)
+    finally:
+        remove_log_mask(mask)
+
+
+def _serve_service(config: Config, service: Service, sock: socket.socket) -> int:
     try:
         service.start()
     except BuildError as exc:

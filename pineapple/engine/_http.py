@@ -21,11 +21,12 @@ no partial result).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
+from .. import resource
 from .._context import Context
 from .._errors import DeadlineExceededError, ValidationError
 from ._engine import Engine, UnknownGroupError
@@ -152,9 +153,21 @@ def respond(
     except ValidationError as exc:
         return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
     if isinstance(result.error, DeadlineExceededError):
-        return STATUS_DEADLINE, go_json({"error": str(result.error)}) + b"\n"
-    if result.error is not None:
-        return STATUS_EXECUTION, encode_response(
-            result.common, result.items, result.warnings, str(result.error)
-        )
-    return 200, encode_response(result.common, result.items, result.warnings)
+        return STATUS_DEADLINE, go_json({"error": _masker(ctx)(str(result.error))}) + b"\n"
+    warnings = result.warnings
+    if warnings or result.error is not None:
+        mask = _masker(ctx)
+        warnings = [mask(w) for w in warnings]
+        if result.error is not None:
+            return STATUS_EXECUTION, encode_response(
+                result.common, result.items, warnings, mask(str(result.error))
+            )
+    return 200, encode_response(result.common, result.items, warnings)
+
+
+def _masker(ctx: Context | None) -> Callable[[str], str]:
+    """Masks the secrets of the context's resource manager (and DSN passwords) in a message."""
+    provider = resource.from_context(ctx) if ctx is not None else None
+    if isinstance(provider, resource.Manager):
+        return provider.redact
+    return resource.redact

@@ -7,7 +7,10 @@ Two shapes are accepted and normalised to :class:`ResourceEntry`::
 
 String values may read the environment: ``${VAR}`` (an error when unset) and
 ``${VAR:-default}``. Interpolation happens after parsing, so a secret from the
-environment never passes through the JSON text.
+environment never passes through the JSON text. Every interpolated value
+worth masking (``_redact.is_secret_value``: not short, not a
+number, not true/false) is kept in :attr:`ResourceEntry.secrets`, and the
+Manager masks it wherever it appears (errors, status, logs, printer output).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigError
+from ._redact import is_secret_value
 
 __all__ = ["ResourceEntry", "interpolate_env", "parse_resource_config", "read_root_config"]
 
@@ -31,12 +35,17 @@ _ENTRY_KEYS = {"type", "type_name", "interval", "params"}
 
 @dataclass(frozen=True)
 class ResourceEntry:
-    """One declared resource: name, type, interval (seconds; 0 default, -1 never), params."""
+    """One declared resource: name, type, interval (seconds; 0 default, -1 never), params.
+
+    ``secrets``: the values that ``${VAR}`` interpolation put into ``params``
+    (those worth masking); not part of the fingerprint (``params`` holds them).
+    """
 
     name: str
     type: str
     interval: float
     params: Mapping[str, Any]
+    secrets: frozenset[str] = frozenset()
 
     def fingerprint(self) -> str:
         """A stable identity of the entry: equal fingerprints mean an unchanged entry."""
@@ -60,24 +69,36 @@ def read_root_config(data: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]
     return parsed
 
 
-def interpolate_env(value: Any, where: str, env: Mapping[str, str] | None = None) -> Any:
-    """``value`` with ``${VAR}`` / ``${VAR:-default}`` replaced in every string."""
+def interpolate_env(
+    value: Any,
+    where: str,
+    env: Mapping[str, str] | None = None,
+    found: set[str] | None = None,
+) -> Any:
+    """``value`` with ``${VAR}`` / ``${VAR:-default}`` replaced in every string.
+
+    With ``found``, every substituted value worth masking is added to it.
+    """
     environ = os.environ if env is None else env
 
     def sub(match: re.Match[str]) -> str:
         name, default = match.group("name"), match.group("default")
         if name in environ:
-            return environ[name]
-        if default is not None:
-            return default
-        raise ConfigError(f"{where}: environment variable {name!r} is not set")
+            text = environ[name]
+        elif default is not None:
+            text = default
+        else:
+            raise ConfigError(f"{where}: environment variable {name!r} is not set")
+        if found is not None and is_secret_value(text):
+            found.add(text)
+        return text
 
     if isinstance(value, str):
         return _VAR.sub(sub, value) if "${" in value else value
     if isinstance(value, Mapping):
-        return {k: interpolate_env(v, where, environ) for k, v in value.items()}
+        return {k: interpolate_env(v, where, environ, found) for k, v in value.items()}
     if isinstance(value, list):
-        return [interpolate_env(v, where, environ) for v in value]
+        return [interpolate_env(v, where, environ, found) for v in value]
     return value
 
 
@@ -107,11 +128,13 @@ def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:
     else:  # the flat shape: every key but type/interval is a param
         params = {k: v for k, v in raw.items() if k not in _ENTRY_KEYS}
     where = f"resource {name!r}"
+    interpolated: set[str] = set()
     return ResourceEntry(
         name=name,
         type=type_name,
         interval=_interval(name, raw.get("interval")),
-        params=interpolate_env(dict(params), where, env),
+        params=interpolate_env(dict(params), where, env, interpolated),
+        secrets=frozenset(interpolated),
     )
 
 

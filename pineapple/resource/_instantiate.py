@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .._errors import ConfigError, PineappleError
@@ -28,9 +29,10 @@ def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
     """Look up the entry's type, validate its params and call the type's factory.
 
     Every failure is a :class:`ConfigError` naming the resource; the message
-    is redacted with the secrets found in the entry's params.
+    is redacted with the secrets found in the entry's params and its
+    ``${VAR}`` values.
     """
-    secrets = frozenset(secrets_of(entry.params))
+    secrets = frozenset(secrets_of(entry.params)) | entry.secrets
     what = f"resource {entry.name!r} (type {entry.type!r})"
     schema = registry.get(entry.type)
     factory = registry.factory(entry.type)
@@ -40,7 +42,10 @@ def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
             f"resource {entry.name!r}: unknown type {entry.type!r}"
             f"{did_you_mean(entry.type, names)} (registered: {', '.join(names) or 'none'})"
         )
-    params = validate_params(what, schema.params, entry.params)
+    try:
+        params = validate_params(what, schema.params, entry.params)
+    except ConfigError as exc:  # a message may quote a value
+        raise ConfigError(redact(str(exc), secrets)) from None
     interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
     try:
         fetcher = factory(params)
@@ -48,5 +53,5 @@ def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
         raise ConfigError(redact(f"{what}: {exc}", secrets)) from None
     except Exception as exc:
         raise ConfigError(redact(f"{what}: {type(exc).__name__}: {exc}", secrets)) from None
-    resolved = ResourceEntry(entry.name, entry.type, interval, entry.params)
+    resolved = dataclasses.replace(entry, interval=interval)
     return BuiltEntry(resolved, fetcher, schema.printer, secrets)

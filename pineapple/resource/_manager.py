@@ -15,6 +15,9 @@ Guarantees:
   old value is closed by the closer thread after its last borrower releases.
 - A failing fetch never removes or replaces the current value; it is
   recorded (redacted) in status and retried with capped exponential backoff.
+- Each slot's ``secrets`` is replaced once, in ``start`` under the state lock
+  and before any fetch is submitted, by the union of all slots' secrets;
+  after that it is only read (a frozenset: no reader sees a partial set).
 - ``stop`` is idempotent: it first calls ``cancel()`` on every fetcher it
   owns that has one (stop the fetch in flight: kill a loader process, shut a
   connection down), then stops the scheduler (waiting for running fetches,
@@ -46,6 +49,7 @@ from .._errors import (
 from ._closer import close_now, flush
 from ._config import ResourceEntry, parse_resource_config, read_root_config
 from ._instantiate import build_entry
+from ._redact import redact
 from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
@@ -284,6 +288,11 @@ class Manager:
                 raise ManagerStateError(f"cannot start: the manager is {self._state}")
             self._state = "started"
             self._scheduler = Scheduler(workers=self._workers)
+            # Every slot masks every secret of this manager (one resource's
+            # ${VAR} value may show in another's error); set before any fetch.
+            secrets = self.secrets()
+            for slot in self._slots.values():
+                slot.secrets = secrets
         scheduler = self._scheduler
         limit = self._start_timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
@@ -361,6 +370,14 @@ class Manager:
                 return handle
             ref = slot.current  # lost the race with a swap: the newer value is published
         return None
+
+    def secrets(self) -> frozenset[str]:
+        """Every secret of every resource: secret params, DSN passwords, ``${VAR}`` values."""
+        return frozenset().union(*(slot.secrets for slot in self._slots.values()))
+
+    def redact(self, text: str) -> str:
+        """``text`` with DSN passwords and every secret of this manager masked."""
+        return redact(text, self.secrets())
 
     def names(self) -> list[str]:
         """Registered resource names, sorted."""

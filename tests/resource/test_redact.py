@@ -24,3 +24,32 @@ def test_redact_value_masks_secret_params() -> None:
         "nested": {"api_token": "***"},
         "n": 1,
     }
+
+
+def test_dsn_passwords_with_at_colon_and_spaces() -> None:
+    assert redact("dial root:p@ss w0rd@tcp(db:3306)/x") == "dial root:***@tcp(db:3306)/x"
+    assert redact("Error: dial app:pw2@tcp(db)/x") == "Error: dial app:***@tcp(db)/x"
+    assert redact('"mysql://u:a@b c@h/db"') == '"mysql://u:***@h/db"'
+    assert redact("http://host:8080/path and user@example.com") == (
+        "http://host:8080/path and user@example.com"
+    )
+
+
+def test_secret_lists_and_interpolation_rule() -> None:
+    from pineapple.resource._redact import is_secret_value
+
+    assert secrets_of({"credentials": ["k3y-one", "k3y-two"]}) == {"k3y-one", "k3y-two"}
+    assert secrets_of({"auth_filter": {"type_name": "filter"}}) == set()  # keys, not secrets
+    assert [is_secret_value(v) for v in ("abc", "6379", "1.5", "true", "127.0.0.1")] == [False] * 5
+    assert [is_secret_value(v) for v in ("tbl_x", "10.0.0.7", "s3cr3t")] == [True] * 3
+
+
+def test_dense_anchors_stay_linear() -> None:
+    # Each of these took seconds or more with backtracking patterns; all are
+    # a few milliseconds now. The bound is generous (machine speed varies).
+    import time
+
+    for text in ("a://" * 50_000, "a:b@tcp(" * 25_000, "x://" + "@" * 200_000, ":" * 200_000):
+        started = time.perf_counter()
+        redact(text, ["s3cret-value"])
+        assert time.perf_counter() - started < 1.0
