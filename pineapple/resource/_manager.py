@@ -44,6 +44,7 @@ from .._errors import (
 from ._closer import close_now, flush
 from ._config import ResourceEntry, parse_resource_config, read_root_config
 from ._instantiate import build_entry
+from ._interval import MIN_INTERVAL, check_interval
 from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
@@ -123,6 +124,7 @@ class Manager:
         backoff_base: float = 1.0,
         backoff_cap: float = 60.0,
         workers: int = 4,
+        min_interval: float = MIN_INTERVAL,
     ) -> None:
         self._registry = registry if registry is not None else default_registry()
         self._metrics = metrics
@@ -131,6 +133,7 @@ class Manager:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._workers = workers
+        self._min_interval = min_interval  # code may lower it (tests); a config cannot
         self._slots: dict[str, Slot] = {}
         self._entries: dict[str, ResourceEntry] = {}
         self._state: Literal["new", "started", "stopped"] = "new"
@@ -183,8 +186,7 @@ class Manager:
             raise ConfigError("resource name must not be empty")
         if not callable(fetcher):
             raise TypeError(f"resource {name!r}: fetcher must be callable")
-        if interval < 0 and interval != -1:
-            raise ConfigError(f"resource {name!r}: interval must be >= 0, or -1 for never")
+        interval = check_interval(name, interval, minimum=self._min_interval)
         resolved = DEFAULT_INTERVAL if interval == 0 else interval
         with self._state_lock:
             if self._state != "new":
@@ -457,7 +459,8 @@ class Manager:
 
     def _next_delay(self, slot: Slot) -> float | None:
         if slot.consecutive_failures:
-            backoff = self._backoff_base * 2.0 ** (slot.consecutive_failures - 1)
+            # The exponent is capped: 2.0 ** 1024 overflows after ~1,000 failures in a row.
+            backoff = self._backoff_base * 2.0 ** min(slot.consecutive_failures - 1, 60)
             delay = min(self._backoff_cap, backoff)
             return delay if slot.interval < 0 else min(delay, slot.interval)
         if slot.interval < 0:

@@ -30,6 +30,7 @@ __all__ = [
     "check_fetch",
     "file_config",
     "poll",
+    "run_check",
     "write_config",
 ]
 
@@ -62,10 +63,16 @@ def write_config(folder: Path, config: Mapping[str, Any]) -> Path:
     return path
 
 
-def check_fetch(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``pineapple check --fetch CONFIG`` in a child; fails the test if it outlives the timeout."""
+def check_fetch(config: Path) -> subprocess.CompletedProcess[str]:
+    """``pineapple check --fetch CONFIG`` in a child (see :func:`run_check`)."""
+    return run_check(config, fetch=True)
+
+
+def run_check(config: Path, *, fetch: bool) -> subprocess.CompletedProcess[str]:
+    """``pineapple check [--fetch] CONFIG`` in a child; a hang fails the test (timeout)."""
+    flags = ["--fetch"] if fetch else []
     return subprocess.run(
-        [sys.executable, "-c", _MAIN, "check", "--fetch", str(config), *args],
+        [sys.executable, "-c", _MAIN, "check", *flags, str(config)],
         capture_output=True,
         text=True,
         env=_env(),
