@@ -15,6 +15,11 @@ Guarantees:
   old value is closed by the closer thread after its last borrower releases.
 - A failing fetch never removes or replaces the current value; it is
   recorded (redacted) in status and retried with capped exponential backoff.
+  Any exception of a fetcher (``BaseException`` included) is such a failure,
+  and a scheduled refresh always schedules the next one, so one resource's
+  error never stops the refreshes of it or of any other resource. Should the
+  scheduler's timer thread end anyway, ``halted_reason`` says why, every
+  resource shows ``Fresh=False`` with that reason, and ``/readyz`` answers 503.
 - ``stop`` is idempotent: it stops the scheduler (waiting for running
   fetches), unpublishes every value and drops its baseline reference, closes
   the fetchers that have ``close()``, and waits for the closes it caused.
@@ -367,14 +372,23 @@ class Manager:
         """The config entries loaded by ``load_from_root_config``, by name."""
         return dict(self._entries)
 
+    @property
+    def halted_reason(self) -> str | None:
+        """Why background refreshing stopped although the manager is started; None while it runs."""
+        scheduler = self._scheduler
+        if self._state != "started" or scheduler is None:
+            return None
+        return scheduler.failure
+
     def status(self, now: float | None = None) -> list[ResourceStatus]:
         """The status of every resource, sorted by name, as of ``now`` (Unix time)."""
-        stopped = self._state == "stopped"
-        return [self._slots[n].snapshot_status(stopped, now) for n in sorted(self._slots)]
+        stopped, halted = self._state == "stopped", self.halted_reason
+        return [self._slots[n].snapshot_status(stopped, now, halted) for n in sorted(self._slots)]
 
     def status_of(self, name: str, now: float | None = None) -> ResourceStatus:
         """The status of one resource; :class:`UnknownResourceError` if unknown."""
-        return self._slot(name).snapshot_status(self._state == "stopped", now)
+        slot = self._slot(name)
+        return slot.snapshot_status(self._state == "stopped", now, self.halted_reason)
 
     def describe(self, name: str) -> str | None:
         """The printer's description of the current value (None when not loaded)."""
@@ -424,7 +438,7 @@ class Manager:
         now = time.time()
         try:
             value = slot.fetcher()
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit & co. from a fetcher: a failed fetch too
             return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
         if value is NOT_MODIFIED:
             with slot.lock:
@@ -481,8 +495,10 @@ class Manager:
     def _scheduled_refresh(self, slot: Slot) -> None:
         if self._state != "started":
             return
-        self._fetch(slot)
-        self._schedule_next(slot)
+        try:
+            self._fetch(slot)
+        finally:  # even when metrics or status code raised: the next refresh is due
+            self._schedule_next(slot)
 
     def __repr__(self) -> str:
         return f"Manager({len(self._slots)} resources, {self._state})"
