@@ -33,6 +33,14 @@ def _quote(table: str, mysql: bool) -> str:
     return ".".join(f"{q}{part}{q}" for part in table.split("."))
 
 
+def _positive_ms(params: dict[str, Any], name: str, default: int) -> float:
+    """A timeout param in seconds; 0 or below is refused (it would mean "wait forever")."""
+    value = params.get(name, default)
+    if value <= 0:
+        raise ConfigError(f"parameter {name!r}: must be > 0 milliseconds, got {value}")
+    return float(value) / 1000.0
+
+
 class FeedDataFetcher:
     """Loads the whole table (or ``query``) into a :class:`FeedTable` per call.
 
@@ -66,12 +74,14 @@ class FeedDataFetcher:
         if loader not in ("process", "thread"):
             raise ConfigError(f"parameter 'loader': must be 'process' or 'thread', not {loader!r}")
         nice = params.get("loader_nice")
+        connect_timeout = _positive_ms(params, "connect_timeout_ms", 5000)
+        read_timeout = _positive_ms(params, "read_timeout_ms", 60000)
         self.source: RowSource
         if dsn:
             self.source = MySQLSource(
                 parse_mysql_dsn(dsn),
-                connect_timeout=params.get("connect_timeout_ms", 5000) / 1000.0,
-                read_timeout=params.get("read_timeout_ms", 60000) / 1000.0,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
                 in_process=loader == "thread",
                 loader_nice=10 if nice is None else nice,
             )

@@ -15,6 +15,14 @@ Value shapes (what the operators expect):
 A refresh whose file has the same modification time and size as at the last
 successful load returns ``NOT_MODIFIED`` without reading it. The factory does
 no I/O. Read and parse errors are :class:`SourceError` naming the file.
+
+Only regular files of at most ``max_bytes`` (default 512 MiB) are read: the
+path is opened non-blocking (a FIFO without a writer cannot hang the open),
+the *opened* descriptor is checked with ``fstat`` (no swap between check and
+read), and anything else (``/dev/zero``, a FIFO, a directory, a socket) or
+anything larger is refused with :class:`pineapple.ConfigError` naming the
+path before a byte is read. At most ``max_bytes + 1`` bytes are ever read, so
+a file growing during the read is refused too.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import csv
 import io
 import os
 import re
+import stat
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,6 +55,9 @@ __all__ = [
 FORMATS = ("auto", "mapping", "list")
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+_CHUNK = 16 * 1024 * 1024
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
 
 class FileMapping(dict[str, Any]):
@@ -100,29 +112,82 @@ class FileTableFetcher:
         if len(self.delimiter) != 1:
             raise ConfigError("parameter 'delimiter': must be one character")
         self.infer_types = params.get("infer_types", True)
+        max_bytes = params.get("max_bytes")
+        self.max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
+        if self.max_bytes <= 0:
+            raise ConfigError(f"parameter 'max_bytes': must be > 0, got {self.max_bytes}")
         self._stamp: tuple[int, int, int, int] | None = None
 
     def __call__(self) -> FileMapping | FileRows | object:
         try:
-            st = os.stat(self.path)
+            # A first look by path: a socket cannot even be opened, so say why here.
+            self._refuse(os.stat(self.path))
+            fd = os.open(self.path, _OPEN_FLAGS)
+        except OSError as exc:
+            raise SourceError(f"{self.kind}_file {self.path}: {exc.strerror or exc}") from None
+        try:
+            st = os.fstat(fd)
+            self._refuse(st)  # what was opened, whatever the path points to by now
             # The inode changes on a rename-save (editors, ConfigMap swaps) even
             # when size and mtime happen to match; ctime on any in-place write.
             stamp = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
             if stamp == self._stamp:
                 return NOT_MODIFIED
-            with open(self.path, "rb") as f:
-                data = f.read()
+            data = self._read(fd, st.st_size)
         except OSError as exc:
             raise SourceError(f"{self.kind}_file {self.path}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
         value = self._parse(data)
         value.source = self.path
         self._stamp = stamp
         return value
 
+    def _refuse(self, st: os.stat_result) -> None:
+        """ConfigError unless ``st`` is a regular file of at most ``max_bytes``."""
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(
+                f"{self.kind}_file {self.path}: is a {_file_kind(st.st_mode)}, not a regular "
+                "file; refused without reading"
+            )
+        if st.st_size > self.max_bytes:
+            raise self._too_big(f"{st.st_size} bytes")
+
+    def _too_big(self, size: str) -> ConfigError:
+        return ConfigError(
+            f"{self.kind}_file {self.path}: {size}, over max_bytes {self.max_bytes}; "
+            "refused (the param 'max_bytes' raises the limit)"
+        )
+
+    def _read(self, fd: int, size_hint: int) -> bytearray:
+        """At most ``max_bytes`` bytes of ``fd``; ConfigError if there are more.
+
+        Reads into one buffer sized from ``fstat`` (plus one byte to see
+        growth), so a file costs its size once, as ``read()`` did.
+        """
+        limit = self.max_bytes + 1
+        data = bytearray(min(size_hint + 1, limit))
+        n = 0
+        # Bounded: each pass reads at least one byte or ends; n never passes limit.
+        while True:
+            if n == len(data):
+                if n >= limit:
+                    break
+                data += bytes(min(max(n, _CHUNK), limit - n))  # it grew: room for more
+            with memoryview(data) as view:
+                got = os.readv(fd, [view[n:]])
+            if got == 0:
+                break
+            n += got
+        del data[n:]
+        if n > self.max_bytes:
+            raise self._too_big("grew past that while read")
+        return data
+
     def _fail(self, why: str) -> SourceError:
         return SourceError(f"{self.kind}_file {self.path}: {why}")
 
-    def _parse(self, data: bytes) -> FileMapping | FileRows:
+    def _parse(self, data: bytes | bytearray) -> FileMapping | FileRows:
         if self.kind == "json":
             try:
                 doc = orjson.loads(data)
@@ -145,7 +210,7 @@ class FileTableFetcher:
             raise self._fail("is an array; format 'mapping' needs 'key'")
         return FileRows(doc)
 
-    def _csv_rows(self, data: bytes) -> list[dict[str, Any]]:
+    def _csv_rows(self, data: bytes | bytearray) -> list[dict[str, Any]]:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -176,6 +241,19 @@ class FileTableFetcher:
                 raise self._fail(f"row {i} has no {column!r}")
             table[text] = row[column] if column is not None else row
         return table
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
 
 
 class FileTablePrinter:
@@ -210,6 +288,11 @@ def _params(kind: str) -> dict[str, ParamSpec]:
         "value_column": ParamSpec(
             type="string",
             description="With key: map each key to this field instead of the whole row.",
+        ),
+        "max_bytes": ParamSpec(
+            type="int",
+            # No declared default, so compiled configs stay as they were; absent: 512 MiB.
+            description="Largest file size read, in bytes (absent: 512 MiB); larger is refused.",
         ),
     }
     if kind == "csv":

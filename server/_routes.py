@@ -79,6 +79,9 @@ def routes(service: Service) -> list[Route]:
             return JSONResponse({"status": "draining"}, 503)
         if snap is None:
             return JSONResponse({"status": "not loaded"}, 503)
+        halted = snap.manager.halted_reason
+        if halted is not None:  # values are served but will never refresh again
+            return JSONResponse({"status": "refresh stopped", "reason": halted}, 503)
         return JSONResponse({"status": "ready", "snapshot": snap.serial})
 
     async def config(request: Request) -> Response:

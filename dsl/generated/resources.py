@@ -29,6 +29,8 @@ class CsvFileResource(BaseResource):
         key: Row field whose text keys the mapping (makes format mapping). (string)
         value_column: With key: map each key to this field instead of the whole row.
             (string)
+        max_bytes: Largest file size read, in bytes (absent: 512 MiB); larger is refused.
+            (int)
         delimiter: Field separator. (string, default ',')
         infer_types: Turn integer and decimal cells into numbers (else all text). (bool,
             default True)
@@ -43,6 +45,7 @@ class CsvFileResource(BaseResource):
         "format": ParamSpec(type="string", default="auto"),
         "key": ParamSpec(type="string"),
         "value_column": ParamSpec(type="string"),
+        "max_bytes": ParamSpec(type="int"),
         "delimiter": ParamSpec(type="string", default=","),
         "infer_types": ParamSpec(type="bool", default=True),
     }
@@ -54,6 +57,7 @@ class CsvFileResource(BaseResource):
         format: str = "auto",
         key: str | None = None,
         value_column: str | None = None,
+        max_bytes: int | None = None,
         delimiter: str = ",",
         infer_types: bool = True,
         interval: float | timedelta | None = None,
@@ -64,6 +68,7 @@ class CsvFileResource(BaseResource):
             format=format,
             key=key,
             value_column=value_column,
+            max_bytes=max_bytes,
             delimiter=delimiter,
             infer_types=infer_types,
         )
@@ -159,6 +164,8 @@ class JsonFileResource(BaseResource):
         key: Row field whose text keys the mapping (makes format mapping). (string)
         value_column: With key: map each key to this field instead of the whole row.
             (string)
+        max_bytes: Largest file size read, in bytes (absent: 512 MiB); larger is refused.
+            (int)
         interval: seconds (or a timedelta) between refreshes; None: the type's default (60
             s); 0: the manager default; -1: never.
     """
@@ -170,6 +177,7 @@ class JsonFileResource(BaseResource):
         "format": ParamSpec(type="string", default="auto"),
         "key": ParamSpec(type="string"),
         "value_column": ParamSpec(type="string"),
+        "max_bytes": ParamSpec(type="int"),
     }
 
     def __init__(
@@ -179,6 +187,7 @@ class JsonFileResource(BaseResource):
         format: str = "auto",
         key: str | None = None,
         value_column: str | None = None,
+        max_bytes: int | None = None,
         interval: float | timedelta | None = None,
     ) -> None:
         super().__init__(
@@ -187,6 +196,7 @@ class JsonFileResource(BaseResource):
             format=format,
             key=key,
             value_column=value_column,
+            max_bytes=max_bytes,
         )
 
 

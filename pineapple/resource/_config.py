@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigError
+from ._interval import check_interval
 from ._redact import is_secret_value
 
 __all__ = ["ResourceEntry", "interpolate_env", "parse_resource_config", "read_root_config"]
@@ -107,9 +108,7 @@ def _interval(name: str, raw: Any) -> float:
         return 0.0
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise ConfigError(f"resource {name!r}: interval must be a number of seconds")
-    if raw < 0 and raw != -1:
-        raise ConfigError(f"resource {name!r}: interval must be >= 0, or -1 for never")
-    return float(raw)
+    return check_interval(name, raw)
 
 
 def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:

@@ -15,6 +15,11 @@ Guarantees:
   old value is closed by the closer thread after its last borrower releases.
 - A failing fetch never removes or replaces the current value; it is
   recorded (redacted) in status and retried with capped exponential backoff.
+  Any exception of a fetcher (``BaseException`` included) is such a failure,
+  and a scheduled refresh always schedules the next one, so one resource's
+  error never stops the refreshes of it or of any other resource. Should the
+  scheduler's timer thread end anyway, ``halted_reason`` says why, every
+  resource shows ``Fresh=False`` with that reason, and ``/readyz`` answers 503.
 - Each slot's ``secrets`` is replaced once, in ``start`` under the state lock
   and before any fetch is submitted, by the union of all slots' secrets;
   after that it is only read (a frozenset: no reader sees a partial set).
@@ -49,6 +54,7 @@ from .._errors import (
 from ._closer import close_now, flush
 from ._config import ResourceEntry, parse_resource_config, read_root_config
 from ._instantiate import build_entry
+from ._interval import MIN_INTERVAL, check_interval
 from ._redact import redact
 from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
@@ -129,6 +135,7 @@ class Manager:
         backoff_base: float = 1.0,
         backoff_cap: float = 60.0,
         workers: int = 4,
+        min_interval: float = MIN_INTERVAL,
     ) -> None:
         self._registry = registry if registry is not None else default_registry()
         self._metrics = metrics
@@ -137,6 +144,7 @@ class Manager:
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
         self._workers = workers
+        self._min_interval = min_interval  # code may lower it (tests); a config cannot
         self._slots: dict[str, Slot] = {}
         self._entries: dict[str, ResourceEntry] = {}
         self._state: Literal["new", "started", "stopped"] = "new"
@@ -189,8 +197,7 @@ class Manager:
             raise ConfigError("resource name must not be empty")
         if not callable(fetcher):
             raise TypeError(f"resource {name!r}: fetcher must be callable")
-        if interval < 0 and interval != -1:
-            raise ConfigError(f"resource {name!r}: interval must be >= 0, or -1 for never")
+        interval = check_interval(name, interval, minimum=self._min_interval)
         resolved = DEFAULT_INTERVAL if interval == 0 else interval
         with self._state_lock:
             if self._state != "new":
@@ -387,14 +394,23 @@ class Manager:
         """The config entries loaded by ``load_from_root_config``, by name."""
         return dict(self._entries)
 
+    @property
+    def halted_reason(self) -> str | None:
+        """Why background refreshing stopped although the manager is started; None while it runs."""
+        scheduler = self._scheduler
+        if self._state != "started" or scheduler is None:
+            return None
+        return scheduler.failure
+
     def status(self, now: float | None = None) -> list[ResourceStatus]:
         """The status of every resource, sorted by name, as of ``now`` (Unix time)."""
-        stopped = self._state == "stopped"
-        return [self._slots[n].snapshot_status(stopped, now) for n in sorted(self._slots)]
+        stopped, halted = self._state == "stopped", self.halted_reason
+        return [self._slots[n].snapshot_status(stopped, now, halted) for n in sorted(self._slots)]
 
     def status_of(self, name: str, now: float | None = None) -> ResourceStatus:
         """The status of one resource; :class:`UnknownResourceError` if unknown."""
-        return self._slot(name).snapshot_status(self._state == "stopped", now)
+        slot = self._slot(name)
+        return slot.snapshot_status(self._state == "stopped", now, self.halted_reason)
 
     def describe(self, name: str) -> str | None:
         """The printer's description of the current value (None when not loaded)."""
@@ -444,7 +460,7 @@ class Manager:
         now = time.time()
         try:
             value = slot.fetcher()
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit & co. from a fetcher: a failed fetch too
             return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
         if value is NOT_MODIFIED:
             with slot.lock:
@@ -479,7 +495,8 @@ class Manager:
 
     def _next_delay(self, slot: Slot) -> float | None:
         if slot.consecutive_failures:
-            backoff = self._backoff_base * 2.0 ** (slot.consecutive_failures - 1)
+            # The exponent is capped: 2.0 ** 1024 overflows after ~1,000 failures in a row.
+            backoff = self._backoff_base * 2.0 ** min(slot.consecutive_failures - 1, 60)
             delay = min(self._backoff_cap, backoff)
             return delay if slot.interval < 0 else min(delay, slot.interval)
         if slot.interval < 0:
@@ -500,8 +517,10 @@ class Manager:
     def _scheduled_refresh(self, slot: Slot) -> None:
         if self._state != "started":
             return
-        self._fetch(slot)
-        self._schedule_next(slot)
+        try:
+            self._fetch(slot)
+        finally:  # even when metrics or status code raised: the next refresh is due
+            self._schedule_next(slot)
 
     def __repr__(self) -> str:
         return f"Manager({len(self._slots)} resources, {self._state})"

@@ -119,7 +119,9 @@ class Slot:
             return self._flip("Ready", "False", "FetchFailed", self.last_error)
         return self._flip("Ready", "Unknown", "NotLoaded", "no fetch has completed yet")
 
-    def _fresh(self, now: float) -> Condition:
+    def _fresh(self, now: float, halted: str | None) -> Condition:
+        if halted is not None:
+            return self._flip("Fresh", "False", "RefreshStopped", halted)
         if self.current is None or self.confirmed_at is None:
             return self._flip("Fresh", "Unknown", "NotLoaded", "no value loaded")
         if self.interval < 0:
@@ -132,10 +134,13 @@ class Slot:
             return self._flip("Fresh", "False", "Stale", msg)
         return self._flip("Fresh", "True", "UpToDate", f"confirmed {age:.0f}s ago")
 
-    def snapshot_status(self, stopped: bool, now: float | None = None) -> ResourceStatus:
+    def snapshot_status(
+        self, stopped: bool, now: float | None = None, halted: str | None = None
+    ) -> ResourceStatus:
+        """The status as of ``now``; ``halted``: why background refreshes stopped."""
         now = time.time() if now is None else now
         with self.lock:
-            conditions = (self._ready(stopped), self._fresh(now))
+            conditions = (self._ready(stopped), self._fresh(now, halted))
             summary = ""
             ref = self.current
             if ref is not None:

@@ -261,7 +261,7 @@ def test_scheduled_refresh_runs_on_a_refresh_thread() -> None:
             done.set()
         return len(threads)
 
-    rm = Manager(jitter=0)
+    rm = Manager(jitter=0, min_interval=0.01)
     rm.register("a", fetch, interval=0.01)
     rm.start()
     assert done.wait(5)
@@ -271,7 +271,7 @@ def test_scheduled_refresh_runs_on_a_refresh_thread() -> None:
 
 def test_failed_scheduled_refreshes_back_off_and_show_in_status() -> None:
     fetcher = CountingFetcher()
-    rm = Manager(jitter=0, backoff_base=0.01, backoff_cap=0.04)
+    rm = Manager(jitter=0, backoff_base=0.01, backoff_cap=0.04, min_interval=0.01)
     rm.register("a", fetcher, interval=0.01)
     rm.start()
     fetcher.fail_with = ConnectionError("refused")
