@@ -175,7 +175,7 @@ def test_empty_else_elseif_after_else_and_duplicate_else() -> None:
     flow.if_("{{x}} ~= nil")
     lua(flow, common_input=["x"], common_output=["z"])
     flow.else_()
-    with pytest.raises(ValueError, match="else_.* has no operators"):
+    with pytest.raises(ValueError, match=r"else_.* has no operators"):
         flow.end_if_()
     lua(flow, common_input=["x"], common_output=["z"])
     with pytest.raises(ValueError, match=r"elif_\(\) after the else_\(\)"):
@@ -402,7 +402,9 @@ def test_sub_flow_without_contract_is_not_checked() -> None:
 def test_all_problems_are_reported_together() -> None:
     flow = Flow(name="bad", common_input=[], common_output=["_x"])
     lua(flow, common_input=["missing"], common_output=["out"])
-    problems = pytest.raises(ValidationError, flow.compile_dict).value.problems
+    with pytest.raises(ValidationError) as info:
+        flow.compile_dict()
+    problems = info.value.problems
     assert any("'missing' not provided" in p for p in problems)
     assert any("flow common_output field '_x'" in p for p in problems)
     assert any("dead operator" in p for p in problems)
