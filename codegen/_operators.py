@@ -23,6 +23,10 @@ METADATA_ARGS: tuple[tuple[str, str, str], ...] = (
     ("item_output", "Sequence[str] | None", "item fields the operator writes"),
     ("common_defaults", "Mapping[str, Any] | None", "defaults of missing common inputs"),
     ("item_defaults", "Mapping[str, Any] | None", "defaults of missing item inputs"),
+    ("strict_common", "Sequence[str] | None", "common inputs that must be present (else an error)"),
+    ("strict_item", "Sequence[str] | None", "item inputs that must be present (else an error)"),
+    ("data_parallel", "int | None", "shards to run a transform on in parallel (> 1)"),
+    ("debug", "bool | None", "log the operator's inputs and outputs"),
 )
 """The keywords (name, annotation, doc) every operator method takes after its params."""
 
@@ -34,6 +38,8 @@ FLOW_NAMES = frozenset(
         "common_input",
         "common_output",
         "compile",
+        "compile_dict",
+        "debug",
         "elif_",
         "else_",
         "elseif_",
@@ -41,11 +47,15 @@ FLOW_NAMES = frozenset(
         "if_",
         "item_input",
         "item_output",
+        "log_prefix",
         "name",
         "open_blocks",
         "resource",
+        "required_resources",
         "resources",
+        "skip_dead_code",
         "skip_when",
+        "storage_mode",
     }
 )
 """Public attributes of ``dsl.Flow``/``SubFlow`` that an operator method must not shadow."""
@@ -56,7 +66,9 @@ _RESERVED_ARGS = frozenset({"self"} | {name for name, _, _ in METADATA_ARGS})
 def _method(schema: OperatorSchema) -> str:
     owner = f"operator type {schema.name!r}"
     method = method_name(schema.name, FLOW_NAMES)
-    params = [param_of(owner, k, s, _RESERVED_ARGS) for k, s in schema.params.items()]
+    params = [
+        param_of(owner, k, s, _RESERVED_ARGS, unset="UNSET") for k, s in schema.params.items()
+    ]
     sig: list[tuple[str, Node]] = [("", "self"), ("", "*")]
     sig += [("", p.signature) for p in params]
     sig += [("", f"{name}: {annotation} = None") for name, annotation, _ in METADATA_ARGS]
@@ -99,7 +111,10 @@ def render_operators(schemas: Sequence[OperatorSchema], *, flow_class: bool = Fa
         out.append("from typing import Any, Self\n\n")
     if flow_class:
         out.append("from dsl import Flow as _Flow\n")
+    uses_unset = any("= UNSET" in text for text in methods)
     recorder = "OperatorRecorder, make_call" if methods else "OperatorRecorder"
+    if uses_unset:
+        recorder = "UNSET, OperatorRecorder, make_call"
     out.append(f"from dsl._recorder import {recorder}\n\n")
     names = '"Flow", "OperatorMethods"' if flow_class else '"OperatorMethods"'
     out.append(f"__all__ = [{names}]\n\n\n")

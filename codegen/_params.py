@@ -79,8 +79,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def param_of(owner: str, key: str, spec: ParamSpec, reserved: frozenset[str]) -> Param:
-    """The signature parameter for ``key`` of ``owner`` (an operator or resource type)."""
+def param_of(
+    owner: str, key: str, spec: ParamSpec, reserved: frozenset[str], *, unset: str = "None"
+) -> Param:
+    """The signature parameter for ``key`` of ``owner`` (an operator or resource type).
+
+    ``unset``: the default of an optional param without a scalar default
+    (operators use ``UNSET``, so that an explicit ``None`` means JSON ``null``).
+    """
     if not key.isidentifier():
         raise CodegenError(f"{owner}: parameter {key!r} is not a Python identifier")
     arg = key
@@ -94,7 +100,7 @@ def param_of(owner: str, key: str, spec: ParamSpec, reserved: frozenset[str]) ->
     else:
         default = _scalar_default(spec)
         if default is None:
-            default = "None"
+            default = unset
             if spec.type != "any":
                 annotation += " | None"
     return Param(key=key, arg=arg, annotation=annotation, default=default, doc=_doc(key, spec))

@@ -30,6 +30,9 @@ from ._errors import ValidationError
 
 __all__ = ["BranchCall", "BranchField", "BranchScope", "SkipField", "resolve_skip"]
 
+_OPERATOR_PREFIX = {"if": "if", "elif": "elseif", "else": "else"}
+"""A branch's control operator is named ``<prefix>_<n>`` (Apple's ``elseif_2``)."""
+
 
 @dataclass(frozen=True)
 class BranchField:
@@ -37,10 +40,14 @@ class BranchField:
 
     Branch ``if_1`` of the flow itself is operator ``if_1`` writing ``_if_1``;
     in sub-flow ``a/b`` it is operator ``a::b::if_1`` writing ``_a::b::if_1``,
-    so two sub-flows never share a control field.
+    so two sub-flows never share a control field. The names are Apple's, quirk
+    included: an ``elif_`` branch is operator ``elseif_2`` writing ``_elif_2``
+    in the flow itself, and ``a::elseif_2`` writing ``_a::elseif_2`` in a
+    sub-flow (``top`` is the field's name in the flow itself).
     """
 
     local: str
+    top: str = ""
 
     def operator_name(self, path: str) -> str:
         """The control operator's name in the sub-flow at ``path`` (``""``: the flow)."""
@@ -49,6 +56,8 @@ class BranchField:
 
     def resolve(self, path: str) -> str:
         """The control field's name in the sub-flow at ``path``."""
+        if not path and self.top:
+            return self.top
         return "_" + self.operator_name(path)
 
 
@@ -175,7 +184,7 @@ class BranchScope:
             condition=text,
             expression=expression,
             fields=fields,
-            field=BranchField(f"{kind}_{self._count}"),
+            field=BranchField(f"{_OPERATOR_PREFIX[kind]}_{self._count}", f"_{kind}_{self._count}"),
             prior=prior,
             skip=skip,
         )

@@ -103,7 +103,8 @@ def _walk(
             entries.append(sub_path)
             _walk(child.flow, sub_path, inherited + resolve_skip(child.skip, path), tree, seen)
             continue
-        skip = list(dict.fromkeys(inherited + resolve_skip(child.skip, path)))
+        # Apple's order: the sub-flow's own guards first, then the inherited ones.
+        skip = list(dict.fromkeys(resolve_skip(child.skip, path) + inherited))
         entries.append(len(tree.operators))
         if isinstance(child, BranchCall):
             call = _control_call(child, path)
@@ -128,6 +129,17 @@ def _auto_name(op: CompiledOperator) -> str:
         call.item_defaults,
         op.path,
     ]
+    # The per-operator options join the hash only when set, so names of
+    # operators without them stay what they were.
+    options = {
+        "strict_common": call.strict_common,
+        "strict_item": call.strict_item,
+        "data_parallel": call.data_parallel if call.data_parallel > 1 else 0,
+        "debug": call.debug,
+    }
+    set_options = {k: v for k, v in options.items() if v}
+    if set_options:
+        semantic.append(set_options)
     text = json.dumps(semantic, sort_keys=True, default=repr, ensure_ascii=False)
     return f"{call.type_name}_{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
@@ -207,6 +219,14 @@ def _operator_entry(op: CompiledOperator) -> dict[str, Any]:
         entry["common_defaults"] = dict(call.common_defaults)
     if call.item_defaults is not None:
         entry["item_defaults"] = dict(call.item_defaults)
+    if call.strict_common:
+        entry["strict_common"] = list(call.strict_common)
+    if call.strict_item:
+        entry["strict_item"] = list(call.strict_item)
+    if call.debug:
+        entry["debug"] = True
+    if call.data_parallel > 1:
+        entry["data_parallel"] = call.data_parallel
     entry.update(call.params)
     return entry
 
@@ -278,6 +298,12 @@ def compile_flow(
             "item_output": list(flow.item_output),
         },
     }
+    if flow.storage_mode:
+        config["storage_mode"] = flow.storage_mode
+    if flow.log_prefix:
+        config["log_prefix"] = flow.log_prefix
+    if flow.debug:
+        config["debug"] = True
     resource_config = dict(_iter_resources(flow))
     if resource_config:
         config["resource_config"] = resource_config

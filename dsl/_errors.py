@@ -9,12 +9,13 @@ import pineapple
 __all__ = ["ValidationError"]
 
 
-class ValidationError(pineapple.ValidationError):
+class ValidationError(pineapple.ValidationError, ValueError):
     """A flow fails a check of :func:`dsl.compile_flow` (or a DSL call is malformed).
 
     The message names the operator, resource, sub-flow or field at fault;
     ``problems`` lists each problem found (one message each). It is a
-    :class:`pineapple.ValidationError`, so callers may catch either.
+    :class:`pineapple.ValidationError` and a :class:`ValueError` (what the
+    Apple DSL raises for a malformed call), so callers may catch any of them.
     """
 
     def __init__(self, message: str, problems: Sequence[str] | None = None) -> None:

@@ -15,13 +15,17 @@ from typing import Any, Self, Unpack
 
 from pineapple import ParamSpec
 
+from ._apple_call import split_apple_keywords
 from ._branch import BranchCall, BranchScope, SkipField
 from ._errors import ValidationError
 from ._recorder import CallKeywords, OperatorCall, field_list, make_call
 from ._resource import BaseResource
 from .generated.operators import OperatorMethods
 
-__all__ = ["Flow", "ResourceDecl", "SubFlow", "SubFlowEntry"]
+__all__ = ["STORAGE_MODES", "Flow", "ResourceDecl", "SubFlow", "SubFlowEntry"]
+
+STORAGE_MODES = ("row", "column")
+"""The values of ``Flow(storage_mode=...)`` (the engine's frame layout)."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,15 @@ def _check_name(kind: str, name: object) -> str:
         raise ValidationError(f"{kind} name must be a non-empty string, got {name!r}")
     if "/" in name:
         raise ValidationError(f"{kind} name {name!r} must not contain '/' (the path separator)")
+    if "::" in name:
+        raise ValidationError(
+            f"{kind} name {name!r} must not contain '::' (reserved: control fields use it)"
+        )
     return name
+
+
+def _contract(what: str, key: str, value: Sequence[str] | None) -> list[str] | None:
+    return None if value is None else field_list(what, key, value)
 
 
 class _Node(OperatorMethods):
@@ -98,6 +110,18 @@ class _Node(OperatorMethods):
         if not isinstance(type_name, str) or not type_name:
             raise ValidationError("add_operator: type_name must be a non-empty string")
         return self._record(make_call(type_name, params or {}, **keywords))
+
+    def _add_op(self, type_name: str, **kwargs: Any) -> Self:
+        """Apple's untyped call: metadata keywords and params in one set of keywords.
+
+        ``flow._add_op("transform_by_lua", common_input=["x"], lua_script=...)``
+        is ``flow.add_operator("transform_by_lua", {"lua_script": ...},
+        common_input=["x"])``. ``recall=`` is accepted and ignored, as in Apple.
+        """
+        if not isinstance(type_name, str) or not type_name:
+            raise ValidationError("_add_op: type_name must be a non-empty string")
+        params, keywords = split_apple_keywords(type_name, kwargs)
+        return self._record(make_call(type_name, params, **keywords))
 
     def add_subflow(self, sub_flow: SubFlow) -> Self:
         """Place ``sub_flow`` here (a ``pipeline_map`` entry named by its path)."""
@@ -201,7 +225,36 @@ class SubFlow(_Node):
 
     Sub-flows nest; a sub-flow's path is its ancestors' names and its own,
     joined by ``/``. A sub-flow object may be placed only once.
+
+    Optional contract, checked at compile (Apple's keywords and order):
+    ``common_input``/``item_input``: every field its operators (and those of
+    nested sub-flows) read comes from the contract or an earlier operator
+    inside it; ``common_output``/``item_output``: every operator inside it
+    writes something read inside it or listed there (else it is dead by
+    sub-flow scope); ``required_resources``: names the flow declares. A list
+    left ``None`` is not checked::
+
+        stage = SubFlow("score", item_input=["ctr"], item_output=["score"])
     """
+
+    def __init__(
+        self,
+        name: str,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        required_resources: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(name)
+        what = f"sub-flow {name!r}"
+        self.common_input: list[str] | None = _contract(what, "common_input", common_input)
+        self.common_output: list[str] | None = _contract(what, "common_output", common_output)
+        self.item_input: list[str] | None = _contract(what, "item_input", item_input)
+        self.item_output: list[str] | None = _contract(what, "item_output", item_output)
+        self.required_resources: list[str] | None = _contract(
+            what, "required_resources", required_resources
+        )
 
 
 class Flow(_Node):
@@ -215,17 +268,24 @@ class Flow(_Node):
         text = flow.compile()
 
     The contract lists become ``flow_contract``; the top-level children become
-    ``pipeline_group.main``.
+    ``pipeline_group.main``. Apple's keywords are accepted in Apple's order:
+    ``sub_flows`` (placed first, in order), ``storage_mode`` (``"row"`` or
+    ``"column"``), ``log_prefix``, ``debug`` (written at the top level of the
+    config) and ``skip_dead_code`` (turns the dead-operator check off).
     """
 
     def __init__(
         self,
         name: str,
-        *,
         common_input: Sequence[str] | None = None,
         item_input: Sequence[str] | None = None,
         common_output: Sequence[str] | None = None,
         item_output: Sequence[str] | None = None,
+        sub_flows: Sequence[SubFlow] | None = None,
+        storage_mode: str | None = None,
+        log_prefix: str | None = None,
+        debug: bool = False,
+        skip_dead_code: bool = False,
     ) -> None:
         super().__init__(name)
         what = f"flow {name!r}"
@@ -234,6 +294,23 @@ class Flow(_Node):
         self.common_output = field_list(what, "common_output", common_output)
         self.item_output = field_list(what, "item_output", item_output)
         self._resources: dict[str, ResourceDecl] = {}
+        if storage_mode is not None and storage_mode not in STORAGE_MODES:
+            raise ValidationError(
+                f"{what}: invalid storage_mode={storage_mode!r}, must be one of "
+                f"{sorted(STORAGE_MODES)}"
+            )
+        if log_prefix is not None and not isinstance(log_prefix, str):
+            raise ValidationError(f"{what}: log_prefix must be a string, got {log_prefix!r}")
+        #: ``"row"``/``"column"`` or ``None`` (the engine's default); written when set.
+        self.storage_mode = storage_mode
+        #: A prefix for the engine's log lines; written when non-empty.
+        self.log_prefix = log_prefix
+        #: Written as ``"debug": true`` (the engine logs every operator) when true.
+        self.debug = bool(debug)
+        #: Apple's escape hatch: do not report dead operators (flow and sub-flow scope).
+        self.skip_dead_code = bool(skip_dead_code)
+        for sub_flow in sub_flows or ():
+            self.add_subflow(sub_flow)
 
     @property
     def resources(self) -> list[ResourceDecl]:
@@ -263,3 +340,9 @@ class Flow(_Node):
         from ._compile import compile_json
 
         return compile_json(self)
+
+    def compile_dict(self) -> dict[str, Any]:
+        """The unified config of this flow as a dict (Apple's name for :func:`dsl.compile_flow`)."""
+        from ._compile import compile_flow
+
+        return compile_flow(self)

@@ -19,6 +19,7 @@ from ._errors import ValidationError
 
 __all__ = [
     "METADATA_KEYWORDS",
+    "UNSET",
     "CallKeywords",
     "OperatorCall",
     "OperatorRecorder",
@@ -35,13 +36,42 @@ METADATA_KEYWORDS: tuple[str, ...] = (
     "item_output",
     "common_defaults",
     "item_defaults",
+    "strict_common",
+    "strict_item",
+    "data_parallel",
+    "debug",
 )
 """Keywords every operator method takes besides the operator's own params."""
 
 
+class _Unset:
+    """The default of an optional param that was not given (``None`` is an explicit null)."""
+
+    _instance: _Unset | None = None
+
+    def __new__(cls) -> _Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""Default of generated optional params: "not given", left out of the config.
+
+Typed ``Any`` so it fits any annotation; a param passed as ``None`` instead
+is written as JSON ``null`` (checked against the schema at compile).
+"""
+
+
 @dataclass
 class OperatorCall:
-    """One recorded operator call (params without ``None`` values).
+    """One recorded operator call (params that were given; ``None`` is an explicit null).
 
     ``skip`` holds its guards: ``skip_when`` fields and the control fields of
     the branches it is declared in (named at compile, see ``BranchField``).
@@ -57,6 +87,10 @@ class OperatorCall:
     item_output: list[str] = field(default_factory=list)
     common_defaults: dict[str, Any] | None = None
     item_defaults: dict[str, Any] | None = None
+    strict_common: list[str] = field(default_factory=list)
+    strict_item: list[str] = field(default_factory=list)
+    data_parallel: int = 0
+    debug: bool = False
     skip: list[SkipField] = field(default_factory=list)
 
 
@@ -71,6 +105,10 @@ class CallKeywords(TypedDict, total=False):
     item_output: Sequence[str] | None
     common_defaults: Mapping[str, Any] | None
     item_defaults: Mapping[str, Any] | None
+    strict_common: Sequence[str] | None
+    strict_item: Sequence[str] | None
+    data_parallel: int | None
+    debug: bool | None
 
 
 def field_list(what: str, key: str, value: Sequence[str] | None) -> list[str]:
@@ -96,9 +134,17 @@ def make_call(
     sources = keywords.get("sources")
     common_defaults = keywords.get("common_defaults")
     item_defaults = keywords.get("item_defaults")
+    data_parallel = keywords.get("data_parallel")
+    if data_parallel is None:
+        data_parallel = 0
+    if isinstance(data_parallel, bool) or not isinstance(data_parallel, int) or data_parallel < 0:
+        raise ValidationError(f"{what}: data_parallel must be an int >= 0, got {data_parallel!r}")
+    debug = keywords.get("debug")
+    if debug is not None and not isinstance(debug, bool):
+        raise ValidationError(f"{what}: debug must be a bool, got {debug!r}")
     return OperatorCall(
         type_name=type_name,
-        params={k: v for k, v in params.items() if v is not None},
+        params={k: v for k, v in params.items() if v is not UNSET},
         name=name,
         sources=None if sources is None else field_list(what, "sources", sources),
         common_input=field_list(what, "common_input", keywords.get("common_input")),
@@ -107,6 +153,10 @@ def make_call(
         item_output=field_list(what, "item_output", keywords.get("item_output")),
         common_defaults=None if common_defaults is None else dict(common_defaults),
         item_defaults=None if item_defaults is None else dict(item_defaults),
+        strict_common=field_list(what, "strict_common", keywords.get("strict_common")),
+        strict_item=field_list(what, "strict_item", keywords.get("strict_item")),
+        data_parallel=data_parallel,
+        debug=bool(debug),
     )
 
 

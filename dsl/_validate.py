@@ -13,7 +13,17 @@ from pineapple._suggest import did_you_mean
 from pineapple.engine import OperatorRegistry
 from pineapple.resource import Registry, resource_names
 
+from ._dataflow import (
+    Scope,
+    check_coverage,
+    check_data_parallel,
+    check_dead_operators,
+    check_param_metadata,
+    check_underscore_outputs,
+    check_write_without_read,
+)
 from ._errors import ValidationError
+from ._subflow_contract import check_subflow_contracts
 
 if TYPE_CHECKING:
     from ._compile import CompiledOperator
@@ -46,12 +56,60 @@ def _check_templates(
             yield f"{what}: parameter {key!r} must be a bare {{{{field}}}} marker, got {value!r}"
 
 
+_NULLABLE_TYPES = frozenset({"any", "list", "dict"})
+"""Param types that take an explicit ``None`` (written as JSON ``null``); Apple's rule."""
+
+_MAX_NESTING = 64
+"""How deep the nested-template scan descends into a param value (deeper is not scanned)."""
+
+
+def _check_nulls(
+    what: str, specs: Mapping[str, ParamSpec], params: Mapping[str, Any]
+) -> Iterator[str]:
+    for key, value in params.items():
+        spec = specs.get(key)
+        if value is None and spec is not None and spec.type not in _NULLABLE_TYPES:
+            yield (
+                f"{what}: param {key!r} is explicitly None; declared type {spec.type!r} does not "
+                "accept null (pass a value or omit the keyword)"
+            )
+
+
+def _nested_marker(value: Any, path: str, depth: int) -> tuple[str, str] | None:
+    """The first ``{{field}}`` inside a list or dict of ``value`` (bounded by ``_MAX_NESTING``)."""
+    if depth > _MAX_NESTING:
+        return None
+    if isinstance(value, dict):
+        children: Iterator[tuple[str, Any]] = ((f"{path}[{k!r}]", v) for k, v in value.items())
+    elif isinstance(value, list):
+        children = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        if path and isinstance(value, str) and TEMPLATE_MARKER.search(value):
+            return path, value
+        return None
+    for child_path, child in children:
+        found = _nested_marker(child, child_path, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_nested_templates(what: str, params: Mapping[str, Any]) -> Iterator[str]:
+    for key, value in params.items():
+        found = _nested_marker(value, "", 0)
+        if found is not None:
+            yield (
+                f"{what}: param {key!r} contains a nested {{{{field}}}} marker at {found[0]} "
+                f"(value {found[1]!r}); templates are resolved only in top-level params"
+            )
+
+
 def _check_params(
     what: str, specs: Mapping[str, ParamSpec], params: Mapping[str, Any]
 ) -> str | None:
     loose = {
         key: ParamSpec(type="any", required=spec.required, description=spec.description)
-        if _deferred(spec, params.get(key))
+        if _deferred(spec, params.get(key)) or (key in params and params[key] is None)
         else spec
         for key, spec in specs.items()
     }
@@ -85,7 +143,9 @@ def _check_operators(
             problem = _check_params(what, schema.params, op.call.params)
             if problem:
                 yield problem
+            yield from _check_nulls(what, schema.params, op.call.params)
             yield from _check_templates(what, schema.params, op.call.params)
+        yield from _check_nested_templates(what, op.call.params)
         for key in sorted(reserved.intersection(op.call.params)):
             yield f"{what}: {key!r} is a reserved key, not a parameter"
         yield from _check_json(what, op.call.params)
@@ -166,6 +226,27 @@ def _check_control_writes(compiled: list[CompiledOperator]) -> Iterator[str]:
                 )
 
 
+def _check_dataflow(
+    flow: Flow, compiled: list[CompiledOperator], operators: OperatorRegistry
+) -> Iterator[str]:
+    """Apple's field checks (``_dataflow``) and the sub-flow contracts."""
+    scope = Scope(
+        label="flow contract",
+        common_input=flow.common_input,
+        item_input=flow.item_input,
+        common_output=flow.common_output,
+        item_output=flow.item_output,
+    )
+    yield from check_underscore_outputs(flow, compiled)
+    yield from check_coverage(scope, compiled)
+    yield from check_write_without_read(compiled, operators)
+    yield from check_data_parallel(compiled, operators)
+    yield from check_param_metadata(compiled)
+    if not flow.skip_dead_code:
+        yield from check_dead_operators(scope, compiled, operators)
+    yield from check_subflow_contracts(flow, compiled, operators)
+
+
 def check_flow(
     flow: Flow,
     compiled: list[CompiledOperator],
@@ -196,6 +277,7 @@ def check_flow(
     problems += _check_resources(flow, resources)
     problems += _check_conditions(flow, compiled)
     problems += _check_control_writes(compiled)
+    problems += _check_dataflow(flow, compiled, operators)
     if problems:
         raise ValidationError(_summary(flow.name, problems), problems)
 

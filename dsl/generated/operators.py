@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
-from dsl._recorder import OperatorRecorder, make_call
+from dsl._recorder import UNSET, OperatorRecorder, make_call
 
 __all__ = ["OperatorMethods"]
 
@@ -26,6 +26,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Removes items where a specified field equals a given value.
 
@@ -41,6 +45,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -54,6 +62,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -68,6 +80,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Keeps only items in the [page*size, page*size+size) range, removes the rest.
 
@@ -82,6 +98,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -95,6 +115,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -110,6 +134,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Keeps only the first N items, removing the rest.
 
@@ -126,6 +154,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -139,6 +171,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -154,6 +190,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Deduplicates items by a key field, keeping the first occurrence.
 
@@ -169,6 +209,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -182,6 +226,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -197,6 +245,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Reads declared input fields and writes them to the engine's logger. Read-only: it
         produces no output fields and does not modify the DataFrame.
@@ -213,6 +265,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -226,6 +282,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -233,8 +293,8 @@ class OperatorMethods(OperatorRecorder):
         self,
         *,
         resource_name: str,
-        match: dict[str, Any] | None = None,
-        order_by: str | None = None,
+        match: dict[str, Any] | None = UNSET,
+        order_by: str | None = UNSET,
         descending: bool = False,
         page_field: str = "page",
         size_field: str = "size",
@@ -248,6 +308,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Recalls items from a feed_data table by exact-match bitmap indices.
 
@@ -270,6 +334,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -292,6 +360,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -307,6 +379,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Recalls items from a named resource.
 
@@ -322,6 +398,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -335,6 +415,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -342,7 +426,7 @@ class OperatorMethods(OperatorRecorder):
         self,
         *,
         items: Any,
-        set_common: Any = None,
+        set_common: Any = UNSET,
         name: str | None = None,
         sources: Sequence[str] | None = None,
         common_input: Sequence[str] | None = None,
@@ -351,6 +435,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Emits a configurable static set of items for testing and validation.
 
@@ -367,6 +455,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -380,6 +472,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -394,6 +490,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Deterministic hash-based shuffle using a caller-provided salt.
 
@@ -408,6 +508,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -421,6 +525,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -436,6 +544,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Sorts items by a numeric field in ascending or descending order.
 
@@ -451,6 +563,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -464,6 +580,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -471,7 +591,7 @@ class OperatorMethods(OperatorRecorder):
         self,
         *,
         size: int = 10,
-        bench_profile: Any = None,
+        bench_profile: Any = UNSET,
         name: str | None = None,
         sources: Sequence[str] | None = None,
         common_input: Sequence[str] | None = None,
@@ -480,6 +600,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Boosts the top-N items by salted hash of their id to the front; the rest keep their
         order.
@@ -497,6 +621,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -510,6 +638,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -525,6 +657,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Benchmark-only CPU-bound operator: iterative fib(32) per item.
 
@@ -540,6 +676,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -553,6 +693,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -573,6 +717,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Executes a Lua script for per-item or per-common computation.
 
@@ -597,6 +745,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -617,6 +769,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -632,6 +788,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Copies field values between common and item dimensions.
 
@@ -648,6 +808,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -661,6 +825,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -675,6 +843,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Copies a common-side field value to every item as an item-side field.
 
@@ -689,6 +861,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -702,6 +878,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -717,6 +897,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Normalizes a numeric item field using min-max scaling to [0, 1].
 
@@ -732,6 +916,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -745,6 +933,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -763,6 +955,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Generic Redis read operator. Reads a value by key and outputs the result and a cache-hit
         flag.
@@ -786,6 +982,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -804,6 +1004,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -823,6 +1027,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Generic Redis write operator. Writes a value by key with optional TTL.
 
@@ -847,6 +1055,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -866,6 +1078,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -876,9 +1092,9 @@ class OperatorMethods(OperatorRecorder):
         key_prefix: str = "",
         window_seconds: int = 0,
         fail_on_error: bool = False,
-        redis_addr: str | None = None,
-        redis_password: str | None = None,
-        bench_profile: Any = None,
+        redis_addr: str | None = UNSET,
+        redis_password: str | None = UNSET,
+        bench_profile: Any = UNSET,
         name: str | None = None,
         sources: Sequence[str] | None = None,
         common_input: Sequence[str] | None = None,
@@ -887,6 +1103,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Reads members of a Redis sorted set whose score (a unix time) lies within the last
         window_seconds; outputs the members, a hit flag and their count.
@@ -912,6 +1132,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -933,6 +1157,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -942,7 +1170,7 @@ class OperatorMethods(OperatorRecorder):
         resource_name: str,
         lookup_key: str,
         output_field: str,
-        default_value: Any = None,
+        default_value: Any = UNSET,
         name: str | None = None,
         sources: Sequence[str] | None = None,
         common_input: Sequence[str] | None = None,
@@ -951,6 +1179,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Enriches items by looking up values from a named resource.
 
@@ -970,6 +1202,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -988,6 +1224,10 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )
 
@@ -1002,6 +1242,10 @@ class OperatorMethods(OperatorRecorder):
         item_output: Sequence[str] | None = None,
         common_defaults: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
     ) -> Self:
         """Outputs the current item count to a common field.
 
@@ -1016,6 +1260,10 @@ class OperatorMethods(OperatorRecorder):
             item_output: item fields the operator writes.
             common_defaults: defaults of missing common inputs.
             item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
         """
         return self._record(
             make_call(
@@ -1029,5 +1277,9 @@ class OperatorMethods(OperatorRecorder):
                 item_output=item_output,
                 common_defaults=common_defaults,
                 item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
             ),
         )

@@ -193,7 +193,7 @@ def test_operator_methods_record_typed_calls(generated: dict[str, ModuleType]) -
 def test_operator_param_named_like_a_keyword_gets_an_underscore() -> None:
     text = render_operators([AWKWARD_OPERATOR])
     assert "name_: str," in text and '"name": name_' in text
-    assert "sources_: list[Any] | None = None" in text
+    assert "sources_: list[Any] | None = UNSET" in text
     assert "limit: int | str = 10" in text
     assert "(transform, blocking I/O)" in text
 

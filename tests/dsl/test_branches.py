@@ -58,7 +58,7 @@ def test_if_elif_else_compiles_to_control_operators_and_skip_guards() -> None:
     assert config["pipeline_group"]["main"]["pipeline"] == [
         "if_1",
         "vip",
-        "elif_2",
+        "elseif_2",
         "new",
         "else_3",
         "other",
@@ -80,9 +80,9 @@ def test_if_elif_else_compiles_to_control_operators_and_skip_guards() -> None:
         "function_for_item": "",
         "function_for_common": "evaluate",
     }
-    assert ops["elif_2"]["$metadata"]["common_input"] == ["_if_1", "tier"]
-    assert ops["elif_2"]["$metadata"]["common_output"] == ["_elif_2"]
-    assert ops["elif_2"]["lua_script"] == (
+    assert ops["elseif_2"]["$metadata"]["common_input"] == ["_if_1", "tier"]
+    assert ops["elseif_2"]["$metadata"]["common_output"] == ["_elif_2"]
+    assert ops["elseif_2"]["lua_script"] == (
         "function evaluate() if ((_if_1)) and (tier == 'new') "
         "then return false else return true end end"
     )
@@ -95,7 +95,7 @@ def test_if_elif_else_compiles_to_control_operators_and_skip_guards() -> None:
         assert ops[name]["$metadata"]["common_input_skip"] == [field]
         assert "for_branch_control" not in ops[name]
     assert "skip" not in ops["cut"]
-    assert not any("skip" in ops[n] for n in ("if_1", "elif_2", "else_3"))
+    assert not any("skip" in ops[n] for n in ("if_1", "elseif_2", "else_3"))
 
 
 def test_apple_call_shape_compiles_to_the_same_bytes_as_with_blocks() -> None:
@@ -122,7 +122,7 @@ def test_nested_blocks_guard_inner_control_operators_and_bodies() -> None:
             label(flow, "both", "both")
         with flow.else_():
             label(flow, "a_only", "a_only")
-        label(flow, "after_inner", "x")
+        label(flow, "after_inner", "x", item_input=["label"])
     with flow.else_():
         label(flow, "none", "none")
     ops = ops_of(compile_flow(flow))
@@ -166,7 +166,8 @@ def test_sub_flow_fields_are_prefixed_by_path_and_parent_guards_inherited() -> N
     ctrl = ops["outer::inner::if_1"]
     assert ctrl["$metadata"]["common_output"] == ["_outer::inner::if_1"]
     assert ctrl["skip"] == ["_if_1"]
-    assert ops["deep"]["skip"] == ["_if_1", "_outer::inner::if_1"]
+    # Apple's order: the sub-flow's own guard first, then the inherited one
+    assert ops["deep"]["skip"] == ["_outer::inner::if_1", "_if_1"]
 
 
 def test_sub_flow_prior_fields_use_lua_global_table_syntax() -> None:

@@ -290,7 +290,7 @@ def test_same_flow_compiles_to_the_same_bytes() -> None:
 
 def test_auto_names_do_not_shift_when_an_operator_is_inserted(compile_isolated: Compile) -> None:
     def names(insert: bool) -> list[str]:
-        flow = Flow("f")
+        flow = Flow("f", item_input=["score"])
         if insert:
             flow.add_operator("reorder_sort", item_input=["score"])
         flow.add_operator("filter_truncate", {"top_n": 5})
@@ -330,7 +330,7 @@ def test_empty_sub_flow_is_refused(compile_isolated: Compile) -> None:
 
 
 def test_skip_when_guards_operators_and_sub_flows(compile_isolated: Compile) -> None:
-    flow = Flow("f", common_input=["level"])
+    flow = Flow("f", common_input=["level"], item_input=["s"])
     flow.add_operator("filter_truncate", {"top_n": 9}, name="before")
     sub = SubFlow("vip").add_operator("reorder_sort", name="vip_sort", item_input=["s"])
     with sub.skip_when("_inner"):
@@ -347,13 +347,13 @@ def test_skip_when_guards_operators_and_sub_flows(compile_isolated: Compile) -> 
     assert ops["guarded"]["$metadata"]["common_input_skip"] == ["_not_vip"]
     assert "common_input_skip" not in ops["before"]["$metadata"]
     assert ops["vip_sort"]["skip"] == ["_not_vip"]
-    assert ops["inner_cut"]["skip"] == ["_not_vip", "_inner"]
+    assert ops["inner_cut"]["skip"] == ["_inner", "_not_vip"]  # own guards first (Apple)
     assert ops["inner_cut"]["$metadata"]["common_input"] == []
-    assert ops["inner_cut"]["$metadata"]["common_input_skip"] == ["_not_vip", "_inner"]
+    assert ops["inner_cut"]["$metadata"]["common_input_skip"] == ["_inner", "_not_vip"]
 
 
 def test_defaults_are_written_when_given(compile_isolated: Compile) -> None:
-    flow = Flow("f")
+    flow = Flow("f", item_input=["flag"])
     flow.add_operator(
         "filter_condition",
         {"value": 0},

@@ -43,7 +43,7 @@ def test_operator_calls_chain_and_record_in_order() -> None:
     assert flow.add_subflow(sub) is flow
     first, second = flow.children
     assert not isinstance(first, type(second))
-    assert getattr(first, "params", None) == {"k": 1}
+    assert getattr(first, "params", None) == {"k": 1, "gone": None}  # an explicit null
 
 
 def test_add_subflow_takes_a_subflow() -> None:
