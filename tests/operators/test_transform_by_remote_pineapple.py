@@ -152,7 +152,7 @@ def test_a_declared_oversize_body_is_refused_before_reading(stub_factory: Any) -
 def test_the_timeout_param_bounds_a_silent_downstream(stub_factory: Any) -> None:
     stub = stub_factory(lambda s, b: Reply(hold=True, body=b"{}"))
     started = time.monotonic()
-    with pytest.raises(RemoteCallError, match="no answer from .* within 0.3s"):
+    with pytest.raises(RemoteCallError, match=r"no answer from .* within 0\.3s"):
         _run(_op(stub.port, timeout=0.3))
     assert time.monotonic() - started < 3
     out = _run(_op(stub.port, timeout=0.3, fail_on_error=False))
