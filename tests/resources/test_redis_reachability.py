@@ -132,7 +132,7 @@ def test_no_probe_when_interval_is_zero() -> None:
     ("params", "needle"),
     [
         ({"ping_at_start": True, "lazy_connect": True}, "'lazy_connect' (true) contradict"),
-        ({"probe_interval_ms": 5}, "'probe_interval_ms'"),
+        ({"probe_interval_ms": 5}, "'probe_interval_ms': must be 0 (no probe) or >= 100"),
     ],
 )
 def test_bad_connect_params_are_config_errors(params: dict[str, Any], needle: str) -> None:
