@@ -8,15 +8,26 @@ request and run commands on it; they never close it. The runtime calls
 ``client.close()`` exactly once, after the last borrow of a retired value is
 released, and that disconnects every connection of the pool.
 
-Every fetch builds a new client and pings it, so a wrong address or password
-fails ``Manager.start`` (or a refresh, keeping the old client) with a clear
-error that names the address and never the password. ``lazy_connect: true``
-skips that ping (the public engines' behaviour: their clients connect on the
-first command).
+Connecting is lazy by default, as the public engines' clients are: a load
+builds the client without I/O, so a config that starts on the Go engine
+starts here even while Redis is down (commands then fail and the operators
+degrade). Reachability is learnt from a background PING probe (first at once,
+then every ``probe_interval_ms``, 15 s as Go's) and reported through the
+resource's ``Reachable`` status condition and the server's ``pine_redis_up`` /
+``pine_redis_ping_duration_seconds`` metrics (label ``name``: ``metrics_name``,
+else the resource name). ``ping_at_start: true`` keeps the fail-fast load: a
+wrong address or password fails ``Manager.start`` (or a refresh, keeping the
+old client) with an error that names the address and never the password.
+``lazy_connect`` is the deprecated spelling of the same choice
+(``lazy_connect: false`` means ``ping_at_start: true``).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+import weakref
 from typing import Any
 
 import redis
@@ -24,7 +35,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import redact
+from pineapple.resource import ProbeReport, Reachability, redact
 
 from ._errors import SourceError
 
@@ -36,8 +47,13 @@ __all__ = [
     "parse_addr",
 ]
 
+_log = logging.getLogger("pineapple.resources.redis")
+
 DEFAULT_POOL_SIZE = 50
 DEFAULT_TIMEOUT_MS = 2000
+DEFAULT_PROBE_INTERVAL_MS = 15_000
+"""Go's fixed ``redisProbeInterval``."""
+MIN_PROBE_INTERVAL_MS = 100
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -59,22 +75,99 @@ def _positive_ms(params: dict[str, Any], name: str) -> float:
 class RedisConnection(redis.Redis):
     """A :class:`redis.Redis` client that owns its connection pool; ``close()`` is idempotent.
 
-    ``close()`` disconnects every connection of the pool. redis-py also calls
-    ``close()`` from ``__del__``; only the first call does anything, so the
-    pool is torn down exactly once (by the runtime, after the last borrow).
+    ``close()`` stops the probe and disconnects every connection of the pool.
+    redis-py also calls ``close()`` from ``__del__``; only the first call does
+    anything, so the pool is torn down exactly once (by the runtime, after the
+    last borrow).
+
+    Guarantees (the probe thread):
+    - It holds the client only through a weak reference between probes, so a
+      client nobody closes can still be collected (``__del__`` then closes it).
+    - Each probe is one PING bounded by the pool's timeouts (pool wait, dial,
+      socket; one quick retry); between probes it waits on ``_probe_stop``,
+      which ``close()`` sets, so it ends at most one probe after ``close()``.
+      ``close()`` disconnects the pool first (waking a blocked PING) and then
+      joins the thread for at most ``_PROBE_JOIN_S`` (never from the thread
+      itself). A probe that ends after ``close()`` records nothing.
     """
+
+    _PROBE_JOIN_S = 2.0
 
     @property
     def closed(self) -> bool:
         """True once :meth:`close` has run."""
         return bool(getattr(self, "_pineapple_closed", False))
 
+    @property
+    def reachability(self) -> Reachability:
+        """The record of this client's probes (created on first use)."""
+        found: Reachability | None = getattr(self, "_pineapple_reachability", None)
+        if found is None:
+            found = self._pineapple_reachability = Reachability("redis")
+        return found
+
+    def probe_report(self) -> ProbeReport:
+        """What the PING probes have seen (no I/O): see :mod:`pineapple.resource`'s ``Probed``."""
+        return self.reachability.report()
+
+    def probe(self) -> bool:
+        """PING once now and record the result; True when the server answered."""
+        kwargs = self.connection_pool.connection_kwargs
+        where = f"{kwargs.get('host')}:{kwargs.get('port')} (db {kwargs.get('db', 0)})"
+        started = time.monotonic()
+        try:
+            self.ping()
+        except Exception as exc:  # any failure is "not reachable": recorded, never raised
+            if not self.closed:
+                message = f"PING to Redis at {where} failed: {type(exc).__name__}: {exc}"
+                self.reachability.record(False, time.monotonic() - started, message)
+            return False
+        if not self.closed:
+            self.reachability.record(True, time.monotonic() - started, f"PONG from {where}")
+        return True
+
+    def start_probing(self, interval: float, *, probe_first: bool) -> None:
+        """Start the background probe: every ``interval`` seconds (first at once if asked)."""
+        stop = threading.Event()
+        self._probe_stop = stop
+        thread = threading.Thread(
+            target=_probe_loop,
+            args=(weakref.ref(self), stop, interval, probe_first),
+            name="pineapple-redis-probe",
+            daemon=True,
+        )
+        self._probe_thread = thread
+        thread.start()
+
     def close(self) -> None:
-        """Disconnect the pool (first call only)."""
+        """Stop the probe and disconnect the pool (first call only)."""
         if self.closed:
             return
         self._pineapple_closed = True
+        stop: threading.Event | None = getattr(self, "_probe_stop", None)
+        if stop is not None:
+            stop.set()
         super().close()
+        thread: threading.Thread | None = getattr(self, "_probe_thread", None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self._PROBE_JOIN_S)
+
+
+def _probe_loop(
+    ref: weakref.ref[RedisConnection], stop: threading.Event, interval: float, probe_first: bool
+) -> None:
+    # Bounded: ends when close() sets `stop` or the client is collected; each
+    # probe is bounded by the client's timeouts (see RedisConnection's Guarantees).
+    if not probe_first and stop.wait(interval):
+        return
+    while not stop.is_set():
+        client = ref()
+        if client is None:
+            return
+        client.probe()
+        del client
+        if stop.wait(interval):
+            return
 
 
 class RedisConnectionFetcher:
@@ -99,7 +192,15 @@ class RedisConnectionFetcher:
         )
         self.pool_timeout = _positive_ms(params, "pool_timeout_ms")
         self._password: str | None = params.get("password") or None
-        self.lazy_connect = bool(params.get("lazy_connect", False))
+        self.ping_at_start = _ping_at_start(params)
+        interval_ms = int(params.get("probe_interval_ms", DEFAULT_PROBE_INTERVAL_MS))
+        if interval_ms != 0 and interval_ms < MIN_PROBE_INTERVAL_MS:
+            raise ConfigError(
+                f"parameter 'probe_interval_ms': must be 0 (no probe) or >= "
+                f"{MIN_PROBE_INTERVAL_MS} milliseconds, got {interval_ms}"
+            )
+        self.probe_interval = interval_ms / 1000.0
+        self.metrics_name = str(params.get("metrics_name") or "")
 
     @property
     def addr(self) -> str:
@@ -130,12 +231,20 @@ class RedisConnectionFetcher:
         )
         client = RedisConnection.from_pool(pool)
         assert isinstance(client, RedisConnection)
+        client.reachability.label = self.metrics_name
         return client
 
     def __call__(self) -> RedisConnection:
         client = self.new_client()
-        if self.lazy_connect:
-            return client  # the first command connects, as the Go engine's client does
+        if self.ping_at_start:
+            self._ping_or_fail(client)
+        # Lazy (the default): the first command connects, as the public engines' clients do.
+        if self.probe_interval > 0:
+            client.start_probing(self.probe_interval, probe_first=not self.ping_at_start)
+        return client
+
+    def _ping_or_fail(self, client: RedisConnection) -> None:
+        started = time.monotonic()
         try:
             client.ping()
         except redis.RedisError as exc:
@@ -145,7 +254,27 @@ class RedisConnectionFetcher:
             raise SourceError(
                 f"cannot reach Redis at {self.addr} (db {self.db}): {reason}"
             ) from None
-        return client
+        client.reachability.record(
+            True, time.monotonic() - started, f"PONG from {self.addr} (db {self.db}) at load"
+        )
+
+
+def _ping_at_start(params: dict[str, Any]) -> bool:
+    """``ping_at_start``, or its deprecated inverse ``lazy_connect: false``; never both ways."""
+    ping = bool(params.get("ping_at_start", False))
+    lazy = params.get("lazy_connect")
+    if lazy is None:
+        return ping
+    _log.warning(
+        "redis_connection: parameter 'lazy_connect' is deprecated; connecting lazily is "
+        "the default, use 'ping_at_start: true' to fail fast"
+    )
+    if ping and lazy:
+        raise ConfigError(
+            "parameters 'ping_at_start' (true) and deprecated 'lazy_connect' (true) "
+            "contradict each other"
+        )
+    return ping or not lazy
 
 
 class RedisConnectionPrinter:
@@ -175,8 +304,9 @@ REDIS_CONNECTION_SCHEMA = ResourceSchema(
     name="redis_connection",
     description=(
         "A shared redis.Redis client owning a bounded connection pool; borrowed by the "
-        "Redis operators through resource_name, closed after its last borrow. Pinged on "
-        "every load, so a wrong address fails start."
+        "Redis operators through resource_name, closed after its last borrow. Connects "
+        "lazily (a background PING probe reports reachability: Reachable condition, "
+        "pine_redis_up); ping_at_start: true makes a wrong address fail start."
     ),
     default_interval=-1,
     params={
@@ -206,18 +336,36 @@ REDIS_CONNECTION_SCHEMA = ResourceSchema(
             default=DEFAULT_TIMEOUT_MS,
             description="How long a borrower waits for a free pooled connection, in ms.",
         ),
-        "lazy_connect": ParamSpec(
+        "ping_at_start": ParamSpec(
             type="bool",
             default=False,
             description=(
-                "Skip the ping at load: the pool connects on its first command, as the Go "
-                "engine's client does (an unreachable server then fails commands, not start)."
+                "PING at every load and fail it when Redis does not answer (fail-fast start); "
+                "false: connect lazily, as the public engines do."
+            ),
+        ),
+        "lazy_connect": ParamSpec(
+            type="bool",
+            description=(
+                "Deprecated alias: lazy_connect: false means ping_at_start: true "
+                "(lazy is now the default)."
+            ),
+        ),
+        "probe_interval_ms": ParamSpec(
+            type="int",
+            default=DEFAULT_PROBE_INTERVAL_MS,
+            description=(
+                "Interval of the background PING probe that sets the Reachable condition "
+                f"and pine_redis_up, in ms (>= {MIN_PROBE_INTERVAL_MS}); 0: no probe."
             ),
         ),
         "metrics_name": ParamSpec(
             type="string",
             default="",
-            description="Accepted for config compatibility with the other engines; unused.",
+            description=(
+                "The name label of pine_redis_up and pine_redis_ping_duration_seconds; "
+                "empty: the resource name."
+            ),
         ),
     },
     printer=RedisConnectionPrinter(),

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from pineapple import resource
 
+from ._probe_metrics import probe_families
 from ._snapshot import Snapshot
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics"]
@@ -199,3 +200,5 @@ class _SnapshotCollector(Collector):
                 if last is not None:
                     success.add_metric(labels, last)
         yield from (version, generation, age, success, ready, config)
+        if snap is not None:
+            yield from probe_families(snap.manager)

@@ -776,6 +776,100 @@ class OperatorMethods(OperatorRecorder):
             ),
         )
 
+    def transform_by_remote_pineapple(
+        self,
+        *,
+        host: str,
+        port: int,
+        endpoint: str = "/execute",
+        timeout: float = 5.0,
+        fail_on_error: bool = True,
+        max_response_size: int = 10485760,
+        allow_private: bool = False,
+        common_request: list[Any] | None = UNSET,
+        item_request: list[Any] | None = UNSET,
+        common_response: list[Any] | None = UNSET,
+        item_response: list[Any] | None = UNSET,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
+    ) -> Self:
+        """Calls a downstream Pineapple service and maps response fields back to the local frame.
+
+        Operator type ``transform_by_remote_pineapple`` (transform, blocking I/O).
+
+        Args:
+            host: Downstream service host. (string, required)
+            port: Downstream service port. (int, required)
+            endpoint: Downstream endpoint path. (string, default '/execute')
+            timeout: Request timeout in seconds; the request's deadline bounds it too. (float,
+                default 5.0)
+            fail_on_error: true=fatal on downstream error; false=warning and skip. (bool,
+                default True)
+            max_response_size: Maximum response body size in bytes (default 10 MB). (int,
+                default 10485760)
+            allow_private: Allow connections to private/loopback addresses (dev/internal use).
+                (bool, default False)
+            common_request: Downstream common field names, positionally mapped to common_input.
+                (list)
+            item_request: Downstream item field names, positionally mapped to item_input. (list)
+            common_response: Downstream common response field names, positionally mapped to
+                common_output. (list)
+            item_response: Downstream item response field names, positionally mapped to
+                item_output. (list)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
+        """
+        return self._record(
+            make_call(
+                "transform_by_remote_pineapple",
+                {
+                    "host": host,
+                    "port": port,
+                    "endpoint": endpoint,
+                    "timeout": timeout,
+                    "fail_on_error": fail_on_error,
+                    "max_response_size": max_response_size,
+                    "allow_private": allow_private,
+                    "common_request": common_request,
+                    "item_request": item_request,
+                    "common_response": common_response,
+                    "item_response": item_response,
+                },
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
+            ),
+        )
+
     def transform_copy(
         self,
         *,

@@ -202,8 +202,9 @@ class JsonFileResource(BaseResource):
 
 class RedisConnectionResource(BaseResource):
     """A shared redis.Redis client owning a bounded connection pool; borrowed by the Redis
-    operators through resource_name, closed after its last borrow. Pinged on every load, so
-    a wrong address fails start.
+    operators through resource_name, closed after its last borrow. Connects lazily (a
+    background PING probe reports reachability: Reachable condition, pine_redis_up);
+    ping_at_start: true makes a wrong address fail start.
 
     Args:
         addr: Server address, host:port. (string, required)
@@ -217,11 +218,14 @@ class RedisConnectionResource(BaseResource):
             (int, default 2000)
         pool_timeout_ms: How long a borrower waits for a free pooled connection, in ms.
             (int, default 2000)
-        lazy_connect: Skip the ping at load: the pool connects on its first command, as the
-            Go engine's client does (an unreachable server then fails commands, not start).
-            (bool, default False)
-        metrics_name: Accepted for config compatibility with the other engines; unused.
-            (string, default '')
+        ping_at_start: PING at every load and fail it when Redis does not answer (fail-fast
+            start); false: connect lazily, as the public engines do. (bool, default False)
+        lazy_connect: Deprecated alias: lazy_connect: false means ping_at_start: true (lazy
+            is now the default). (bool)
+        probe_interval_ms: Interval of the background PING probe that sets the Reachable
+            condition and pine_redis_up, in ms (>= 100); 0: no probe. (int, default 15000)
+        metrics_name: The name label of pine_redis_up and pine_redis_ping_duration_seconds;
+            empty: the resource name. (string, default '')
         interval: seconds (or a timedelta) between refreshes; None: the type's default
             (never refreshed); 0: the manager default; -1: never.
     """
@@ -237,7 +241,9 @@ class RedisConnectionResource(BaseResource):
         "read_timeout_ms": ParamSpec(type="int", default=2000),
         "write_timeout_ms": ParamSpec(type="int", default=2000),
         "pool_timeout_ms": ParamSpec(type="int", default=2000),
-        "lazy_connect": ParamSpec(type="bool", default=False),
+        "ping_at_start": ParamSpec(type="bool", default=False),
+        "lazy_connect": ParamSpec(type="bool"),
+        "probe_interval_ms": ParamSpec(type="int", default=15000),
         "metrics_name": ParamSpec(type="string", default=""),
     }
 
@@ -252,7 +258,9 @@ class RedisConnectionResource(BaseResource):
         read_timeout_ms: int = 2000,
         write_timeout_ms: int = 2000,
         pool_timeout_ms: int = 2000,
-        lazy_connect: bool = False,
+        ping_at_start: bool = False,
+        lazy_connect: bool | None = None,
+        probe_interval_ms: int = 15000,
         metrics_name: str = "",
         interval: float | timedelta | None = None,
     ) -> None:
@@ -266,7 +274,9 @@ class RedisConnectionResource(BaseResource):
             read_timeout_ms=read_timeout_ms,
             write_timeout_ms=write_timeout_ms,
             pool_timeout_ms=pool_timeout_ms,
+            ping_at_start=ping_at_start,
             lazy_connect=lazy_connect,
+            probe_interval_ms=probe_interval_ms,
             metrics_name=metrics_name,
         )
 

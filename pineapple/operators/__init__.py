@@ -19,6 +19,7 @@ _MODULES = (
     "reorder_sort",
     "reorder_topn_boost",
     "transform_bench_cpu",
+    "transform_by_remote_pineapple",
     "transform_copy",
     "transform_dispatch",
     "transform_normalize",

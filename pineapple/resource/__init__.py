@@ -26,6 +26,11 @@ from ._manager import ManagerMetrics as ManagerMetrics
 from ._manager import RefreshError as RefreshError
 from ._manager import RefreshResult as RefreshResult
 from ._manager import UnknownResourceError as UnknownResourceError
+from ._probe import LATENCY_BUCKETS as LATENCY_BUCKETS
+from ._probe import Probed as Probed
+from ._probe import ProbeReport as ProbeReport
+from ._probe import Reachability as Reachability
+from ._probe import probe_report_of as probe_report_of
 from ._provider import ResourceProvider as ResourceProvider
 from ._provider import Static as Static
 from ._provider import StaticHandle as StaticHandle
@@ -50,6 +55,7 @@ from ._status import Condition as Condition
 from ._status import ResourceStatus as ResourceStatus
 
 __all__ = [
+    "LATENCY_BUCKETS",
     "NOT_MODIFIED",
     "Condition",
     "Context",
@@ -64,6 +70,9 @@ __all__ = [
     "MissingResourceError",
     "ParamSpec",
     "Printer",
+    "ProbeReport",
+    "Probed",
+    "Reachability",
     "RefValue",
     "RefreshError",
     "RefreshResult",
@@ -85,6 +94,7 @@ __all__ = [
     "interpolate_env",
     "load_plugins",
     "parse_resource_config",
+    "probe_report_of",
     "read_root_config",
     "redact",
     "redact_value",

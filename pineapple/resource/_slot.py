@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any
 
+from ._probe import ProbeReport, probe_report_of
 from ._redact import redact
 from ._refvalue import RefValue
 from ._registry import Fetcher, JSONPrinter, Printer
@@ -134,17 +135,27 @@ class Slot:
             return self._flip("Fresh", "False", "Stale", msg)
         return self._flip("Fresh", "True", "UpToDate", f"confirmed {age:.0f}s ago")
 
+    def _reachable(self, report: ProbeReport) -> Condition:
+        if report.up is None:
+            return self._flip("Reachable", "Unknown", "NotProbed", report.message)
+        if report.up:
+            return self._flip("Reachable", "True", "ProbeSucceeded", report.message)
+        return self._flip("Reachable", "False", "ProbeFailed", self.redact(report.message))
+
     def snapshot_status(
         self, stopped: bool, now: float | None = None, halted: str | None = None
     ) -> ResourceStatus:
         """The status as of ``now``; ``halted``: why background refreshes stopped."""
         now = time.time() if now is None else now
         with self.lock:
-            conditions = (self._ready(stopped), self._fresh(now, halted))
+            conditions: tuple[Condition, ...] = (self._ready(stopped), self._fresh(now, halted))
             summary = ""
             ref = self.current
             if ref is not None:
                 summary = self._summarize(ref.value)
+                report = probe_report_of(ref.value)
+                if report is not None and not stopped:
+                    conditions += (self._reachable(report),)
             return ResourceStatus(
                 name=self.name,
                 type=self.type_name,

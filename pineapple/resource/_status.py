@@ -2,8 +2,8 @@
 
 Borrowed from Kubernetes: ``version`` counts successful swaps of the value,
 ``generation`` counts changes of the resource's config entry, and conditions
-(``Ready``, ``Fresh``) change their ``last_transition_time`` only when their
-status flips.
+(``Ready``, ``Fresh``, and ``Reachable`` for a value that reports probes, see
+``_probe``) change their ``last_transition_time`` only when their status flips.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ConditionStatus = Literal["True", "False", "Unknown"]
 
 @dataclass(frozen=True)
 class Condition:
-    """One observed property of a resource (``Ready`` or ``Fresh``)."""
+    """One observed property of a resource (``Ready``, ``Fresh``, ``Reachable``)."""
 
     type: str
     status: ConditionStatus

@@ -37,29 +37,14 @@ def with_placeholder(config: dict[str, Any], addr: str) -> dict[str, Any]:
     return result
 
 
-def lazy_redis(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with ``lazy_connect: true`` on every ``redis_connection`` resource.
-
-    The public engines' Redis clients connect on their first command, so their
-    ``redis-unavailable`` fixtures expect the resource to load and the commands
-    to fail. Ours pings at load unless told otherwise; this tells it.
-    """
-    result = copy.deepcopy(config)
-    section = result.get("resource_config") or {}
-    entries = section.get("resources", section)
-    for entry in entries.values():
-        if entry.get("type", entry.get("type_name")) == "redis_connection":
-            target = entry.get("params", entry)
-            target["lazy_connect"] = True
-    return result
-
-
 @contextmanager
 def fixture_context(data: dict[str, Any], config: dict[str, Any]) -> Iterator[tuple[Context, Any]]:
     """``(ctx, provider)`` for a fixture; a Manager is stopped afterwards.
 
-    A Manager whose first fetch fails (``requires: ["redis-unavailable"]``) is
-    kept: the resources that did not load are simply absent.
+    A Manager whose first fetch fails is kept: the resources that did not load
+    are simply absent. ``redis_connection`` connects lazily, as the public
+    engines' clients do, so ``requires: ["redis-unavailable"]`` fixtures load it
+    as written and see its commands fail.
     """
     static = data.get("static_resources")
     if static is not None:
@@ -67,8 +52,6 @@ def fixture_context(data: dict[str, Any], config: dict[str, Any]) -> Iterator[tu
         yield resource.with_resources(Context(), provider), provider
         return
     manager = resource.Manager()
-    if "redis-unavailable" in (data.get("requires") or []):
-        config = lazy_redis(config)
     try:
         manager.load_from_root_config(config)
         try:

@@ -67,9 +67,14 @@ def test_factory_does_no_io() -> None:
     assert rm.load_from_root_config(_config(addr="127.0.0.1:1")) == ["redis_conn"]
 
 
-def test_wrong_address_fails_start_with_a_clear_error_without_password() -> None:
+@pytest.mark.parametrize("fail_fast", [{"ping_at_start": True}, {"lazy_connect": False}])
+def test_wrong_address_fails_start_with_a_clear_error_without_password(
+    fail_fast: dict[str, bool],
+) -> None:
     rm = Manager()
-    rm.load_from_root_config(_config(addr="127.0.0.1:1", password=SECRET, dial_timeout_ms=500))
+    rm.load_from_root_config(
+        _config(addr="127.0.0.1:1", password=SECRET, dial_timeout_ms=500, **fail_fast)
+    )
     with pytest.raises(StartError) as info:
         rm.start()
     message = str(info.value)
