@@ -10,6 +10,7 @@ FACES = [
     "pineapple",
     "pineapple.resource",
     "pineapple.engine",
+    "pineapple.operators.bench",
     "resources",
     "server",
     "dsl",

@@ -69,7 +69,15 @@ def format_f(f: float) -> str:
 
 
 def json_float(f: float) -> str:
-    """Go ``encoding/json`` text of a finite float64."""
+    """Go ``encoding/json`` text of a float64 (``null`` for NaN and infinities).
+
+    Go's rule: ``strconv.FormatFloat(f, 'f', -1, 64)`` when ``1e-6 <= |f| < 1e21``
+    (and for zero), else the ``'e'`` format with a two-digit negative exponent
+    shortened (``1e-07`` -> ``1e-7``; ``1e+21`` stays). Go's ``json.Marshal``
+    refuses NaN and infinities; we write ``null`` (as orjson does) rather than raise.
+    """
+    if f != f or math.isinf(f):
+        return "null"
     if f == 0:
         return "-0" if math.copysign(1.0, f) < 0 else "0"
     digits, point = _digits(f)
@@ -121,21 +129,38 @@ def go_type_name(v: Any) -> str:
     return type(v).__name__
 
 
-_SUSPECT = re.compile(rb"\.0[,}\]]|\de-6|\.0$")
+# Where orjson's number text differs from Go's: ``1.0`` and ``-0.0`` (Go: ``1``,
+# ``-0``), ``1e-6`` .. ``9.9e-6`` and ``1e+16`` .. ``9.9e+20`` (Go: plain decimals).
+# A match inside a string only costs the slow path, never a wrong byte.
+_SUSPECT = re.compile(rb"\.0[,}\]]|\de-6|\.0$|\de\+(?:1[6-9]|20)(?!\d)")
+
+_INT64_MIN = -(2**63)
+_UINT64_END = 2**64
+
+
+def _go_float(v: float) -> Any:
+    """``v`` as orjson must write it to give Go's text: an int, a fragment, or ``v``."""
+    if v.is_integer() and abs(v) < 1e16:
+        if v == 0 and math.copysign(1.0, v) < 0:
+            return orjson.Fragment(b"-0")
+        return int(v)
+    a = abs(v)
+    if 1e-6 <= a < 1e-5 or 1e16 <= a < 1e21:
+        return orjson.Fragment(json_float(v).encode())
+    return v
 
 
 def _go_numbers(v: Any) -> Any:
     if type(v) is float:
-        if v.is_integer() and abs(v) < 1e21:
-            if v == 0 and math.copysign(1.0, v) < 0:
-                return orjson.Fragment(b"-0")
-            return int(v)
-        if 1e-6 <= abs(v) < 1e-5:
-            return orjson.Fragment(json_float(v).encode())
-        return v
+        return _go_float(v)
+    if type(v) is int:
+        # Beyond 64 bits orjson refuses an int; Go holds every JSON number as a float64.
+        return (
+            v if _INT64_MIN <= v < _UINT64_END else orjson.Fragment(json_float(float(v)).encode())
+        )
     if type(v) is dict:
         return {k: _go_numbers(x) for k, x in v.items()}
-    if type(v) is list:
+    if type(v) is list or type(v) is tuple:
         return [_go_numbers(x) for x in v]
     return v
 
@@ -144,11 +169,16 @@ def go_json(v: Any) -> bytes:
     """JSON bytes as Go's ``json.Marshal`` writes them (no trailing newline).
 
     Fast path: orjson with sorted keys; only when its output may hold a
-    float that Go writes differently (``1.0``, ``1e-6``) are the numbers
-    rewritten first.
+    number that Go writes differently (``1.0``, ``1e-6``, ``1e+20``, an int
+    beyond 64 bits) are the numbers rewritten first. Never raises for a
+    number: NaN and infinities are written ``null``.
     """
-    out = orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
-    if _SUSPECT.search(out):
+    try:
+        out = orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        # An int beyond 64 bits (the only number orjson refuses): the slow path writes it.
+        out = b""
+    if not out or _SUSPECT.search(out):
         out = orjson.dumps(_go_numbers(v), option=orjson.OPT_SORT_KEYS)
     if b"<" in out or b">" in out or b"&" in out:
         out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")

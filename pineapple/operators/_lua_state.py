@@ -25,7 +25,7 @@ from typing import Any
 from .._errors import DeadlineExceededError
 from ._lua_errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
 from ._lua_sandbox import HOOK_INSTRUCTIONS, MAX_MEMORY, LuaBackend, default_backend
-from ._lua_values import PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
+from ._lua_values import NEG_ZERO_KEYS, PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
 __all__ = ["LuaState", "driver_source"]
 
@@ -233,6 +233,7 @@ class LuaState:
             outputs,
             name="=driver",
         )
+        self._neg_zero_keys = rt.execute(NEG_ZERO_KEYS, name="=negzero")
         try:
             rt.execute(script, name=f"={operator}")
         except backend.error as exc:
@@ -337,7 +338,7 @@ class LuaState:
         else:
             table = result[2]
             raw = [table[j] for j in range(1, self._nret + 1)]
-        values = [from_lua(v, self._backend) for v in raw]
+        values = [from_lua(v, self._backend, self._neg_zero_keys) for v in raw]
         if nz:
             for k in range(1, nz + 1):
                 values[z[k]] = -0.0
@@ -363,7 +364,7 @@ class LuaState:
         backend = self._backend
         for i, value in enumerate(col):
             try:
-                col[i] = from_lua(value, backend)
+                col[i] = from_lua(value, backend, self._neg_zero_keys)
             except LuaRuntimeError as exc:
                 raise LuaRuntimeError(f"lua: item[{i}]: {exc}") from exc
         return col

@@ -10,7 +10,9 @@ reaches a script.
 Lua to Python: nil is ``None``, a boolean ``bool``, a string ``str``, a
 number ``int`` when integral and below 2**63 in magnitude (JSON has one
 number type and Go prints ``130.0`` as ``130``), else ``float``; negative
-zero stays ``-0.0``. A table whose positive integer keys are exactly
+zero stays ``-0.0`` (also inside a table: lupa hands a Lua ``-0`` over as
+``int`` 0, so a table holding a 0 asks the state's :data:`NEG_ZERO_KEYS`
+function which of its keys hold ``-0``). A table whose positive integer keys are exactly
 ``1..n`` (n > 0) is a ``list`` of those values (other keys are dropped, as
 in Go; Lua's ``#`` is not used: its border is ambiguous); otherwise every key
 must be a string (else :class:`LuaRuntimeError` ``lua: table has
@@ -26,12 +28,28 @@ from typing import Any
 from ._lua_errors import LuaRuntimeError
 from ._lua_sandbox import LuaBackend
 
-__all__ = ["PACK_CHUNK", "PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
+__all__ = ["NEG_ZERO_KEYS", "PACK_CHUNK", "PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
 
 PLAIN_TYPES: frozenset[type] = frozenset({float, int, str, bool, type(None)})
 """Types that lupa converts to a Lua value by itself, and back."""
 
 _MAX_DEPTH = 64
+
+NEG_ZERO_KEYS = r"""
+local next = next
+return function(t)
+  -- Bounded by the table's size (itself bounded by the state's memory cap).
+  local ks, n = {}, 0
+  local k, v = next(t)
+  while k ~= nil do
+    if v == 0 and 1 / v < 0 then n = n + 1; ks[n] = k end
+    k, v = next(t, k)
+  end
+  return ks
+end
+"""
+"""Lua source of ``(table) -> array of the keys whose value is -0``; compile it
+once per state, before the script (so it holds the pristine ``next``)."""
 
 PACK_CHUNK = 7000
 """Values per Python-to-Lua call (Lua 5.1 caps a C call's stack at 8000 slots)."""
@@ -83,14 +101,20 @@ def column_to_lua(rt: Any, values: list[Any], pack: Any) -> Any:
     return table
 
 
-def from_lua(value: Any, backend: LuaBackend) -> Any:
-    """A Python value for one value returned by Lua (tables converted deeply)."""
+def from_lua(value: Any, backend: LuaBackend, neg_zero_keys: Any = None) -> Any:
+    """A Python value for one value returned by Lua (tables converted deeply).
+
+    ``neg_zero_keys``: the state's compiled :data:`NEG_ZERO_KEYS` function;
+    without it a ``-0`` inside a table comes back as ``0``.
+    """
     if type(value) in PLAIN_TYPES:
         return value
-    return _convert_out(value, 0, backend, backend.table_type)
+    return _convert_out(value, 0, backend, backend.table_type, neg_zero_keys)
 
 
-def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) -> Any:
+def _convert_out(
+    value: Any, depth: int, backend: LuaBackend, table_type: type, neg_zero_keys: Any = None
+) -> Any:
     """Gopher-lua's rule: an array when keys ``1..n`` are all set, else a string-keyed map."""
     if type(value) in PLAIN_TYPES:
         return value
@@ -102,6 +126,9 @@ def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) 
         raise LuaRuntimeError("lua: returned table nested too deeply (or cyclic)")
     table: Any = value
     pairs: list[tuple[Any, Any]] = list(table.items())
+    if neg_zero_keys is not None and any(type(v) is int and v == 0 for _, v in pairs):
+        negative = set(neg_zero_keys(table).values())
+        pairs = [(k, -0.0 if k in negative else v) for k, v in pairs]
     top = 0
     count = 0
     for key, _ in pairs:
@@ -112,7 +139,7 @@ def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) 
         arr: list[Any] = [None] * top
         for key, item in pairs:
             if type(key) is int and key > 0:
-                arr[key - 1] = _convert_out(item, depth + 1, backend, table_type)
+                arr[key - 1] = _convert_out(item, depth + 1, backend, table_type, neg_zero_keys)
         return arr
     out: dict[str, Any] = {}
     for key, item in pairs:
@@ -120,5 +147,5 @@ def _convert_out(value: Any, depth: int, backend: LuaBackend, table_type: type) 
             raise LuaRuntimeError(
                 f'lua: table has non-string key of type "{backend.type_name(key)}"'
             )
-        out[key] = _convert_out(item, depth + 1, backend, table_type)
+        out[key] = _convert_out(item, depth + 1, backend, table_type, neg_zero_keys)
     return out if out else []

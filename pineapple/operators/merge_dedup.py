@@ -67,6 +67,9 @@ class MergeDedup(Operator):
             raise ValueError(f'merge_dedup: unsupported strategy "{params["strategy"]}"')
 
     def prepare(self) -> None:
+        # Go fails every request without the field (even with no items): refuse the config.
+        if not self.meta.item_input:
+            raise ValueError("merge_dedup: $metadata.item_input needs one field")
         self.field = self.meta.item_input[0]
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:

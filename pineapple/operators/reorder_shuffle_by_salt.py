@@ -27,11 +27,14 @@ class ReorderShuffleBySalt(Operator):
         pass
 
     def prepare(self) -> None:
-        self.field = self.meta.item_input[0]
+        # As Go: the field is needed (and its absence fails the request) only with items.
+        self.field = self.meta.item_input[0] if self.meta.item_input else ""
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         if not inp.items:
             return
+        if not self.field:
+            raise ValueError("reorder_shuffle_by_salt: $metadata.item_input needs one field")
         prefix = "|".join(salt_text(inp.common.get(f)) for f in self.meta.common_input) + "|"
         out.set_item_order(salted_rank(prefix, inp.column(self.field)))
 

@@ -36,12 +36,15 @@ class ReorderSort(Operator):
         self.descending = order == "desc"
 
     def prepare(self) -> None:
-        self.field = self.meta.item_input[0]
+        # As Go: the field is needed (and its absence fails the request) only with items.
+        self.field = self.meta.item_input[0] if self.meta.item_input else ""
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         n = len(inp.items)
         if n == 0:
             return
+        if not self.field:
+            raise ValueError("reorder_sort: $metadata.item_input needs one field")
         vals = numbers("reorder_sort", self.field, inp.column(self.field))
         out.set_item_order(sorted(range(n), key=vals.__getitem__, reverse=self.descending))
 

@@ -46,12 +46,17 @@ class TransformNormalize(Operator):
             raise ValueError(f'transform_normalize: unsupported method "{params["method"]}"')
 
     def prepare(self) -> None:
-        self.src = self.meta.item_input[0]
-        self.dst = self.meta.item_output[0]
+        # As Go: only ``method`` is checked at init; the fields are needed
+        # (and a missing one fails the request) only when there are items.
+        self.src = self.meta.item_input[0] if self.meta.item_input else ""
+        self.dst = self.meta.item_output[0] if self.meta.item_output else ""
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         if not inp.items:
             return
+        for field, kind in ((self.src, "item_input"), (self.dst, "item_output")):
+            if not field:
+                raise ValueError(f"transform_normalize: $metadata.{kind} needs one field")
         vals = numbers("transform_normalize", self.src, inp.column(self.src))
         lo, hi = min(vals), max(vals)
         span = float(hi - lo)

@@ -154,6 +154,29 @@ def test_negative_zero_in_common_mode() -> None:
     assert math.copysign(1.0, writes["p"]) > 0 and math.copysign(1.0, writes["n"]) < 0
 
 
+def _signs(values: list[Any]) -> list[float]:
+    return [math.copysign(1.0, v) for v in values]
+
+
+def test_negative_zero_inside_returned_tables_in_both_modes() -> None:
+    # Go and C++ keep -0 inside a table as they do for a scalar (issue 13).
+    script = "function f() local a = s * 2; return {a, s * 3, 0}, {x = a, y = {a, 1}} end"
+    common = lua_op(script, common="f", common_input=("s",), common_output=("arr", "map"))
+    writes = run(common, {"s": -0.0}, []).common_writes or {}
+    assert _signs(writes["arr"]) == [-1.0, -1.0, 1.0]
+    assert _signs([writes["map"]["x"], *writes["map"]["y"]]) == [-1.0, -1.0, 1.0]
+    item = lua_op(
+        script.replace("s *", "v *").replace("s * 3", "v * 3"),
+        item="f",
+        item_input=("v",),
+        item_output=("arr", "map"),
+    )
+    rows = run(item, {}, [{"v": -0.0}, {"v": 0}]).item_write_map()
+    assert _signs(rows[0]["arr"]) == [-1.0, -1.0, 1.0]
+    assert _signs([rows[0]["map"]["x"]]) == [-1.0]
+    assert _signs(rows[1]["arr"]) == [1.0, 1.0, 1.0]
+
+
 def test_big_python_ints_become_lua_numbers() -> None:
     op = lua_op(
         "function f() return x + 0, type(x) end",

@@ -19,3 +19,10 @@ def test_stable_desc_and_asc() -> None:
 def test_rejects_bool() -> None:
     with pytest.raises(TypeError, match="cannot convert bool to float64"):
         run("reorder_sort", meta={"item_input": ["s"]}, items=[{"s": 1}, {"s": False}])
+
+
+def test_without_item_input_answers_no_items_and_names_the_field_with_items() -> None:
+    # As Go: the field is read only when there are items.
+    assert run("reorder_sort", items=[]).item_order is None
+    with pytest.raises(ValueError, match=r"reorder_sort: \$metadata.item_input needs one field"):
+        run("reorder_sort", items=[{"s": 1}])

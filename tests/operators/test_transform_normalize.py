@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import orjson
 import pytest
 
-from pineapple import RegistryError
+from pineapple import Context, RegistryError
+from pineapple.engine import Engine, respond
 
 from ._run import run
 
@@ -29,3 +31,38 @@ def test_non_numeric_names_item_field_and_type() -> None:
 def test_unknown_method() -> None:
     with pytest.raises(RegistryError, match="unsupported method"):
         run("transform_normalize", {"method": "z"}, META)
+
+
+def _engine_config(meta: dict[str, list[str]]) -> dict[str, object]:
+    full = {"common_input": [], "common_output": [], "item_input": [], "item_output": [], **meta}
+    return {
+        "pipeline_config": {
+            "operators": {"norm": {"type_name": "transform_normalize", "$metadata": full}},
+            "pipeline_map": {},
+        },
+        "pipeline_group": {"main": {"pipeline": ["norm"]}},
+        "flow_contract": {
+            "common_input": [],
+            "common_output": [],
+            "item_input": [],
+            "item_output": ["s"],
+        },
+    }
+
+
+@pytest.mark.parametrize("meta", [{"item_input": ["s"]}, {"item_output": ["n"]}, {}])
+def test_missing_fields_build_and_answer_with_no_items(meta: dict[str, list[str]]) -> None:
+    # As Go: only ``method`` is validated at init; with no items the request succeeds.
+    with Engine(_engine_config(meta)) as engine:
+        status, body = respond(engine, Context(), b'{"common": {}, "items": []}')
+    assert (status, body) == (200, b'{"common":{},"items":[]}\n')
+
+
+def test_missing_item_output_fails_a_request_with_items_naming_operator() -> None:
+    with Engine(_engine_config({"item_input": ["s"]})) as engine:
+        status, body = respond(engine, Context(), b'{"common": {}, "items": [{"s": 1}]}')
+    assert status == 500
+    assert orjson.loads(body)["error"] == (
+        'pine: execution error in operator "norm": '
+        "transform_normalize: $metadata.item_output needs one field"
+    )

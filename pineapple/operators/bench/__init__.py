@@ -1,0 +1,58 @@
+"""Benchmark-only operators: the public engines' stubs, in a registry of their own.
+
+The realistic benchmark configs (``realistic_*`` in the shared fixtures) use
+business operators that only exist as benchmark stubs (``recall_feed_data``
+on a synthetic feed, ``filter_impression``, ``observe_datahub`` ...). This
+package never touches the default registry: it builds a separate one that
+holds every built-in operator plus the stubs (a stub replaces a built-in of
+the same name there, as the Go ``pine_bench`` build has it)::
+
+    from pineapple.engine import Engine
+    from pineapple.operators.bench import bench_operator_registry
+
+    engine = Engine(config, registry=bench_operator_registry())
+
+``latency=False`` gives stubs that skip their simulated latency (engine work
+only).
+"""
+
+from __future__ import annotations
+
+from ...engine import OperatorRegistry as _OperatorRegistry
+from ...engine import default_operator_registry as _default_operator_registry
+from ._latency import LatencyProfile as LatencyProfile
+from ._latency import LatencySampler as LatencySampler
+from ._latency import parse_bench_profile as parse_bench_profile
+from ._stubs import FEED_ITEMS as FEED_ITEMS
+from ._stubs import STUBS as _STUBS
+
+__all__ = [
+    "FEED_ITEMS",
+    "STUB_NAMES",
+    "LatencyProfile",
+    "LatencySampler",
+    "bench_operator_registry",
+    "parse_bench_profile",
+]
+
+STUB_NAMES: tuple[str, ...] = tuple(sorted(schema.name for schema, _ in _STUBS))
+"""The operator types this package provides."""
+
+
+def bench_operator_registry(*, latency: bool = True) -> _OperatorRegistry:
+    """A new registry: every operator of the default registry, then the stubs over them.
+
+    ``latency``: whether stubs spend their ``bench_profile`` latency.
+    """
+    import pineapple.operators  # noqa: F401  (registers the built-ins)
+
+    base = _default_operator_registry()
+    reg = _OperatorRegistry()
+    for schema in base.all():
+        factory = base.factory(schema.name)
+        if schema.name not in STUB_NAMES and factory is not None:
+            reg.register(schema, factory)
+    for schema, cls in _STUBS:
+        stub = cls if latency else type(cls.__name__, (cls,), {"latency_enabled": False})
+        reg.register(schema, stub)
+    return reg

@@ -1,0 +1,124 @@
+"""The float writer against Go's ``encoding/json`` text (issue 13, item 9).
+
+Expected texts follow Go's rule: ``strconv.FormatFloat(f, 'f', -1, 64)`` for
+``1e-6 <= |f| < 1e21`` (shortest digits, zero-padded), else ``'e'`` with
+``e-0N`` shortened to ``e-N``.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+import pineapple.operators  # noqa: F401  (registers the built-ins)
+from pineapple import Context
+from pineapple.engine import Engine, go_json, respond
+from pineapple.engine._gofmt import json_float
+
+GO_JSON = [
+    (1e15, "1000000000000000"),
+    (1e16, "10000000000000000"),
+    (1.5e16, "15000000000000000"),
+    (1e17, "100000000000000000"),
+    (1.2345678901234568e17, "123456789012345680"),
+    (2.0**63, "9223372036854776000"),
+    (2.0**64, "18446744073709552000"),
+    (1e20, "100000000000000000000"),
+    (-1e20, "-100000000000000000000"),
+    (9.999999999999999e20, "999999999999999900000"),
+    (1e21, "1e+21"),
+    (1e22, "1e+22"),
+    (1.5e300, "1.5e+300"),
+    (1.7976931348623157e308, "1.7976931348623157e+308"),
+    (-1.7976931348623157e308, "-1.7976931348623157e+308"),
+    (5e-324, "5e-324"),
+    (2.2250738585072014e-308, "2.2250738585072014e-308"),
+    (1e-7, "1e-7"),
+    (2.5e-8, "2.5e-8"),
+    (9.99e-7, "9.99e-7"),
+    (1e-10, "1e-10"),
+    (1e-6, "0.000001"),
+    (1.5e-6, "0.0000015"),
+    (1e-5, "0.00001"),
+    (-0.0, "-0"),
+    (0.0, "0"),
+    (1.0, "1"),
+    (1e6, "1000000"),  # %g would write 1e+06
+    (123456789.0, "123456789"),  # %g would write 1.23456789e+08
+    (0.1 + 0.2, "0.30000000000000004"),
+    (100 / 3, "33.333333333333336"),
+    (0.000123, "0.000123"),  # %g would write 0.000123 too; 'e' never below 1e-6
+    (1e-4, "0.0001"),  # %g writes 0.0001; Python repr writes 0.0001
+    (3e-05, "0.00003"),  # Python repr: 3e-05
+    (1e-5 * 3, "0.000030000000000000004"),  # 3.0000000000000004e-05: all shortest digits
+]
+
+
+@pytest.mark.parametrize(("value", "text"), GO_JSON, ids=[t for _, t in GO_JSON])
+def test_json_float_writes_go_text(value: float, text: str) -> None:
+    assert json_float(value) == text
+
+
+@pytest.mark.parametrize(("value", "text"), GO_JSON, ids=[t for _, t in GO_JSON])
+def test_go_json_writes_go_text_alone_and_nested(value: float, text: str) -> None:
+    assert go_json(value) == text.encode()
+    assert go_json({"b": [value, 1.0], "a": value}) == (
+        b'{"a":' + text.encode() + b',"b":[' + text.encode() + b",1]}"
+    )
+    # Go parses its own text back to the same float64.
+    assert float(orjson.loads(text)) == value
+
+
+def test_go_json_never_raises_on_numbers() -> None:
+    assert go_json([2**64, -(2**63) - 1, 2**63]) == (
+        b"[18446744073709552000,-9223372036854776000,9223372036854775808]"
+    )
+    assert go_json([float("nan"), float("inf"), float("-inf")]) == b"[null,null,null]"
+    assert go_json({"x": (1.0, 1e20)}) == b'{"x":[1,100000000000000000000]}'
+
+
+def _lua_square_config() -> dict[str, object]:
+    return {
+        "pipeline_config": {
+            "operators": {
+                "square": {
+                    "type_name": "transform_by_lua",
+                    "$metadata": {
+                        "common_input": ["value"],
+                        "common_output": ["sq"],
+                        "item_input": [],
+                        "item_output": [],
+                    },
+                    "lua_script": "function f() return value * value end",
+                    "function_for_common": "f",
+                },
+                "echo": {
+                    "type_name": "transform_by_lua",
+                    "$metadata": {
+                        "common_input": ["value"],
+                        "common_output": ["v"],
+                        "item_input": [],
+                        "item_output": [],
+                    },
+                    "lua_script": "function f() return value end",
+                    "function_for_common": "f",
+                },
+            },
+            "pipeline_map": {},
+        },
+        "pipeline_group": {"main": {"pipeline": ["square", "echo"]}},
+        "flow_contract": {
+            "common_input": ["value"],
+            "common_output": ["sq", "v"],
+            "item_input": [],
+            "item_output": [],
+        },
+    }
+
+
+def test_respond_answers_a_lua_square_beside_its_float_input() -> None:
+    pytest.importorskip("lupa")
+    with Engine(_lua_square_config()) as engine:
+        status, body = respond(engine, Context(), b'{"common": {"value": 1e10}, "items": []}')
+    assert status == 200, body
+    assert body == b'{"common":{"sq":100000000000000000000,"v":10000000000},"items":[]}\n'
