@@ -13,9 +13,9 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import orjson
 
@@ -29,6 +29,7 @@ __all__ = [
     "BuildError",
     "BuildStep",
     "Builder",
+    "CheckError",
     "ConfigFileError",
     "describe_path",
     "example_request",
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger("pineapple.server")
+_T = TypeVar("_T")
 
 BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps"]
 
@@ -49,6 +51,14 @@ class BuildError(PineappleError):
         super().__init__(f"{step}: {message}")
         self.step: BuildStep = step
         self.reason = message
+
+
+class CheckError(BuildError):
+    """Several steps of ``check`` failed; ``errors`` holds each, in step order."""
+
+    def __init__(self, errors: list[BuildError]) -> None:
+        super().__init__(errors[0].step, "; ".join(f"[{e.step}] {e.reason}" for e in errors))
+        self.errors = errors
 
 
 def import_plugins(specs: Iterable[str]) -> None:
@@ -243,18 +253,26 @@ class Builder:
         ``fetch``; validates dependencies; then tears everything down.
         """
         secrets = secrets_in(data, self._config.env)
-        engine = self._engine(data, secrets)
+        failed: list[BuildError] = []
+        # Every step that can run does, so that one check names every problem.
+        engine = _attempt(failed, lambda: self._engine(data, secrets))
+        manager = _attempt(failed, lambda: self._manager(data, secrets, None))
         try:
-            manager = self._manager(data, secrets, None)
-            try:
+            if manager is not None:
                 if fetch:
-                    self._start(manager, secrets)
-                self._deps(data, manager, secrets)
-                return manager.names()
-            finally:
-                manager.stop()
+                    _attempt(failed, lambda: self._start(manager, secrets))
+                _attempt(failed, lambda: self._deps(data, manager, secrets))
+            if len(failed) == 1:
+                raise failed[0]
+            if failed:
+                raise CheckError(failed)
+            assert manager is not None
+            return manager.names()
         finally:
-            _close_engine(engine)
+            if manager is not None:
+                manager.stop()
+            if engine is not None:
+                _close_engine(engine)
 
     # -- the steps ------------------------------------------------------------------
 
@@ -290,6 +308,15 @@ class Builder:
             resource.validate_resource_deps(data, manager)
         except Exception as exc:
             raise BuildError("deps", resource.redact(_describe(exc), secrets)) from None
+
+
+def _attempt(failed: list[BuildError], step: Callable[[], _T]) -> _T | None:
+    """``step()``, or None with its :class:`BuildError` added to ``failed``."""
+    try:
+        return step()
+    except BuildError as exc:
+        failed.append(exc)
+        return None
 
 
 def _close_engine(engine: EngineLike) -> None:

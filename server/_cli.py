@@ -14,7 +14,7 @@ import sys
 from pineapple.plugins import add_plugin_argument
 
 from ._admin import parse_trusted_proxies
-from ._build import BuildError
+from ._build import BuildError, CheckError
 from ._config import Config
 from ._run import check, exit_within, run
 
@@ -152,7 +152,8 @@ def check_command(args: argparse.Namespace) -> int:
     try:
         names = check(config, fetch=args.fetch)
     except BuildError as exc:
-        print(f"pineapple: [{exc.step}] {exc.reason}", file=sys.stderr)
+        for error in exc.errors if isinstance(exc, CheckError) else [exc]:
+            print(f"pineapple: [{error.step}] {error.reason}", file=sys.stderr)
         print(f"pineapple: configuration file {args.config} test failed", file=sys.stderr)
         return 1
     fetched = "fetched" if args.fetch else "declared, not fetched"

@@ -28,7 +28,14 @@ from .._errors import ConfigError
 from ._interval import check_interval
 from ._redact import is_secret_value
 
-__all__ = ["ResourceEntry", "interpolate_env", "parse_resource_config", "read_root_config"]
+__all__ = [
+    "ResourceEntry",
+    "interpolate_env",
+    "join_problems",
+    "parse_resource_config",
+    "parse_resource_entries",
+    "read_root_config",
+]
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
 _ENTRY_KEYS = {"type", "type_name", "interval", "params"}
@@ -78,9 +85,11 @@ def interpolate_env(
 ) -> Any:
     """``value`` with ``${VAR}`` / ``${VAR:-default}`` replaced in every string.
 
-    With ``found``, every substituted value worth masking is added to it.
+    With ``found``, every substituted value worth masking is added to it. Every
+    variable that is not set is named in one :class:`ConfigError`.
     """
     environ = os.environ if env is None else env
+    missing: list[str] = []
 
     def sub(match: re.Match[str]) -> str:
         name, default = match.group("name"), match.group("default")
@@ -89,18 +98,29 @@ def interpolate_env(
         elif default is not None:
             text = default
         else:
-            raise ConfigError(f"{where}: environment variable {name!r} is not set")
+            if name not in missing:
+                missing.append(name)
+            return match.group(0)
         if found is not None and is_secret_value(text):
             found.add(text)
         return text
 
-    if isinstance(value, str):
-        return _VAR.sub(sub, value) if "${" in value else value
-    if isinstance(value, Mapping):
-        return {k: interpolate_env(v, where, environ, found) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate_env(v, where, environ, found) for v in value]
-    return value
+    def walk(value: Any) -> Any:  # each value once: bounded by the config's size
+        if isinstance(value, str):
+            return _VAR.sub(sub, value) if "${" in value else value
+        if isinstance(value, Mapping):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    result = walk(value)
+    if len(missing) == 1:
+        raise ConfigError(f"{where}: environment variable {missing[0]!r} is not set")
+    if missing:
+        names = ", ".join(repr(m) for m in missing)
+        raise ConfigError(f"{where}: environment variables {names} are not set")
+    return result
 
 
 def _interval(name: str, raw: Any) -> float:
@@ -140,13 +160,40 @@ def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:
 def parse_resource_config(
     root: Mapping[str, Any], env: Mapping[str, str] | None = None
 ) -> list[ResourceEntry]:
-    """The resource entries of a unified config, in name order (empty when none)."""
+    """The resource entries of a unified config, in name order (empty when none).
+
+    Every bad entry is named in one :class:`ConfigError`.
+    """
+    entries, problems = parse_resource_entries(root, env)
+    if problems:
+        raise ConfigError(join_problems(problems))
+    return entries
+
+
+def parse_resource_entries(
+    root: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> tuple[list[ResourceEntry], list[str]]:
+    """The good entries, in name order, and a message for each bad one."""
     section = root.get("resource_config")
     if section is None:
-        return []
+        return [], []
     if not isinstance(section, Mapping):
         raise ConfigError("resource_config must be an object")
-    entries = section.get("resources", section) if "resources" in section else section
-    if not isinstance(entries, Mapping):
+    raw = section.get("resources", section) if "resources" in section else section
+    if not isinstance(raw, Mapping):
         raise ConfigError("resource_config.resources must be an object")
-    return [_entry(str(name), entries[name], env) for name in sorted(entries)]
+    entries: list[ResourceEntry] = []
+    problems: list[str] = []
+    for name in sorted(raw):  # every entry, so that one error names every problem
+        try:
+            entries.append(_entry(str(name), raw[name], env))
+        except ConfigError as exc:
+            problems.append(str(exc))
+    return entries, problems
+
+
+def join_problems(problems: list[str]) -> str:
+    """One message for several problems: the only one, or a count and one per line."""
+    if len(problems) == 1:
+        return problems[0]
+    return f"{len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems)

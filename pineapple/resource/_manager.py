@@ -52,7 +52,7 @@ from .._errors import (
     StartError,
 )
 from ._closer import close_now, flush
-from ._config import ResourceEntry, parse_resource_config, read_root_config
+from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
 from ._instantiate import build_entry
 from ._interval import MIN_INTERVAL, check_interval
 from ._redact import redact
@@ -233,8 +233,15 @@ class Manager:
         Errors are :class:`ConfigError` naming the resource; nothing is
         registered when any entry is bad.
         """
-        entries = parse_resource_config(read_root_config(data), env)
-        built = [build_entry(self._registry, entry) for entry in entries]
+        entries, problems = parse_resource_entries(read_root_config(data), env)
+        built = []
+        for entry in entries:  # every entry, so that one error names every problem
+            try:
+                built.append(build_entry(self._registry, entry))
+            except ConfigError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ConfigError(join_problems(problems))
         for b in built:
             if b.entry.name in self._slots:
                 raise DuplicateRegistrationError(f"resource {b.entry.name!r} is already registered")

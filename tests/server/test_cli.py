@@ -77,3 +77,30 @@ def test_check_the_demo_config() -> None:
     result = pineapple("check", "configs/demo.json", "--fetch")
     assert result.returncode == 0, result.stderr
     assert "test is successful" in result.stdout
+
+
+def test_check_reports_every_problem_at_once(tmp_path: Path) -> None:
+    config = unified_config("v1", recall_from="feed")
+    config["pipeline_config"]["operators"]["cut"] = {"type_name": "filter_truncat", "top_n": 1}
+    config["pipeline_group"]["main"]["pipeline"].append("cut")
+    config["resource_config"] = {
+        "feed": {"type": "statik", "params": {"value": []}},
+        "a": {"type": "static", "params": {"value": "${PINE_TEST_UNSET_A}/${PINE_TEST_UNSET_B}"}},
+        "b": {"type": "static", "params": {"valu": 1}},
+        "c": {"type": "json_file", "params": {"path": "${PINE_TEST_UNSET_C}"}},
+    }
+    path = tmp_path / "bad.json"
+    path.write_bytes(dump(config))
+    result = pineapple("check", str(path), "--plugin", PLUGIN)
+    assert result.returncode == 1
+    err = result.stderr
+    # The engine and the resources are both checked ...
+    assert 'operator type not registered in operator "cut"' in err
+    assert "did you mean 'filter_truncate'?" in err
+    # ... and every resource problem is named, not only the first.
+    assert "4 problems" in err
+    assert "unknown type 'statik'; did you mean 'static'?" in err
+    assert "'PINE_TEST_UNSET_A', 'PINE_TEST_UNSET_B' are not set" in err
+    assert "unknown parameter 'valu'; did you mean 'value'?" in err
+    assert "'PINE_TEST_UNSET_C' is not set" in err
+    assert "test failed" in err
