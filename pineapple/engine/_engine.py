@@ -136,6 +136,24 @@ class Engine:
         """Operator names in execution order."""
         return [s.name for s in self._steps]
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run (its stats no longer change)."""
+        return self._closed
+
+    def operator_stats(self) -> dict[str, dict[str, int]]:
+        """Counters of operators that keep their own (``operator_stats()``, e.g. Lua pools),
+        by operator name; the Go server's ``/stats`` ``operator_detail``."""
+        out: dict[str, dict[str, int]] = {}
+        for pipeline in self._pipelines.values():
+            for step in pipeline.steps:  # bounded: the config's operators
+                get = getattr(step.op, "operator_stats", None)
+                if get is not None and step.name not in out:
+                    stats = get()
+                    if stats:
+                        out[step.name] = dict(stats)
+        return out
+
     def render_dag(self, fmt: str = "dot", *, collapse: int = 0, group: str | None = None) -> str:
         """The operator graph of ``group`` (default: the default group) as ``dot`` or
         ``mermaid`` text, like the Go engine's ``RenderDAG``; ``collapse=N`` folds
