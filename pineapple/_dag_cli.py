@@ -49,7 +49,12 @@ def add_dag_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     """Register ``dag``."""
     parser = subparsers.add_parser("dag", help="print the operator graph of a config")
     parser.add_argument("config", help="the unified config JSON")
-    parser.add_argument("--format", choices=("dot", "mermaid", "svg"), default="dot")
+    parser.add_argument(
+        "--format",
+        choices=("dot", "mermaid", "svg"),
+        default="dot",
+        help="dot (Graphviz), mermaid, or svg (rendered by Graphviz's `dot`)",
+    )
     parser.add_argument("--collapse", type=int, default=0, help="fold sub-flows (levels)")
     parser.add_argument("--group", default=None, help="pipeline group (default: main)")
     parser.add_argument("-o", "--output", default=None, help="write here instead of stdout")
