@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_server_commands(subparsers)
     add_dsl_commands(subparsers)
+    from ._dag_cli import add_dag_command
+
+    add_dag_command(subparsers)
     for sub in subparsers.choices.values():
         sub.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     return parser

@@ -18,12 +18,15 @@ from prometheus_client.registry import Collector
 
 from pineapple import resource
 
+from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._probe_metrics import probe_families
 from ._snapshot import Snapshot
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_GO_RELOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
 _LATENCY_BUCKETS = (
     0.0002,
@@ -88,9 +91,28 @@ class ServerMetrics:
             ["resource"],
             registry=self.registry,
         )
+        # The Go engine's families (pine_*), beside ours: see server/_gometrics.py.
+        self.go_reloads = Counter(
+            "pine_config_reload", "Total successful config reloads.", registry=self.registry
+        )
+        self.go_reload_errors = Counter(
+            "pine_config_reload_errors", "Total failed config reloads.", registry=self.registry
+        )
+        self.go_reload_duration = Histogram(
+            "pine_config_reload_duration_seconds",
+            "Config reload duration in seconds.",
+            buckets=_GO_RELOAD_BUCKETS,
+            registry=self.registry,
+        )
+        self.http = HttpStats()
+        self.engines = EngineTotals()
+        self.reload_count = 0
+        self.reload_error_count = 0
+        self.last_reload_duration_ns = 0
         self._last_success: dict[str, float] = {}
         self._lock = threading.Lock()
         self.registry.register(_SnapshotCollector(current, self.last_success))
+        self.registry.register(GoCollector(current, self.engines, self.http))
         self._execute_latency = self.latency.labels("/execute")
         self._execute_counts: dict[int, Counter] = {}
 
@@ -120,17 +142,40 @@ class ServerMetrics:
             child = self._execute_counts[status] = self.requests.labels("/execute", "POST", status)
         child.inc()
         self._execute_latency.observe(seconds)
+        self.http.record("POST", "/execute", status, seconds)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        """One request to any other route."""
+        """One request to any other route (on the event loop)."""
         self.requests.labels(route, method, status).inc()
         self.latency.labels(route).observe(seconds)
+        self.http.record(method, route, status, seconds)
 
     def observe_reload(self, result: str, seconds: float | None) -> None:
         """One reload attempt."""
         self.reloads.labels(result).inc()
         if seconds is not None and result != "unchanged":
             self.reload_duration.observe(seconds)
+        if result == "ok":
+            self.reload_count += 1
+            self.go_reloads.inc()
+            if seconds is not None:
+                self.go_reload_duration.observe(seconds)
+                self.last_reload_duration_ns = int(seconds * 1e9)
+        elif result == "error":
+            self.reload_error_count += 1
+            self.go_reload_errors.inc()
+
+    def track_engine(self, engine: object) -> None:
+        """Count ``engine``'s operators in the ``pine_*`` families (before it serves)."""
+        self.engines.track(engine)
+
+    def server_stats(self) -> dict[str, int]:
+        """The Go server's ``/stats`` ``server`` entry."""
+        return {
+            "reload_count": self.reload_count,
+            "reload_error_count": self.reload_error_count,
+            "last_reload_duration_ns": self.last_reload_duration_ns,
+        }
 
     def render(self) -> bytes:
         """The exposition text for ``GET /metrics``."""

@@ -105,6 +105,7 @@ class Reloader:
             started = time.monotonic()
             data = read_config_file(self._config.path, self._config.max_config_bytes)
             snap = self._builder.build(data)
+            self._metrics.track_engine(snap.engine)
             self._holder.swap(snap)
             self._record(
                 ReloadOutcome(
@@ -200,6 +201,7 @@ class Reloader:
         with self._publish:
             if self._closed:
                 return False
+            self._metrics.track_engine(snap.engine)
             self._holder.swap(snap)
             return True
 

@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 import pineapple
 from pineapple import resource
+from pineapple.engine import EngineStats, UnknownFormatError, UnknownGroupError, stats_dict
 
 from ._admin import admin_refusal
 from ._build import describe_path
@@ -151,6 +152,52 @@ def routes(service: Service) -> list[Route]:
             snap.release()
         return JSONResponse({"result": result, "status": status})
 
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def stats(request: Request) -> Response:
+        snap = service.holder.acquire()
+        if snap is None:
+            return _error(503, "engine not loaded")
+        try:
+            engine: Any = snap.engine
+            body: dict[str, Any] = {}
+            if isinstance(getattr(engine, "stats", None), EngineStats):
+                body.update(stats_dict(engine.stats.totals()))
+            body["server"] = metrics.server_stats()
+            body["http"] = metrics.http.snapshot()
+            body["resources"] = _resource_stats(snap.manager.status())
+            detail = engine.operator_stats() if hasattr(engine, "operator_stats") else {}
+            if detail:
+                body["operator_detail"] = detail
+        finally:
+            snap.release()
+        return JSONResponse(body)
+
+    async def dag(request: Request) -> Response:
+        query = request.query_params
+        fmt = query.get("format") or "dot"
+        raw = query.get("collapse") or "0"
+        if not raw.isdigit() or len(raw) > 6:  # bounded: at most 999,999 levels
+            return _error(400, "collapse must be a non-negative integer")
+        snap = service.holder.acquire()
+        if snap is None:
+            return _error(503, "engine not loaded")
+        try:
+            render = getattr(snap.engine, "render_dag", None)
+            if render is None:
+                return _error(404, "this engine cannot render its DAG")
+            try:
+                text = render(fmt, collapse=int(raw), group=query.get("group"))
+            except UnknownGroupError as exc:
+                return _error(404, str(exc))
+            except UnknownFormatError as exc:
+                return _error(400, str(exc))
+        finally:
+            snap.release()
+        media = "text/vnd.graphviz" if fmt == "dot" else "text/plain"
+        return Response(text, media_type=media)
+
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
@@ -171,4 +218,21 @@ def routes(service: Service) -> list[Route]:
             methods=["POST"],
         ),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/health", observed("/health", health), methods=["GET"]),
+        Route("/stats", observed("/stats", stats), methods=["GET"]),
+        Route("/dag", observed("/dag", dag), methods=["GET"]),
     ]
+
+
+def _resource_stats(statuses: list[resource.ResourceStatus]) -> dict[str, Any]:
+    """Per-resource counters for ``/stats`` ``resources`` (name -> version, failures, ready)."""
+    return {
+        st.name: {
+            "type": st.type,
+            "version": st.version,
+            "generation": st.generation,
+            "consecutive_failures": st.consecutive_failures,
+            "ready": st.ready,
+        }
+        for st in statuses
+    }

@@ -28,6 +28,8 @@ from ._operator import Metadata as Metadata
 from ._operator import Operator as Operator
 from ._operator import build_operator as build_operator
 from ._operator import check_params as check_params
+from ._render import DAG_FORMATS as DAG_FORMATS
+from ._render import UnknownFormatError as UnknownFormatError
 from ._schema import OPERATOR_KINDS as OPERATOR_KINDS
 from ._schema import OperatorFactory as OperatorFactory
 from ._schema import OperatorKind as OperatorKind
@@ -36,9 +38,14 @@ from ._schema import OperatorSchema as OperatorSchema
 from ._schema import all_operator_schemas as all_operator_schemas
 from ._schema import default_operator_registry as default_operator_registry
 from ._schema import register_operator as register_operator
+from ._stats import EngineStats as EngineStats
+from ._stats import StatsTotals as StatsTotals
+from ._stats import stats_dict as stats_dict
 from ._template import is_template as is_template
+from ._trace import TraceEntry as TraceEntry
 
 __all__ = [
+    "DAG_FORMATS",
     "OPERATOR_KINDS",
     "RESERVED_KEYS",
     "STATUS_BAD_REQUEST",
@@ -48,6 +55,7 @@ __all__ = [
     "STATUS_TOO_MANY_ITEMS",
     "STATUS_UNKNOWN_GROUP",
     "Engine",
+    "EngineStats",
     "Graph",
     "Metadata",
     "Operator",
@@ -58,6 +66,9 @@ __all__ = [
     "OperatorRegistry",
     "OperatorSchema",
     "Result",
+    "StatsTotals",
+    "TraceEntry",
+    "UnknownFormatError",
     "UnknownGroupError",
     "all_operator_schemas",
     "build_operator",
@@ -72,4 +83,5 @@ __all__ = [
     "is_template",
     "register_operator",
     "respond",
+    "stats_dict",
 ]

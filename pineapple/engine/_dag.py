@@ -41,12 +41,15 @@ class Graph:
     names: list[str]
     preds: list[set[int]] = field(default_factory=list)
     succs: list[set[int]] = field(default_factory=list)
+    succ_order: list[list[int]] = field(default_factory=list)
+    """Each node's successors in the order their edges were found (the Go engine's order)."""
 
     def add_edge(self, src: int, dst: int) -> None:
         """``src`` must run before ``dst``."""
-        if src != dst:
+        if src != dst and dst not in self.succs[src]:
             self.succs[src].add(dst)
             self.preds[dst].add(src)
+            self.succ_order[src].append(dst)
 
     def edges(self) -> list[tuple[str, str]]:
         """Every edge as ``(from, to)`` names, sorted by sequence position."""
@@ -67,7 +70,12 @@ class _Field:
 def build_graph(ops: Sequence[OperatorConfig], traits: Sequence[NodeTraits]) -> Graph:
     """The hazard graph of ``ops`` (in sequence order)."""
     n = len(ops)
-    graph = Graph([op.name for op in ops], [set() for _ in range(n)], [set() for _ in range(n)])
+    graph = Graph(
+        [op.name for op in ops],
+        [set() for _ in range(n)],
+        [set() for _ in range(n)],
+        [[] for _ in range(n)],
+    )
     _hazards(graph, ops, traits, common=True)
     _hazards(graph, ops, traits, common=False)
     index = {op.name: i for i, op in enumerate(ops)}
@@ -107,13 +115,14 @@ def _hazards(
             f = fields.setdefault(name, _Field())
             if f.last_writer >= 0:
                 graph.add_edge(f.last_writer, i)
+            if not additive:
+                for w in f.additive:
+                    graph.add_edge(w, i)
             for r in f.readers:
                 graph.add_edge(r, i)
             if additive:
                 f.additive.append(i)
             else:
-                for w in f.additive:
-                    graph.add_edge(w, i)
                 f.last_writer, f.additive, f.readers = i, [], []
         if not common and tr.mutates_row_set:
             f = fields.setdefault(ROW_SET, _Field())

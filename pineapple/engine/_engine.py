@@ -32,15 +32,20 @@ from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
 from ._io import OperatorInput, OperatorOutput
 from ._parallel import ShardError, execute_sharded
+from ._render import render_dag
 from ._schema import OperatorRegistry, default_operator_registry
+from ._stats import TIME_EVERY, EngineStats
 from ._step import Step, compile_step
 from ._template import resolve_templates
+from ._trace import TraceEntry, snapshot_input, snapshot_output
 
 __all__ = ["Engine", "Result", "UnknownGroupError"]
 
 _log = logging.getLogger("pineapple.engine")
 _EMPTY: Mapping[str, Any] = {}
 _monotonic = time.monotonic
+_clock = time.perf_counter_ns
+_NO_OUTPUT = OperatorOutput()  # returned beside an error, never read
 
 
 @dataclass
@@ -55,6 +60,8 @@ class Result:
     items: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
     error: ExecutionError | None = None
+    trace: list[TraceEntry] | None = None
+    """One entry per operator that started, when the run was asked for a trace."""
 
     def response(self) -> dict[str, Any]:
         """``{"common": ..., "items": [...]}``."""
@@ -85,6 +92,7 @@ class Engine:
         config: bytes | str | Mapping[str, Any],
         *,
         registry: OperatorRegistry | None = None,
+        time_every: int = TIME_EVERY,
     ) -> None:
         if registry is None:
             _load_builtin_operators()
@@ -100,13 +108,15 @@ class Engine:
                 self.default_group,
                 *sorted(set(self.config.pipeline_group) - {self.default_group}),
             ]:
-                pipelines[group] = _compile_pipeline(self.config, group, reg)
+                pipelines[group] = _compile_pipeline(self.config, group, reg, len(pipelines))
         except BaseException:
             for pipeline in pipelines.values():
                 _close_all(pipeline.steps)
             raise
         self._pipelines = pipelines
-        main = pipelines[self.default_group]
+        self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every)
+        """Per-operator counters since this engine was built (``/stats``, ``/metrics``)."""
+        main = self._main = pipelines[self.default_group]
         self._steps: tuple[Step, ...] = main.steps
         self.graph: Graph = main.graph
         """The field-hazard graph of the default group."""
@@ -126,6 +136,37 @@ class Engine:
         """Operator names in execution order."""
         return [s.name for s in self._steps]
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run (its stats no longer change)."""
+        return self._closed
+
+    def operator_stats(self) -> dict[str, dict[str, int]]:
+        """Counters of operators that keep their own (``operator_stats()``, e.g. Lua pools),
+        by operator name; the Go server's ``/stats`` ``operator_detail``."""
+        out: dict[str, dict[str, int]] = {}
+        for pipeline in self._pipelines.values():
+            for step in pipeline.steps:  # bounded: the config's operators
+                get = getattr(step.op, "operator_stats", None)
+                if get is not None and step.name not in out:
+                    stats = get()
+                    if stats:
+                        out[step.name] = dict(stats)
+        return out
+
+    def render_dag(self, fmt: str = "dot", *, collapse: int = 0, group: str | None = None) -> str:
+        """The operator graph of ``group`` (default: the default group) as ``dot`` or
+        ``mermaid`` text, like the Go engine's ``RenderDAG``; ``collapse=N`` folds
+        sub-flows (see :mod:`pineapple.engine._render`). Raises ``UnknownFormatError``,
+        ``UnknownGroupError``, or ``ValueError`` for a negative ``collapse``."""
+        if collapse < 0:
+            raise ValueError(f"collapse must be a non-negative integer, got {collapse}")
+        pipeline = self._main if group is None else self._pipelines.get(group)
+        if pipeline is None:
+            raise UnknownGroupError(str(group), self.groups)
+        kinds = [s.kind for s in pipeline.steps]
+        return render_dag(pipeline.graph, kinds, pipeline.parents, fmt, collapse)
+
     def execute(
         self, ctx: Context | None, request: Mapping[str, Any], group: str | None = None
     ) -> dict[str, Any]:
@@ -143,7 +184,12 @@ class Engine:
         return {"common": result.common, "items": result.items}
 
     def run(
-        self, ctx: Context | None, request: Mapping[str, Any], group: str | None = None
+        self,
+        ctx: Context | None,
+        request: Mapping[str, Any],
+        group: str | None = None,
+        *,
+        trace: bool = False,
     ) -> Result:
         """Like ``execute``, but an execution error is returned in the ``Result``.
 
@@ -152,62 +198,82 @@ class Engine:
         operator does not start and the error is a
         :class:`~pineapple.DeadlineExceededError` naming it (or naming the
         operator that stopped itself with ``ctx.check_deadline``).
+        ``trace=True`` fills ``Result.trace`` (one :class:`TraceEntry` per
+        operator that started, in execution order).
         """
-        if group is None:
-            steps = self._steps
-        else:
-            pipeline = self._pipelines.get(group)
-            if pipeline is None:
-                raise UnknownGroupError(group, self.groups)
-            steps = pipeline.steps
+        pipeline = self._main if group is None else self._pipelines.get(group)
+        if pipeline is None:
+            raise UnknownGroupError(str(group), self.groups)
+        steps = pipeline.steps
         common, items = self._admit(request)
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
         error: ExecutionError | None = None
         present: dict[str, int] = {}
+        traces: list[TraceEntry] | None = [] if trace else None
+        # Counting costs a few int adds per run on this thread's own shard (no
+        # lock, no metric call; see EngineStats). Clocks are read only on timed
+        # runs (one in stats.time_every per thread, and every traced run).
+        shard = self.stats.shard()
+        shard.countdown -= 1
+        timing = trace or shard.countdown <= 0
+        if timing:
+            shard.countdown = self.stats.time_every
+        run_started = started = _clock() if timing else 0
+        end = len(steps)  # steps processed: skipped, executed or failed
+        skipped = failed = 0
         # The deadline costs one read here and one clock read per operator;
         # operators with long loops check it themselves (ctx.check_deadline).
         deadline = ctx.deadline
         for step in steps:
             if step.skip and _skipped(step, common):
+                shard.skips[step.slot] += 1
+                skipped += 1
+                if traces is not None:
+                    traces.append(TraceEntry(step.name, 0, skipped=True))
                 continue
             if deadline is not None and _monotonic() >= deadline:
                 error = _deadline_error(step.name)
+                end = step.position
                 break
+            if timing:
+                started = _clock()
+            snap_in = None
             try:
                 view = build_common(step, common) if step.needs_common else _EMPTY
                 if step.item_strict or step.item_nullable:
                     check_items(step, items, present)
                 templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
             except (FrameError, ValueError) as exc:
-                error = _wrap(step, exc)
-                break
-            inp = OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
-            try:
-                if step.data_parallel > 1:
-                    out = execute_sharded(step, ctx, inp)
-                else:
-                    out = OperatorOutput()
-                    step.execute(ctx, inp, out)
-            except ShardError as exc:
-                error = ExecutionError(str(exc), operator=step.name)
-                error.__cause__ = exc
-                break
-            except DeadlineExceededError as exc:
-                # Raised by the operator's own check: re-raised naming this step.
-                error = _deadline_error(step.name) if exc.operator != step.name else exc
-                break
-            except Exception as exc:
-                error = _wrap(step, exc)
-                break
-            bad = step.violations(out)
-            if bad:
-                error = ExecutionError(
-                    f'pine: execution error in operator "{step.name}": type violation: '
-                    f"operator type {step.kind.capitalize()} must not call [{' '.join(bad)}]",
-                    operator=step.name,
+                error, out = _wrap(step, exc), _NO_OUTPUT
+            else:
+                inp = OperatorInput(
+                    view, items, templated=templated, item_defaults=step.item_defaults
                 )
+                if traces is not None and step.debug:
+                    snap_in = snapshot_input(inp, step.item_input)
+                # Inlined (not a helper call): this runs once per operator per request.
+                try:
+                    if step.data_parallel > 1:
+                        out = execute_sharded(step, ctx, inp)
+                    else:
+                        out = OperatorOutput()
+                        step.execute(ctx, inp, out)
+                except Exception as exc:
+                    error, out = _failure(step, exc), _NO_OUTPUT
+                else:
+                    if step.violations(out):
+                        error = _violation(step, out)
+            if timing:
+                took = _clock() - started
+                shard.timed(step.slot, took)
+                if traces is not None:
+                    snap_out = snapshot_output(out) if step.debug and error is None else None
+                    traces.append(TraceEntry(step.name, took, False, snap_in, snap_out))
+            if error is not None:
+                shard.errors[step.slot] += 1
+                end, failed = step.position + 1, 1
                 break
             if out.warning is not None:
                 warnings.append(f'operator "{step.name}": {out.warning}')
@@ -215,12 +281,21 @@ class Engine:
                 items = apply_output(step, out, common, items, present)
             except FrameError as exc:
                 error = _wrap(step, exc)
+                shard.errors[step.slot] += 1
+                end, failed = step.position + 1, 1
                 break
+        shard.reached[pipeline.index][end] += 1
+        if skipped or failed:
+            shard.uneven(pipeline.index, end, end - skipped - failed)
+        if error is not None:
+            shard.dag_errors += 1
+        if timing:
+            shard.timed_run(_clock() - run_started)
         contract = self.contract
         response = project(common, items, contract.common_output, contract.item_output)
         if error is not None:
             error.result = response
-        return Result(response["common"], response["items"], warnings, error)
+        return Result(response["common"], response["items"], warnings, error, traces)
 
     def _admit(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Check the request against the flow contract and copy it into a frame."""
@@ -282,20 +357,62 @@ class _Pipeline:
     steps: tuple[Step, ...]
     graph: Graph
     blocking: bool
+    index: int
+    """Its position among the engine's pipelines (its row in ``EngineStats``)."""
+    parents: dict[str, str]
+    """Each operator's direct parent sub-flow ("" at the top)."""
 
 
-def _compile_pipeline(cfg: PipelineConfig, group: str, reg: OperatorRegistry) -> _Pipeline:
-    sequence, _ = expand_sequence(cfg, group)
+def _stats_for(pipelines: list[_Pipeline], time_every: int) -> EngineStats:
+    """One stats slot per operator name; each step learns its slot."""
+    slots: dict[str, int] = {}
+    for pipeline in pipelines:
+        for step in pipeline.steps:
+            step.slot = slots.setdefault(step.name, len(slots))
+    return EngineStats(
+        list(slots), [[s.slot for s in p.steps] for p in pipelines], time_every=time_every
+    )
+
+
+def _compile_pipeline(
+    cfg: PipelineConfig, group: str, reg: OperatorRegistry, index: int
+) -> _Pipeline:
+    sequence, parents = expand_sequence(cfg, group)
     _check_sources_order(sequence, cfg)
     steps: list[Step] = []
     try:
         for name in sequence:
-            steps.append(compile_step(cfg.operators[name], reg))
+            step = compile_step(cfg.operators[name], reg)
+            debug = cfg.operators[name].debug
+            step.debug = cfg.debug if debug is None else debug
+            step.position = len(steps)
+            steps.append(step)
     except BaseException:
         _close_all(steps)
         raise
     graph = build_graph([cfg.operators[s.name] for s in steps], [s.traits for s in steps])
-    return _Pipeline(tuple(steps), graph, any(s.blocking for s in steps))
+    return _Pipeline(tuple(steps), graph, any(s.blocking for s in steps), index, parents)
+
+
+def _failure(step: Step, exc: Exception) -> ExecutionError:
+    """The error of an operator that raised ``exc``."""
+    if isinstance(exc, ShardError):
+        error = ExecutionError(str(exc), operator=step.name)
+        error.__cause__ = exc
+        return error
+    if isinstance(exc, DeadlineExceededError):
+        # Raised by the operator's own check: re-raised naming this step.
+        return _deadline_error(step.name) if exc.operator != step.name else exc
+    return _wrap(step, exc)
+
+
+def _violation(step: Step, out: OperatorOutput) -> ExecutionError:
+    """The error of an operator whose output breaks its kind's rules."""
+    return ExecutionError(
+        f'pine: execution error in operator "{step.name}": type violation: '
+        f"operator type {step.kind.capitalize()} must not call [{' '.join(step.violations(out))}]",
+        operator=step.name,
+    )
 
 
 def _skipped(step: Step, common: Mapping[str, Any]) -> bool:

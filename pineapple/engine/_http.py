@@ -4,7 +4,8 @@ The server hands over the raw request body and sends back exactly the
 status and bytes returned here (``Content-Type: application/json``). The
 response body is what Go's ``json.Encoder`` writes for the server's
 ``executeResponse``: keys ``common``, ``items``, then ``warnings`` and
-``error`` only when present; map keys sorted; integral numbers without
+``trace`` (when the request's ``common`` holds ``"_return_trace": true``)
+and ``error`` only when present; map keys sorted; integral numbers without
 ``.0``; ``<``, ``>``, ``&`` escaped; a trailing newline.
 
 Status codes: 200 success; 400 malformed body (``{"error": "invalid
@@ -31,6 +32,7 @@ from .._context import Context
 from .._errors import DeadlineExceededError, ValidationError
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json
+from ._trace import TraceEntry, trace_json
 
 __all__ = [
     "STATUS_BAD_REQUEST",
@@ -66,11 +68,14 @@ def encode_response(
     items: list[Any] | None,
     warnings: list[str] | None = None,
     error: str | None = None,
+    trace: list[TraceEntry] | None = None,
 ) -> bytes:
     """The Go server's JSON body for an execute response (with the trailing newline)."""
     parts = [b'{"common":', go_json(common), b',"items":', go_json(items)]
     if warnings:
         parts += [b',"warnings":', go_json(warnings)]
+    if trace:
+        parts += [b',"trace":', go_json(trace_json(trace))]
     if error:
         parts += [b',"error":', go_json(error)]
     parts.append(b"}\n")
@@ -146,8 +151,14 @@ def respond(
         return STATUS_TOO_MANY_ITEMS, go_json({"error": str(exc)}) + b"\n"
     if isinstance(request, str):
         return _bad_request(request)
+    common = request["common"]
+    # The only per-request cost of traces when not asked for: this one lookup.
+    traced = common is not None and common.get("_return_trace") is True
     try:
-        result = engine.run(ctx, request, group)
+        if traced:
+            result = engine.run(ctx, request, group, trace=True)
+        else:
+            result = engine.run(ctx, request, group)
     except UnknownGroupError as exc:
         return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
     except ValidationError as exc:
@@ -160,9 +171,9 @@ def respond(
         warnings = [mask(w) for w in warnings]
         if result.error is not None:
             return STATUS_EXECUTION, encode_response(
-                result.common, result.items, warnings, mask(str(result.error))
+                result.common, result.items, warnings, mask(str(result.error)), result.trace
             )
-    return 200, encode_response(result.common, result.items, warnings)
+    return 200, encode_response(result.common, result.items, warnings, trace=result.trace)
 
 
 def _masker(ctx: Context | None) -> Callable[[str], str]:

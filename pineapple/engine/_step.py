@@ -44,17 +44,21 @@ class Step:
         "common_nullable",
         "common_strict",
         "data_parallel",
+        "debug",
         "execute",
         "item_defaults",
+        "item_input",
         "item_nullable",
         "item_strict",
         "kind",
         "name",
         "needs_common",
         "op",
+        "position",
         "recall",
         "rules",
         "skip",
+        "slot",
         "templated",
         "traits",
         "type_name",
@@ -79,6 +83,13 @@ class Step:
     data_parallel: int
     rules: tuple[bool, bool, bool, bool, bool]
     traits: NodeTraits
+    item_input: tuple[str, ...]
+    debug: bool
+    """Trace snapshots for this operator (``debug`` on it, else the config root's)."""
+    position: int
+    """Its index in its pipeline's steps (set by the engine)."""
+    slot: int
+    """Its index in the engine's ``EngineStats`` (set by the engine)."""
 
     def violations(self, out: OperatorOutput) -> list[str]:
         """Output methods this kind must not use (empty when the output is allowed)."""
@@ -158,6 +169,10 @@ def compile_step(cfg: OperatorConfig, registry: OperatorRegistry) -> Step:
     step.traits = _traits(cfg, schema, op)
     step.recall = cfg.recall or schema.kind == "recall"
     step.skip = cfg.skip
+    step.item_input = tuple(cfg.item_input)
+    step.debug = False
+    step.slot = 0
+    step.position = 0
     step.rules = KIND_RULES[schema.kind]
     step.templated = plan_templates(cfg.name, schema, cfg.params)
 

@@ -148,6 +148,11 @@ class TransformByLua(Operator):
             self._pool.close()
         self._pool = pool
 
+    def operator_stats(self) -> dict[str, int]:
+        """The Lua state pool's counters (``/stats`` ``operator_detail``, ``pine_lua_pool_*``)."""
+        pool = self._pool
+        return pool.stats() if pool is not None else {}
+
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         """Run the function on this request's items (item mode) or once (common mode)."""
         pool = self._pool

@@ -1,0 +1,88 @@
+"""``pineapple dag CONFIG [--format dot|mermaid|svg] [--collapse N] [--group G] [-o FILE]``.
+
+Prints (or writes) the operator graph the engine builds from CONFIG, the
+same picture as ``GET /dag``; ``svg`` pipes the DOT text through Graphviz's
+``dot`` program, which must be installed (Debian/Ubuntu: ``apt-get install
+graphviz``; macOS: ``brew install graphviz``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["SVG_TIMEOUT_SECONDS", "GraphvizMissingError", "add_dag_command", "to_svg"]
+
+SVG_TIMEOUT_SECONDS = 30.0
+"""How long ``dot -Tsvg`` may run before it is killed."""
+_MAX_CONFIG_BYTES = 64 * 1024 * 1024  # the same bound as `pineapple check`'s default
+
+
+class GraphvizMissingError(RuntimeError):
+    """``--format svg`` was asked for but Graphviz's ``dot`` is not on PATH."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "--format svg needs Graphviz's `dot` program, which is not on PATH; install it "
+            "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz) or use "
+            "--format dot and render elsewhere"
+        )
+
+
+def to_svg(dot_text: str, timeout: float = SVG_TIMEOUT_SECONDS) -> str:
+    """Render DOT text to SVG with Graphviz (killed after ``timeout`` seconds)."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphvizMissingError
+    done = subprocess.run(
+        [exe, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"dot -Tsvg failed ({done.returncode}): {done.stderr.strip()[:500]}")
+    return done.stdout
+
+
+def add_dag_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``dag``."""
+    parser = subparsers.add_parser("dag", help="print the operator graph of a config")
+    parser.add_argument("config", help="the unified config JSON")
+    parser.add_argument(
+        "--format",
+        choices=("dot", "mermaid", "svg"),
+        default="dot",
+        help="dot (Graphviz), mermaid, or svg (rendered by Graphviz's `dot`)",
+    )
+    parser.add_argument("--collapse", type=int, default=0, help="fold sub-flows (levels)")
+    parser.add_argument("--group", default=None, help="pipeline group (default: main)")
+    parser.add_argument("-o", "--output", default=None, help="write here instead of stdout")
+    parser.add_argument("--plugin", action="append", default=[], help="import MODULE first")
+    parser.set_defaults(func=dag_command)
+
+
+def dag_command(args: argparse.Namespace) -> int:
+    """Run ``pineapple dag``; exit 0, or 1 with the reason on stderr."""
+    from pineapple import PineappleError
+    from pineapple.engine import Engine
+    from server._build import import_plugins
+
+    try:
+        import_plugins(("resources", "pineapple.operators", *args.plugin))
+        path = Path(args.config)
+        if path.stat().st_size > _MAX_CONFIG_BYTES:
+            raise ValueError(f"{path}: larger than {_MAX_CONFIG_BYTES} bytes")
+        with Engine(path.read_bytes()) as engine:
+            fmt = "dot" if args.format == "svg" else args.format
+            text = engine.render_dag(fmt, collapse=args.collapse, group=args.group)
+        if args.format == "svg":
+            text = to_svg(text)
+    except (OSError, ValueError, RuntimeError, PineappleError, subprocess.TimeoutExpired) as exc:
+        print(f"pineapple dag: {exc}", file=sys.stderr)
+        return 1
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,305 @@
+"""``EngineStats``: per-operator and per-run counters of one Engine.
+
+Counts are exact and nearly free: a run adds one to "runs that got this
+far" and one to "runs that executed this many operators" (two list
+increments per request, whatever the number of operators); skips and
+errors add one each where they happen. Per-operator executions are derived
+when read (a run that got past position *j* executed the operator there
+unless it skipped or failed it). Durations cost two clock reads per
+operator, so they are *sampled*: one run in ``time_every`` (default 16) per
+thread is timed, every operator in it, plus every traced run; histograms,
+sums, averages and maxima come from those samples (their ``_count`` is the
+number of timed executions). The bucket bounds are the Go engine's
+(``engine_metrics.go``), so dashboards built for it read ours unchanged.
+
+Guarantees:
+- Each thread writes only its own :class:`_Shard` (found through a
+  ``threading.local``), so no increment is lost, with or without the GIL,
+  and the request path takes no lock.
+- ``_lock`` guards the list of shards: a thread registers its shard under
+  it (once per thread and engine), and a reader sums under it. A reader may
+  see a run half-counted (its skips but not yet its end); every count it
+  reports is at least the previous read's.
+- The shard of a thread that has ended can no longer change: a reader folds
+  it into ``_retired`` and drops it, so the list holds at most one shard per
+  live thread (bounded by the worker pools' sizes), however many threads
+  came and went.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DAG_BUCKETS",
+    "EXECUTED_BUCKETS",
+    "OP_BUCKETS",
+    "TIME_EVERY",
+    "EngineStats",
+    "Histogram",
+    "OperatorTotals",
+    "StatsTotals",
+    "stats_dict",
+]
+
+OP_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
+"""``pine_operator_exec_duration_seconds`` bucket bounds (seconds)."""
+DAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""``pine_dag_execution_duration_seconds`` bucket bounds (seconds)."""
+EXECUTED_BUCKETS = (1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 450)
+"""``pine_dag_operators_executed`` bucket bounds (operators per run)."""
+TIME_EVERY = 16
+"""Default sampling of durations: one run in this many, per thread, is timed."""
+
+_OP_NS = tuple(int(b * 1e9) for b in OP_BUCKETS)
+_DAG_NS = tuple(int(b * 1e9) for b in DAG_BUCKETS)
+
+
+@dataclass
+class Histogram:
+    """Per-bucket (not cumulative) counts, the last one past every bound, and the sum."""
+
+    bounds: tuple[float, ...]
+    counts: list[int]
+    sum: float
+
+    @property
+    def count(self) -> int:
+        """Observations in all buckets."""
+        return sum(self.counts)
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """``(le, count)`` pairs as Prometheus exposes them, ``inf`` last."""
+        out, running = [], 0
+        for bound, n in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            running += n
+            out.append((bound, running))
+        return out
+
+
+@dataclass
+class OperatorTotals:
+    """What one operator did since its engine was built (durations: timed samples)."""
+
+    exec_count: int
+    skip_count: int
+    error_count: int
+    max_duration_ns: int
+    durations: Histogram
+
+    @property
+    def avg_duration_ns(self) -> int:
+        """Mean of the timed executions."""
+        n = self.durations.count
+        return int(self.durations.sum * 1e9) // n if n else 0
+
+    def to_dict(self) -> dict[str, int]:
+        """The Go server's ``/stats`` ``operators`` entry (total: mean x executions)."""
+        avg = self.avg_duration_ns
+        return {
+            "exec_count": self.exec_count,
+            "skip_count": self.skip_count,
+            "error_count": self.error_count,
+            "total_duration_ns": avg * (self.exec_count + self.error_count),
+            "max_duration_ns": self.max_duration_ns,
+            "avg_duration_ns": avg,
+        }
+
+
+@dataclass
+class StatsTotals:
+    """Every counter of an engine, summed over its threads."""
+
+    operators: dict[str, OperatorTotals]
+    runs: int
+    dag_success: int
+    dag_error: int
+    dag_durations: Histogram
+    executed: Histogram
+
+    def scheduler(self) -> dict[str, int]:
+        """The Go server's ``/stats`` ``scheduler`` entry (operators run one at a time here)."""
+        return {"run_count": self.runs, "peak_concurrency": 1 if self.runs else 0}
+
+
+class _Shard:
+    """One thread's counters (only that thread writes them)."""
+
+    __slots__ = (
+        "countdown",
+        "dag_buckets",
+        "dag_errors",
+        "dag_ns",
+        "errors",
+        "executed",
+        "max_ns",
+        "op_buckets",
+        "op_ns",
+        "reached",
+        "skips",
+        "thread",
+        "uneven_runs",
+    )
+
+    def __init__(self, n: int, lengths: Sequence[int], thread: threading.Thread | None) -> None:
+        self.thread = thread
+        self.countdown = 1  # the first run of every thread is timed
+        # Per pipeline: runs that stopped after k steps (k = 0..len). A run that
+        # skipped or failed an operator executed fewer than k: those runs are
+        # also counted in ``uneven_runs`` by (pipeline, k, executed).
+        self.reached = [[0] * (m + 1) for m in lengths]
+        self.uneven_runs: dict[tuple[int, int, int], int] = {}
+        self.skips = [0] * n
+        self.errors = [0] * n
+        self.dag_errors = 0
+        # Timed samples only:
+        self.op_ns = [0] * n
+        self.max_ns = [0] * n
+        self.op_buckets = [[0] * (len(_OP_NS) + 1) for _ in range(n)]
+        self.dag_ns = 0
+        self.dag_buckets = [0] * (len(_DAG_NS) + 1)
+
+    def uneven(self, pipeline: int, end: int, executed: int) -> None:
+        """A run of ``pipeline`` that stopped after ``end`` steps but executed fewer."""
+        key = (pipeline, end, executed)  # bounded: at most (len + 1) ** 2 keys per pipeline
+        self.uneven_runs[key] = self.uneven_runs.get(key, 0) + 1
+
+    def timed(self, slot: int, ns: int) -> None:
+        """One timed execution of operator ``slot``."""
+        self.op_ns[slot] += ns
+        if ns > self.max_ns[slot]:
+            self.max_ns[slot] = ns
+        self.op_buckets[slot][bisect_left(_OP_NS, ns)] += 1
+
+    def timed_run(self, ns: int) -> None:
+        """One timed run."""
+        self.dag_ns += ns
+        self.dag_buckets[bisect_left(_DAG_NS, ns)] += 1
+
+    def fold(self, other: _Shard) -> None:
+        """Add ``other``'s counts to this one (reader side, under the lock)."""
+        for mine_rows, theirs_rows in (
+            (self.reached, other.reached),
+            (self.op_buckets, other.op_buckets),
+        ):
+            for mine, theirs in zip(mine_rows, theirs_rows, strict=True):
+                _add(mine, theirs)
+        for mine, theirs in (
+            (self.skips, other.skips),
+            (self.errors, other.errors),
+            (self.op_ns, other.op_ns),
+            (self.dag_buckets, other.dag_buckets),
+        ):
+            _add(mine, theirs)
+        for i, v in enumerate(other.max_ns):  # bounded: one per operator
+            self.max_ns[i] = max(self.max_ns[i], v)
+        for key, n in list(other.uneven_runs.items()):
+            self.uneven_runs[key] = self.uneven_runs.get(key, 0) + n
+        self.dag_errors += other.dag_errors
+        self.dag_ns += other.dag_ns
+
+
+def _add(mine: list[int], theirs: list[int]) -> None:
+    for i, v in enumerate(theirs):  # bounded: the lists have the same, fixed length
+        mine[i] += v
+
+
+class EngineStats:
+    """The counters of one Engine.
+
+    ``names``: one slot per operator name; ``pipelines``: each pipeline's
+    slots in execution order (a pipeline is identified by its index here).
+    ``time_every``: one run in this many per thread is timed (>= 1).
+    """
+
+    def __init__(
+        self, names: Sequence[str], pipelines: Sequence[Sequence[int]], time_every: int = TIME_EVERY
+    ) -> None:
+        if time_every < 1:
+            raise ValueError(f"time_every must be >= 1, got {time_every}")
+        self.names: tuple[str, ...] = tuple(names)
+        self.pipelines: tuple[tuple[int, ...], ...] = tuple(tuple(p) for p in pipelines)
+        self.time_every = time_every
+        self._lengths = [len(p) for p in self.pipelines]
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._shards: list[_Shard] = []
+        self._retired = _Shard(len(self.names), self._lengths, None)
+
+    def shard(self) -> _Shard:
+        """The calling thread's shard (created and registered on its first run)."""
+        try:
+            shard: _Shard = self._local.shard
+        except AttributeError:
+            shard = _Shard(len(self.names), self._lengths, threading.current_thread())
+            with self._lock:
+                self._shards.append(shard)
+            self._local.shard = shard
+        return shard
+
+    def totals(self) -> StatsTotals:
+        """Everything counted so far, summed over the threads."""
+        total = _Shard(len(self.names), self._lengths, None)
+        with self._lock:
+            live: list[_Shard] = []
+            for shard in self._shards:  # bounded: one shard per live thread
+                thread = shard.thread
+                if thread is not None and not thread.is_alive():
+                    self._retired.fold(shard)
+                else:
+                    live.append(shard)
+                    total.fold(shard)
+            self._shards = live
+            total.fold(self._retired)
+        return self._totals(total)
+
+    def _totals(self, total: _Shard) -> StatsTotals:
+        n = len(self.names)
+        started = [0] * n  # runs that got past each operator's position
+        runs = 0
+        executed = [0] * (len(EXECUTED_BUCKETS) + 1)
+        executed_sum = 0
+        for p, slots in enumerate(self.pipelines):
+            reached = total.reached[p]
+            runs += sum(reached)
+            beyond = 0
+            for pos in range(len(slots) - 1, -1, -1):  # bounded: the pipeline's length
+                beyond += reached[pos + 1]
+                started[slots[pos]] += beyond
+            for e, count in enumerate(reached):
+                executed[bisect_left(EXECUTED_BUCKETS, e)] += count
+                executed_sum += e * count
+        for (_p, end, e), count in total.uneven_runs.items():  # bounded: see uneven()
+            executed[bisect_left(EXECUTED_BUCKETS, end)] -= count
+            executed[bisect_left(EXECUTED_BUCKETS, e)] += count
+            executed_sum += (e - end) * count
+        operators = {
+            name: OperatorTotals(
+                started[i] - total.skips[i] - total.errors[i],
+                total.skips[i],
+                total.errors[i],
+                total.max_ns[i],
+                Histogram(OP_BUCKETS, total.op_buckets[i], total.op_ns[i] / 1e9),
+            )
+            for i, name in enumerate(self.names)
+        }
+        return StatsTotals(
+            operators,
+            runs,
+            runs - total.dag_errors,
+            total.dag_errors,
+            Histogram(DAG_BUCKETS, total.dag_buckets, total.dag_ns / 1e9),
+            Histogram(tuple(float(b) for b in EXECUTED_BUCKETS), executed, float(executed_sum)),
+        )
+
+
+def stats_dict(totals: StatsTotals) -> dict[str, Any]:
+    """``{"operators": ..., "scheduler": ...}`` as the Go server's ``/stats`` shows them."""
+    return {
+        "operators": {name: t.to_dict() for name, t in totals.operators.items()},
+        "scheduler": totals.scheduler(),
+    }
