@@ -60,6 +60,13 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=Config.drain_seconds,
+        help="on SIGTERM, how long in-flight requests may finish before the process exits "
+        "(it exits at most 2 s after that)",
+    )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     parser.add_argument(
         "--log-level",
@@ -84,7 +91,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2
-    for flag in ("request_timeout_ms", "max_items", "inline_body_bytes"):
+    for flag in ("request_timeout_ms", "max_items", "inline_body_bytes", "drain_seconds"):
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
@@ -105,6 +112,7 @@ def serve_command(args: argparse.Namespace) -> int:
             max_items=args.max_items,
             inline_body_bytes=args.inline_body_bytes,
             poll_seconds=args.poll_seconds,
+            drain_seconds=args.drain_seconds,
             watch=not args.no_watch,
             log_level=args.log_level,
             max_config_bytes=args.max_config_bytes,

@@ -73,13 +73,13 @@ def lua_config(params: Mapping[str, Mapping[str, Any]] | None = None) -> bytes:
 class LuaServer:
     """``pineapple serve`` on a free loopback port; ``close`` kills it if still running."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, *args: str) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         env.pop("PINEAPPLE_ADMIN_TOKEN", None)
         env.pop("PINEAPPLE_LUA_BACKEND", None)
         code = "import sys; from pineapple.cli import main; sys.exit(main())"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"],
+            [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0", *args],
             stderr=subprocess.PIPE,
             text=True,
             env=env,
@@ -135,12 +135,12 @@ class LuaServer:
 
 @contextmanager
 def lua_server(
-    tmp_path: Path, params: Mapping[str, Mapping[str, Any]] | None = None
+    tmp_path: Path, params: Mapping[str, Mapping[str, Any]] | None = None, *args: str
 ) -> Iterator[LuaServer]:
     """A :class:`LuaServer` serving :func:`lua_config`, always killed afterwards."""
     config = tmp_path / "lua.json"
     config.write_bytes(lua_config(params))
-    server = LuaServer(config)
+    server = LuaServer(config, *args)
     try:
         yield server
     finally:

@@ -95,3 +95,28 @@ def test_sigterm_exits_zero_while_lua_spins(tmp_path: Path) -> None:
         # drain_seconds (30) + 2 s is the contract; Lua's 1 s limit makes it far shorter.
         assert server.terminate(timeout=15.0) == 0
         thread.join(15.0)
+
+
+def test_sigterm_exits_within_drain_seconds_plus_two(tmp_path: Path) -> None:
+    # A request allowed to spin for 60 s: only --drain-seconds bounds the exit.
+    slow = {"spin": {"timeout_ms": 60_000}}
+    args = ("--request-timeout-ms", "60000", "--drain-seconds", "1")
+    with lua_server(tmp_path, slow, *args) as server:
+        sent = threading.Event()
+
+        def spin() -> None:
+            with httpx.Client(base_url=server.url, timeout=70.0) as client:
+                sent.set()
+                with contextlib.suppress(httpx.HTTPError):
+                    client.post("/execute/spin", content=b'{"common": {"n": 1}, "items": []}')
+
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+        assert sent.wait(5.0)
+        assert server.execute("main", 1, timeout=2.0).status_code == 200
+        started = time.monotonic()
+        code = server.terminate(timeout=20.0)
+        took = time.monotonic() - started
+        assert code == 0
+        assert took < 1 + 2 + 2.0  # drain 1 s + 2 s, and 2 s for a loaded machine
+        thread.join(5.0)
