@@ -5,7 +5,7 @@ a second file, drop offline items, sort by CTR and keep the top five::
 
     pineapple compile configs/demo_flow.py -o configs/demo.json
 
-File paths are relative to the directory the server runs in (the repo root).
+File paths are relative to this config's folder (``configs/``), whatever the working directory.
 """
 
 from dsl import Flow
@@ -18,9 +18,9 @@ flow = Flow(
 )
 
 # json_file reloads a file when its mtime or size changes (checked every 60 s by default).
-flow.resource("candidates", JsonFileResource(path="configs/data/candidates.json", format="list"))
+flow.resource("candidates", JsonFileResource(path="data/candidates.json", format="list"))
 flow.resource(
-    "item_ctr", JsonFileResource(path="configs/data/item_ctr.json", format="mapping", interval=30)
+    "item_ctr", JsonFileResource(path="data/item_ctr.json", format="mapping", interval=30)
 )
 
 flow.recall_resource(

@@ -43,7 +43,9 @@ class ParamSpec:
     ``type`` is one of ``string int float bool list dict any``. A parameter
     that is not ``required`` and absent takes ``default`` (``None``: left out).
     ``templatable``: the value may be a ``{{field}}`` template resolved per
-    request from common fields (operators only).
+    request from common fields (operators only). ``path``: the value is a file
+    path; a relative one is resolved against the config file's folder
+    (resources only).
     """
 
     type: ParamType
@@ -51,6 +53,7 @@ class ParamSpec:
     default: Any = None
     description: str = ""
     templatable: bool = False
+    path: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in PARAM_TYPES:

@@ -214,7 +214,10 @@ FEED_DATA_SCHEMA = ResourceSchema(
             description="user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db.",
         ),
         "sqlite_path": ParamSpec(
-            type="string", description="Path of a SQLite file (instead of mysql_dsn)."
+            type="string",
+            path=True,
+            description="Path of a SQLite file (instead of mysql_dsn; relative: to the config "
+            "file's folder).",
         ),
         "table": ParamSpec(
             type="string", description=f"Table to load whole (default {DEFAULT_TABLE})."

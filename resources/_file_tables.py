@@ -275,7 +275,12 @@ class FileTablePrinter:
 
 def _params(kind: str) -> dict[str, ParamSpec]:
     params = {
-        "path": ParamSpec(type="string", required=True, description=f"Path of the {kind} file."),
+        "path": ParamSpec(
+            type="string",
+            required=True,
+            path=True,
+            description=f"Path of the {kind} file (relative: to the config file's folder).",
+        ),
         "format": ParamSpec(
             type="string",
             default="auto",

@@ -291,7 +291,12 @@ class Builder:
         )
         try:
             self._config.register_hand_resources(manager, carry_over)
-            manager.load_from_root_config(data, carry_over=carry_over, env=self._config.env)
+            manager.load_from_root_config(
+                data,
+                carry_over=carry_over,
+                env=self._config.env,
+                base_dir=Path(self._config.path).parent,
+            )
         except Exception as exc:
             manager.stop()  # releases values adopted from carry_over
             raise BuildError("resources", resource.redact(_describe(exc), secrets)) from None

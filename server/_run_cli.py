@@ -120,7 +120,7 @@ def run_once(args: argparse.Namespace) -> bytes:
         engine = Engine(config, registry=_registry(args.bench_stubs))
     except PineappleError as exc:
         raise RunError(f"error creating engine: {exc}") from None
-    with engine, _resources(config, static) as provider:
+    with engine, _resources(config, static, Path(args.config).parent) as provider:
         ctx = resource.with_resources(Context(), provider) if provider is not None else Context()
         if args.timeout_ms:
             ctx = ctx.with_timeout(args.timeout_ms / 1000)
@@ -144,7 +144,7 @@ def _registry(bench: bool) -> OperatorRegistry | None:
 
 @contextmanager
 def _resources(
-    config: bytes, static: dict[str, Any] | None
+    config: bytes, static: dict[str, Any] | None, base_dir: Path
 ) -> Iterator[resource.ResourceProvider | None]:
     """The provider of the run: the static values, or a started Manager (stopped after)."""
     if static is not None:
@@ -153,7 +153,7 @@ def _resources(
     manager = resource.Manager()
     try:
         try:
-            manager.load_from_root_config(config)
+            manager.load_from_root_config(config, base_dir=base_dir)
             manager.start()
         except PineappleError as exc:
             # As Go's pineapple-run: report, and run without the config's resources.

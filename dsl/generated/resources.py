@@ -23,7 +23,8 @@ class CsvFileResource(BaseResource):
     reloaded when the file changes (mtime, size, inode, ctime).
 
     Args:
-        path: Path of the csv file. (string, required)
+        path: Path of the csv file (relative: to the config file's folder). (string,
+            required)
         format: mapping (lookup table), list (candidate rows) or auto. (string, default
             'auto')
         key: Row field whose text keys the mapping (makes format mapping). (string)
@@ -81,7 +82,8 @@ class FeedDataResource(BaseResource):
     Args:
         mysql_dsn: user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db.
             (string)
-        sqlite_path: Path of a SQLite file (instead of mysql_dsn). (string)
+        sqlite_path: Path of a SQLite file (instead of mysql_dsn; relative: to the config
+            file's folder). (string)
         table: Table to load whole (default recommend_feed_item). (string)
         query: A SELECT to load instead of a table. (string)
         id_column: The item id column. (string, default 'id')
@@ -158,7 +160,8 @@ class JsonFileResource(BaseResource):
     reloaded when the file changes (mtime, size, inode, ctime).
 
     Args:
-        path: Path of the json file. (string, required)
+        path: Path of the json file (relative: to the config file's folder). (string,
+            required)
         format: mapping (lookup table), list (candidate rows) or auto. (string, default
             'auto')
         key: Row field whose text keys the mapping (makes format mapping). (string)

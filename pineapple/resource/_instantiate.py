@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 from .._errors import ConfigError, PineappleError
@@ -25,8 +26,14 @@ class BuiltEntry:
     secrets: frozenset[str]
 
 
-def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
+def build_entry(
+    registry: Registry, entry: ResourceEntry, base_dir: str | None = None
+) -> BuiltEntry:
     """Look up the entry's type, validate its params and call the type's factory.
+
+    With ``base_dir`` (the config file's folder), a relative value of a path
+    param (``ParamSpec(path=True)``) is resolved against it, so a config means
+    the same files whatever the working directory.
 
     Every failure is a :class:`ConfigError` naming the resource; the message
     is redacted with the secrets found in the entry's params and its
@@ -46,6 +53,11 @@ def build_entry(registry: Registry, entry: ResourceEntry) -> BuiltEntry:
         params = validate_params(what, schema.params, entry.params)
     except ConfigError as exc:  # a message may quote a value
         raise ConfigError(redact(str(exc), secrets)) from None
+    if base_dir is not None:
+        for key, spec in schema.params.items():
+            value = params.get(key)
+            if spec.path and isinstance(value, str) and value and not os.path.isabs(value):
+                params[key] = os.path.join(base_dir, value)
     interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
     try:
         fetcher = factory(params)

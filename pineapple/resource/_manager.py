@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import random
 import threading
 import time
@@ -223,8 +224,13 @@ class Manager:
         *,
         carry_over: Manager | None = None,
         env: Mapping[str, str] | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
     ) -> list[str]:
         """Register every entry of the config's ``resource_config``; returns their names.
+
+        ``base_dir``: the config file's folder; relative file paths in params
+        declared ``ParamSpec(path=True)`` (``json_file.path``,
+        ``feed_data.sqlite_path``, ...) resolve against it.
 
         A missing or empty ``resource_config`` registers nothing. With
         ``carry_over``, an entry whose type, params and interval equal the one
@@ -234,10 +240,11 @@ class Manager:
         registered when any entry is bad.
         """
         entries, problems = parse_resource_entries(read_root_config(data), env)
+        base = None if base_dir is None else os.path.abspath(base_dir)
         built = []
         for entry in entries:  # every entry, so that one error names every problem
             try:
-                built.append(build_entry(self._registry, entry))
+                built.append(build_entry(self._registry, entry, base))
             except ConfigError as exc:
                 problems.append(str(exc))
         if problems:

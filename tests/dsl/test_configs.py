@@ -63,10 +63,10 @@ def test_checked_in_json_equals_the_compiled_flow(flow: str) -> None:
 
 def test_demo_config_serves_a_request(monkeypatch: pytest.MonkeyPatch) -> None:
     require_types("demo")
-    monkeypatch.chdir(CONFIGS.parent)  # data paths are relative to the repo root
+    monkeypatch.chdir(CONFIGS.parent.parent)  # data paths are relative to configs/, not here
     config = json.loads((CONFIGS / "demo.json").read_text())
     manager = Manager()
-    manager.load_from_root_config(config)
+    manager.load_from_root_config(config, base_dir=CONFIGS)
     manager.start()
     engine = Engine(config)
     try:

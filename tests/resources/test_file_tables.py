@@ -161,3 +161,31 @@ def test_bad_params_are_config_errors(kind: str, params: dict[str, Any], fragmen
         rm.load_from_root_config({"resource_config": {"t": {"type": kind, "params": params}}})
     assert "resource 't'" in str(info.value)
     assert fragment in str(info.value)
+
+
+def test_relative_paths_and_env_paths_resolve_against_base_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "conf"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "m.json").write_text('{"a": 1}')
+    monkeypatch.setenv("PINE_TEST_TABLE_PATH", "data/m.json")
+    monkeypatch.chdir(tmp_path)  # a working directory where data/m.json does not exist
+    config = {
+        "resource_config": {
+            "plain": {"type": "json_file", "params": {"path": "data/m.json"}},
+            "from_env": {"type": "json_file", "params": {"path": "${PINE_TEST_TABLE_PATH}"}},
+            "absolute": {"type": "json_file", "params": {"path": str(folder / "data/m.json")}},
+        }
+    }
+    rm = Manager()
+    rm.load_from_root_config(config, base_dir=folder)
+    rm.start()
+    try:
+        for name in ("plain", "from_env", "absolute"):
+            handle = rm.get(name)
+            assert handle is not None
+            with handle as table:
+                assert dict(table) == {"a": 1}
+    finally:
+        rm.stop()

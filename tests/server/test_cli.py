@@ -104,3 +104,20 @@ def test_check_reports_every_problem_at_once(tmp_path: Path) -> None:
     assert "unknown parameter 'valu'; did you mean 'value'?" in err
     assert "'PINE_TEST_UNSET_C' is not set" in err
     assert "test failed" in err
+
+
+def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
+    # From another folder, as a user checking main/configs/demo.json from its parent.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys; from pineapple.cli import main; sys.exit(main())"
+    demo = ROOT / "configs" / "demo.json"
+    result = subprocess.run(
+        [sys.executable, "-c", code, "check", str(demo), "--fetch"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2 resource(s) fetched" in result.stdout
