@@ -28,6 +28,9 @@ from ._operator import Metadata as Metadata
 from ._operator import Operator as Operator
 from ._operator import build_operator as build_operator
 from ._operator import check_params as check_params
+from ._pieces import PIECE as PIECE
+from ._pieces import pieces as pieces
+from ._pieces import stable_order as stable_order
 from ._schema import OPERATOR_KINDS as OPERATOR_KINDS
 from ._schema import OperatorFactory as OperatorFactory
 from ._schema import OperatorKind as OperatorKind
@@ -40,6 +43,7 @@ from ._template import is_template as is_template
 
 __all__ = [
     "OPERATOR_KINDS",
+    "PIECE",
     "RESERVED_KEYS",
     "STATUS_BAD_REQUEST",
     "STATUS_CONTRACT",
@@ -70,6 +74,8 @@ __all__ = [
     "go_json",
     "go_type_name",
     "is_template",
+    "pieces",
     "register_operator",
     "respond",
+    "stable_order",
 ]
