@@ -28,8 +28,10 @@ import orjson
 
 from .._context import Context
 from .._errors import DeadlineExceededError, ValidationError
+from ._bigjson import PIECE_BYTES, loads
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json
+from ._pieces import PIECE, pieces, release
 
 __all__ = [
     "STATUS_BAD_REQUEST",
@@ -67,13 +69,21 @@ def encode_response(
     error: str | None = None,
 ) -> bytes:
     """The Go server's JSON body for an execute response (with the trailing newline)."""
-    parts = [b'{"common":', go_json(common), b',"items":', go_json(items)]
+    parts = [b'{"common":', go_json(common), b',"items":', _items_json(items)]
     if warnings:
         parts += [b',"warnings":', go_json(warnings)]
     if error:
         parts += [b',"error":', go_json(error)]
     parts.append(b"}\n")
     return b"".join(parts)
+
+
+def _items_json(items: list[Any] | None) -> bytes:
+    """``go_json(items)``; a long list encoded in pieces (one call would hold the GIL)."""
+    if items is None or len(items) <= PIECE:
+        return go_json(items)
+    # Each piece is "[...]" of at least one item: joined inside one pair of brackets.
+    return b"[" + b",".join(go_json(part)[1:-1] for part in pieces(items)) + b"]"
 
 
 def _bad_request(message: str) -> tuple[int, bytes]:
@@ -88,7 +98,7 @@ class _TooManyItems(Exception):
 def _parse(body: bytes, max_items: int | None) -> dict[str, Any] | str:
     """The request, or the text of why it is malformed; ``_TooManyItems`` past the limit."""
     try:
-        data = orjson.loads(body)
+        data = orjson.loads(body) if len(body) <= PIECE_BYTES else loads(body)
     except orjson.JSONDecodeError as exc:
         if not body.strip():
             return "EOF"
@@ -145,6 +155,16 @@ def respond(
         return STATUS_TOO_MANY_ITEMS, go_json({"error": str(exc)}) + b"\n"
     if isinstance(request, str):
         return _bad_request(request)
+    answer = _execute(engine, ctx, request, group)
+    items = request["items"]
+    if len(items) > PIECE:
+        release(items)  # the parsed items are this call's: freed in pieces
+    return answer
+
+
+def _execute(
+    engine: Engine, ctx: Context | None, request: dict[str, Any], group: str | None
+) -> tuple[int, bytes]:
     try:
         result = engine.run(ctx, request, group)
     except UnknownGroupError as exc:
@@ -157,4 +177,7 @@ def respond(
         return STATUS_EXECUTION, encode_response(
             result.common, result.items, result.warnings, str(result.error)
         )
-    return 200, encode_response(result.common, result.items, result.warnings)
+    answer = 200, encode_response(result.common, result.items, result.warnings)
+    if len(result.items) > PIECE:
+        release(result.items)  # the response's items are this call's: freed in pieces
+    return answer
