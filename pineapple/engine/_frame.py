@@ -95,7 +95,7 @@ def _first_bad(values: Sequence[Any]) -> int:
     """Index of the first NaN/Inf in ``values``, or -1."""
     if len(values) > PIECE:
         bad = (_first_bad(part) for part in pieces(values))
-        for start, i in enumerate(bad):
+        for start, i in enumerate(bad):  # bounded: len(values) / PIECE pieces
             if i >= 0:
                 return start * PIECE + i
         return -1

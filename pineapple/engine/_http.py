@@ -171,13 +171,16 @@ def _execute(
         return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
     except ValidationError as exc:
         return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
-    if isinstance(result.error, DeadlineExceededError):
-        return STATUS_DEADLINE, go_json({"error": str(result.error)}) + b"\n"
-    if result.error is not None:
-        return STATUS_EXECUTION, encode_response(
-            result.common, result.items, result.warnings, str(result.error)
+    error = result.error
+    if isinstance(error, DeadlineExceededError):
+        answer = STATUS_DEADLINE, go_json({"error": str(error)}) + b"\n"
+    elif error is not None:
+        answer = (
+            STATUS_EXECUTION,
+            encode_response(result.common, result.items, result.warnings, str(error)),
         )
-    answer = 200, encode_response(result.common, result.items, result.warnings)
+    else:
+        answer = 200, encode_response(result.common, result.items, result.warnings)
     if len(result.items) > PIECE:
         release(result.items)  # the response's items are this call's: freed in pieces
     return answer
