@@ -28,6 +28,9 @@ from ._operator import Metadata as Metadata
 from ._operator import Operator as Operator
 from ._operator import build_operator as build_operator
 from ._operator import check_params as check_params
+from ._pieces import PIECE as PIECE
+from ._pieces import pieces as pieces
+from ._pieces import stable_order as stable_order
 from ._render import DAG_FORMATS as DAG_FORMATS
 from ._render import UnknownFormatError as UnknownFormatError
 from ._schema import OPERATOR_KINDS as OPERATOR_KINDS
@@ -47,6 +50,7 @@ from ._trace import TraceEntry as TraceEntry
 __all__ = [
     "DAG_FORMATS",
     "OPERATOR_KINDS",
+    "PIECE",
     "RESERVED_KEYS",
     "STATUS_BAD_REQUEST",
     "STATUS_CONTRACT",
@@ -81,7 +85,9 @@ __all__ = [
     "go_json",
     "go_type_name",
     "is_template",
+    "pieces",
     "register_operator",
     "respond",
+    "stable_order",
     "stats_dict",
 ]

@@ -32,6 +32,7 @@ from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
 from ._io import OperatorInput, OperatorOutput
 from ._parallel import ShardError, execute_sharded
+from ._pieces import PIECE, batches, release
 from ._render import render_dag
 from ._schema import OperatorRegistry, default_operator_registry
 from ._stats import TIME_EVERY, EngineStats
@@ -278,12 +279,15 @@ class Engine:
             if out.warning is not None:
                 warnings.append(f'operator "{step.name}": {out.warning}')
             try:
-                items = apply_output(step, out, common, items, present)
+                applied = apply_output(step, out, common, items, present)
             except FrameError as exc:
                 error = _wrap(step, exc)
                 shard.errors[step.slot] += 1
                 end, failed = step.position + 1, 1
                 break
+            if len(items) > PIECE:
+                _release_frame(items, applied, out)
+            items = applied
         shard.reached[pipeline.index][end] += 1
         if skipped or failed:
             shard.uneven(pipeline.index, end, end - skipped - failed)
@@ -293,6 +297,8 @@ class Engine:
             shard.timed_run(_clock() - run_started)
         contract = self.contract
         response = project(common, items, contract.common_output, contract.item_output)
+        if len(items) > PIECE:
+            release(items)
         if error is not None:
             error.result = response
         return Result(response["common"], response["items"], warnings, error, traces)
@@ -421,6 +427,26 @@ def _skipped(step: Step, common: Mapping[str, Any]) -> bool:
         if v is not None and v is not False:
             return True
     return False
+
+
+def _release_frame(
+    old: list[dict[str, Any]], new: list[dict[str, Any]], out: OperatorOutput
+) -> None:
+    """Free a large frame's replaced item list and applied order/removals in pieces.
+
+    All are the engine's (the frame is copied on entry; lists handed to the
+    output belong to the engine): freed in one call each, 280,000 items hold
+    the GIL for 10 to 40 ms.
+    """
+    if new is not old:
+        release(old)
+    if out.item_order is not None:
+        release(out.item_order)
+    removed = out.removed
+    if removed is not None and len(removed) > PIECE:
+        parts = list(batches(removed))
+        removed.clear()
+        release(parts, 1)
 
 
 def _deadline_error(operator: str) -> DeadlineExceededError:

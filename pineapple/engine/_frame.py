@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import repeat
 from operator import contains, setitem
 from typing import Any
 
 from ._io import OperatorOutput
+from ._pieces import PIECE, batches, pieces
 from ._step import Step
 
 __all__ = ["FrameError", "apply_output", "build_common", "check_items", "project"]
@@ -65,7 +66,7 @@ def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]
         if known >= n:
             continue
         rows = items[known:] if known else items
-        if all(map(contains, rows, repeat(f))):
+        if _all_contain(rows, f):
             present[f] = n
         else:
             ok = False
@@ -80,12 +81,24 @@ def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]
                 raise FrameError(f'required field "{f}" is missing on item[{i}]')
 
 
+def _all_contain(rows: list[dict[str, Any]], field: str) -> bool:
+    if len(rows) <= PIECE:
+        return all(map(contains, rows, repeat(field)))
+    return all(all(map(contains, part, repeat(field))) for part in pieces(rows))
+
+
 def _bad_float(v: Any) -> bool:
     return type(v) is float and not _isfinite(v)
 
 
-def _first_bad(values: list[Any]) -> int:
+def _first_bad(values: Sequence[Any]) -> int:
     """Index of the first NaN/Inf in ``values``, or -1."""
+    if len(values) > PIECE:
+        bad = (_first_bad(part) for part in pieces(values))
+        for start, i in enumerate(bad):  # bounded: len(values) / PIECE pieces
+            if i >= 0:
+                return start * PIECE + i
+        return -1
     types = set(map(type, values))
     if float not in types:
         return -1
@@ -139,7 +152,12 @@ def apply_output(
             bad = _first_bad(values)
             if bad >= 0:
                 raise FrameError(f"item[{bad}] write: {_nan(f)}")
-            _drain(map(setitem, items, repeat(f), values))
+            if n <= PIECE:
+                _drain(map(setitem, items, repeat(f), values))
+            else:
+                for start in range(0, n, PIECE):  # bounded: n / PIECE pieces
+                    end = start + PIECE
+                    _drain(map(setitem, items[start:end], repeat(f), values[start:end]))
             present[f] = n
     if out.removed or out.item_order is not None:
         if out.removed:
@@ -175,7 +193,11 @@ def apply_output(
 
 def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, Any]]:
     n = len(items)
-    lo, hi = min(removed), max(removed)
+    if len(removed) > PIECE:
+        ends = [(min(part), max(part)) for part in batches(removed)]
+        lo, hi = min(end[0] for end in ends), max(end[1] for end in ends)
+    else:
+        lo, hi = min(removed), max(removed)
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
@@ -194,12 +216,24 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
         # A permutation of range(n) has n distinct in-range indices; the
         # subscripts check the range (negative ones are caught below).
         reordered = [items[i] for i in order]
-        valid = min(order) >= 0 and len(set(order)) == n
+        valid = _in_range_and_distinct(order, n)
     except (IndexError, TypeError):
         valid = False
     if not valid:
         _check_permutation(order, n)
     return reordered
+
+
+def _in_range_and_distinct(order: list[int], n: int) -> bool:
+    """No index below 0 and ``n`` distinct ones (with ``len(order) == n``: a permutation)."""
+    if n <= PIECE:
+        return min(order) >= 0 and len(set(order)) == n
+    seen: set[int] = set()
+    for part in pieces(order):  # bounded: n / PIECE pieces
+        if min(part) < 0:
+            return False
+        seen.update(part)
+    return len(seen) == n
 
 
 def _check_permutation(order: list[int], n: int) -> None:

@@ -30,8 +30,10 @@ import orjson
 from .. import resource
 from .._context import Context
 from .._errors import DeadlineExceededError, ValidationError
+from ._bigjson import PIECE_BYTES, loads
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json
+from ._pieces import PIECE, pieces, release
 from ._trace import TraceEntry, trace_json
 
 __all__ = [
@@ -71,7 +73,7 @@ def encode_response(
     trace: list[TraceEntry] | None = None,
 ) -> bytes:
     """The Go server's JSON body for an execute response (with the trailing newline)."""
-    parts = [b'{"common":', go_json(common), b',"items":', go_json(items)]
+    parts = [b'{"common":', go_json(common), b',"items":', _items_json(items)]
     if warnings:
         parts += [b',"warnings":', go_json(warnings)]
     if trace:
@@ -80,6 +82,14 @@ def encode_response(
         parts += [b',"error":', go_json(error)]
     parts.append(b"}\n")
     return b"".join(parts)
+
+
+def _items_json(items: list[Any] | None) -> bytes:
+    """``go_json(items)``; a long list encoded in pieces (one call would hold the GIL)."""
+    if items is None or len(items) <= PIECE:
+        return go_json(items)
+    # Each piece is "[...]" of at least one item: joined inside one pair of brackets.
+    return b"[" + b",".join(go_json(part)[1:-1] for part in pieces(items)) + b"]"
 
 
 def _bad_request(message: str) -> tuple[int, bytes]:
@@ -94,7 +104,7 @@ class _TooManyItems(Exception):
 def _parse(body: bytes, max_items: int | None) -> dict[str, Any] | str:
     """The request, or the text of why it is malformed; ``_TooManyItems`` past the limit."""
     try:
-        data = orjson.loads(body)
+        data = orjson.loads(body) if len(body) <= PIECE_BYTES else loads(body)
     except orjson.JSONDecodeError as exc:
         if not body.strip():
             return "EOF"
@@ -151,6 +161,16 @@ def respond(
         return STATUS_TOO_MANY_ITEMS, go_json({"error": str(exc)}) + b"\n"
     if isinstance(request, str):
         return _bad_request(request)
+    answer = _execute(engine, ctx, request, group)
+    items = request["items"]
+    if len(items) > PIECE:
+        release(items)  # the parsed items are this call's: freed in pieces
+    return answer
+
+
+def _execute(
+    engine: Engine, ctx: Context | None, request: dict[str, Any], group: str | None
+) -> tuple[int, bytes]:
     common = request["common"]
     # The only per-request cost of traces when not asked for: this one lookup.
     traced = common is not None and common.get("_return_trace") is True
@@ -163,17 +183,26 @@ def respond(
         return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
     except ValidationError as exc:
         return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
-    if isinstance(result.error, DeadlineExceededError):
-        return STATUS_DEADLINE, go_json({"error": _masker(ctx)(str(result.error))}) + b"\n"
-    warnings = result.warnings
-    if warnings or result.error is not None:
+    error = result.error
+    if isinstance(error, DeadlineExceededError):
+        answer = STATUS_DEADLINE, go_json({"error": _masker(ctx)(str(error))}) + b"\n"
+    elif error is None and not result.warnings:
+        answer = 200, encode_response(result.common, result.items, trace=result.trace)
+    else:
         mask = _masker(ctx)
-        warnings = [mask(w) for w in warnings]
-        if result.error is not None:
-            return STATUS_EXECUTION, encode_response(
-                result.common, result.items, warnings, mask(str(result.error)), result.trace
+        warnings = [mask(w) for w in result.warnings]
+        if error is not None:
+            answer = (
+                STATUS_EXECUTION,
+                encode_response(
+                    result.common, result.items, warnings, mask(str(error)), result.trace
+                ),
             )
-    return 200, encode_response(result.common, result.items, warnings, trace=result.trace)
+        else:
+            answer = 200, encode_response(result.common, result.items, warnings, trace=result.trace)
+    if len(result.items) > PIECE:
+        release(result.items)  # the response's items are this call's: freed in pieces
+    return answer
 
 
 def _masker(ctx: Context | None) -> Callable[[str], str]:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
 
+from ._pieces import PIECE, pieces
+
 __all__ = ["OperatorInput", "OperatorOutput"]
 
 _EMPTY: Mapping[str, Any] = {}
@@ -83,7 +85,12 @@ class OperatorInput:
         items = self.items
         default = self.item_defaults.get(field)
         try:
-            col = list(map(itemgetter(field), items))
+            if len(items) > PIECE:
+                col: list[Any] = []
+                for part in pieces(items):  # bounded: len(items) / PIECE pieces
+                    col += map(itemgetter(field), part)
+            else:
+                col = list(map(itemgetter(field), items))
         except KeyError:
             col = [row.get(field) for row in items]
         if default is not None:
@@ -187,10 +194,14 @@ class OperatorOutput:
 
     def remove_items(self, indices: Iterable[int]) -> None:
         """Remove every item in ``indices``."""
-        if self.removed is None:
-            self.removed = set(indices)
+        removed = self.removed
+        if removed is None:
+            removed = self.removed = set()
+        if isinstance(indices, range | list | tuple) and len(indices) > PIECE:
+            for part in pieces(indices):  # bounded: len(indices) / PIECE pieces
+                removed.update(part)
         else:
-            self.removed.update(indices)
+            removed.update(indices)
 
     def set_item_order(self, order: list[int]) -> None:
         """Reorder: new position ``k`` holds old item ``order[k]`` (a permutation)."""

@@ -6,7 +6,14 @@ from typing import Any
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine import (
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    register_operator,
+    stable_order,
+)
 from .transform_normalize import numbers
 
 __all__ = ["SCHEMA", "ReorderSort"]
@@ -46,7 +53,7 @@ class ReorderSort(Operator):
         if not self.field:
             raise ValueError("reorder_sort: $metadata.item_input needs one field")
         vals = numbers("reorder_sort", self.field, inp.column(self.field))
-        out.set_item_order(sorted(range(n), key=vals.__getitem__, reverse=self.descending))
+        out.set_item_order(stable_order(vals, reverse=self.descending))
 
 
 register_operator(SCHEMA, ReorderSort)

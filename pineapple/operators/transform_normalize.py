@@ -7,11 +7,13 @@ from typing import Any
 from .._context import Context
 from .._params import ParamSpec
 from ..engine import (
+    PIECE,
     Operator,
     OperatorInput,
     OperatorOutput,
     OperatorSchema,
     go_type_name,
+    pieces,
     register_operator,
 )
 
@@ -29,7 +31,12 @@ SCHEMA = OperatorSchema(
 
 def numbers(op: str, field: str, values: list[Any]) -> list[Any]:
     """``values`` when every one is an int or float (bools are not numbers); else raises."""
-    kinds = set(map(type, values))
+    if len(values) <= PIECE:
+        kinds = set(map(type, values))
+    else:
+        kinds = set()
+        for part in pieces(values):  # bounded: len(values) / PIECE pieces
+            kinds.update(map(type, part))
     if kinds <= {float, int}:
         return values
     for i, v in enumerate(values):
