@@ -17,13 +17,15 @@ __all__ = ["build_parser", "main"]
 
 
 def add_server_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``serve``, ``check`` and ``run`` (they live in the ``server`` package)."""
+    """``serve``, ``check``, ``run`` and ``admin`` (they live in the ``server`` package)."""
+    from server._admin_cli import add_admin_command
     from server._cli import add_check_command, add_serve_command
     from server._run_cli import add_run_command
 
     add_serve_command(subparsers)
     add_check_command(subparsers)
     add_run_command(subparsers)
+    add_admin_command(subparsers)
 
 
 def add_dsl_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -199,6 +199,10 @@ class FeedDataPrinter:
             lines.append(f"index {column}: {keys} distinct values")
         return redact("\n".join(lines))
 
+    def size_of(self, value: Any) -> int | None:
+        """The table's ``nbytes()`` (columns sampled, bitmaps measured)."""
+        return value.nbytes() if isinstance(value, FeedTable) else None
+
 
 FEED_DATA_SCHEMA = ResourceSchema(
     name="feed_data",

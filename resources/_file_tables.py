@@ -41,7 +41,7 @@ from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
 from pineapple.resource import NOT_MODIFIED, redact, redact_value
 
 from ._errors import SourceError
-from ._printing import deep_sizeof, human_bytes, json_preview
+from ._printing import estimate_sizeof, human_bytes, json_preview
 
 __all__ = [
     "CSV_FILE_SCHEMA",
@@ -61,15 +61,23 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY
 
 
 class FileMapping(dict[str, Any]):
-    """A lookup table read from a file; ``source`` is the file's path."""
+    """A lookup table read from a file; ``source`` is the file's path.
+
+    ``nbytes``: the memory it holds (an estimate, measured once at load);
+    ``stamp``: the file's identity when it was read (change detection).
+    """
 
     source: str = ""
+    nbytes: int = 0
+    stamp: tuple[int, int, int, int] | None = None
 
 
 class FileRows(list[dict[str, Any]]):
-    """A candidate list read from a file; ``source`` is the file's path."""
+    """A candidate list read from a file; ``source``, ``nbytes``, ``stamp``: see ``FileMapping``."""
 
     source: str = ""
+    nbytes: int = 0
+    stamp: tuple[int, int, int, int] | None = None
 
 
 def key_text(value: Any) -> str:
@@ -140,8 +148,16 @@ class FileTableFetcher:
             os.close(fd)
         value = self._parse(data)
         value.source = self.path
+        value.stamp = stamp
+        value.nbytes = estimate_sizeof(value)  # once, here on the refresh thread
         self._stamp = stamp
         return value
+
+    def carry_over(self, value: Any) -> None:
+        """Resume change detection from the value being served (a reload carried it
+        over, a rollback restored it, a forced refresh wants it replaced)."""
+        stamp = getattr(value, "stamp", None)
+        self._stamp = stamp if isinstance(stamp, tuple) else None
 
     def _refuse(self, st: os.stat_result) -> None:
         """ConfigError unless ``st`` is a regular file of at most ``max_bytes``."""
@@ -264,13 +280,18 @@ class FileTablePrinter:
 
     def summarize(self, value: Any) -> str:
         source = getattr(value, "source", "") or "?"
-        size = human_bytes(deep_sizeof(value))
+        size = human_bytes(self.size_of(value))
         if isinstance(value, dict):
             return f"{self.kind}_file: mapping of {len(value)} keys, ~{size}, from {source}"
         return f"{self.kind}_file: list of {len(value)} rows, ~{size}, from {source}"
 
     def describe(self, value: Any) -> str:
         return redact(f"{self.summarize(value)}\n{json_preview(redact_value(value))}")
+
+    def size_of(self, value: Any) -> int:
+        """The bytes the table holds (measured at load; estimated for other values)."""
+        nbytes = getattr(value, "nbytes", 0)
+        return nbytes if isinstance(nbytes, int) and nbytes > 0 else estimate_sizeof(value)
 
 
 def _params(kind: str) -> dict[str, ParamSpec]:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["deep_sizeof", "human_bytes", "json_preview", "shape_of"]
+__all__ = ["deep_sizeof", "estimate_sizeof", "human_bytes", "json_preview", "shape_of"]
 
 _PREVIEW_LIMIT = 4096
 
@@ -39,6 +39,32 @@ def deep_sizeof(value: Any, limit: int = 100_000) -> int:
         elif isinstance(obj, list | tuple | set | frozenset):
             stack.extend(obj)
     return total
+
+
+_SAMPLE = 1000
+
+
+def estimate_sizeof(value: Any) -> int:
+    """The memory held by a JSON-like value, for the memory budget.
+
+    Exact (``deep_sizeof``) for up to ``_SAMPLE`` entries; above, the
+    container itself plus ``_SAMPLE`` evenly spaced entries measured deeply
+    and scaled to the entry count, so the cost is bounded whatever the size.
+    """
+    if isinstance(value, Mapping):
+        entries: Sequence[Any] = list(value.items()) if len(value) > _SAMPLE else ()
+    elif isinstance(value, list | tuple):
+        entries = value if len(value) > _SAMPLE else ()
+    else:
+        entries = ()
+    if not entries:
+        return deep_sizeof(value)
+    step = len(entries) // _SAMPLE
+    sample = entries[::step][:_SAMPLE]  # bounded: _SAMPLE entries
+    measured = sum(
+        deep_sizeof(e) - (sys.getsizeof(e) if isinstance(value, Mapping) else 0) for e in sample
+    )
+    return sys.getsizeof(value) + measured * len(entries) // len(sample)
 
 
 def shape_of(value: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 from pineapple import ParamSpec, ResourceSchema, register_resource
 from pineapple.resource import NOT_MODIFIED, Fetcher, redact, redact_value
 
-from ._printing import deep_sizeof, human_bytes, json_preview, shape_of
+from ._printing import deep_sizeof, estimate_sizeof, human_bytes, json_preview, shape_of
 
 __all__ = ["STATIC_SCHEMA", "StaticFetcher", "StaticPrinter", "static_fetcher"]
 
@@ -23,6 +23,10 @@ class StaticPrinter:
 
     def describe(self, value: Any) -> str:
         return redact(f"{self.summarize(value)}\n{json_preview(redact_value(value))}")
+
+    def size_of(self, value: Any) -> int:
+        """An estimate of the bytes the value holds (sampled above 1,000 entries)."""
+        return estimate_sizeof(value)
 
 
 STATIC_SCHEMA = ResourceSchema(

@@ -207,6 +207,10 @@ class Builder:
         self._config = config
         self._metrics = metrics
         self._serial = 0
+        # One budget for every snapshot of this server: values retired by a replaced
+        # manager still count while in-flight requests borrow them.
+        limit = config.resource_memory_budget_bytes
+        self._budget = resource.MemoryBudget(limit or None)
 
     def info(self, data: bytes) -> ConfigInfo:
         """Version, create time and content hash of ``data`` (no parsing errors raised)."""
@@ -287,7 +291,10 @@ class Builder:
         self, data: bytes, secrets: set[str], carry_over: resource.Manager | None
     ) -> resource.Manager:
         manager = resource.Manager(
-            self._config.registry, self._metrics, start_timeout=self._config.start_timeout
+            self._config.registry,
+            self._metrics,
+            start_timeout=self._config.start_timeout,
+            budget=self._budget,
         )
         try:
             self._config.register_hand_resources(manager, carry_over)

@@ -76,6 +76,14 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     )
     _add_max_config_bytes(parser)
     parser.add_argument(
+        "--resource-memory-budget-bytes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="refuse a resource refresh that would bring the bytes held by resource values "
+        "(current, kept previous, still borrowed) over N; the old value keeps serving (0: none)",
+    )
+    parser.add_argument(
         "--trust-proxy",
         action="append",
         default=[],
@@ -91,7 +99,13 @@ def serve_command(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2
-    for flag in ("request_timeout_ms", "max_items", "inline_body_bytes", "drain_seconds"):
+    for flag in (
+        "request_timeout_ms",
+        "max_items",
+        "inline_body_bytes",
+        "drain_seconds",
+        "resource_memory_budget_bytes",
+    ):
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
@@ -116,6 +130,7 @@ def serve_command(args: argparse.Namespace) -> int:
             watch=not args.no_watch,
             log_level=args.log_level,
             max_config_bytes=args.max_config_bytes,
+            resource_memory_budget_bytes=args.resource_memory_budget_bytes,
             trust_proxy=trusted,
         )
     )

@@ -139,6 +139,10 @@ class Config:
     log_level: str = "info"
     max_config_bytes: int = 16 * 1024 * 1024
     """A config file bigger than this is refused at step ``read`` (``--max-config-bytes``)."""
+    resource_memory_budget_bytes: int = 0
+    """Most bytes resource values may hold, counting current, kept previous and
+    retired-but-borrowed values; a refresh past it is refused, the old value kept
+    (``--resource-memory-budget-bytes``; 0: no budget)."""
     trust_proxy: Sequence[str] = ()
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 

@@ -91,6 +91,13 @@ class ServerMetrics:
             ["resource"],
             registry=self.registry,
         )
+        self.validation_failures = Counter(
+            "pineapple_resource_validation_failures",
+            "New resource values refused before the swap, by resource and check "
+            "(a validator's name, or memory_budget).",
+            ["resource", "check"],
+            registry=self.registry,
+        )
         # The Go engine's families (pine_*), beside ours: see server/_gometrics.py.
         self.go_reloads = Counter(
             "pine_config_reload", "Total successful config reloads.", registry=self.registry
@@ -124,9 +131,13 @@ class ServerMetrics:
         """One fetch of resource ``name`` ended with ``result`` after ``seconds``."""
         self.refreshes.labels(name, type_name or "unknown", result).inc()
         self.refresh_duration.labels(name).observe(seconds)
-        if result != "error":
+        if result in ("swapped", "not_modified"):
             with self._lock:
                 self._last_success[name] = time.time()
+
+    def observe_refusal(self, name: str, type_name: str, check: str) -> None:
+        """A new value of ``name`` was refused by ``check`` before the swap."""
+        self.validation_failures.labels(name, check).inc()
 
     def last_success(self, name: str) -> float | None:
         """When ``name`` was last fetched successfully by any snapshot (Unix seconds)."""

@@ -46,6 +46,11 @@ def _error(code: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=code)
 
 
+def _flag(request: Request, name: str) -> bool:
+    """A boolean query parameter (``?force=1``)."""
+    return request.query_params.get(name, "").lower() in ("1", "true", "yes")
+
+
 def routes(service: Service) -> list[Route]:
     """The routes of ``service`` (``/execute`` is added by the app)."""
     metrics = service.metrics
@@ -107,9 +112,10 @@ def routes(service: Service) -> list[Route]:
             return _error(503, "no config is being served")
         try:
             statuses = [st.to_dict() for st in snap.manager.status()]
+            memory = snap.manager.memory()
         finally:
             snap.release()
-        return JSONResponse({"snapshot": snap.serial, "resources": statuses})
+        return JSONResponse({"snapshot": snap.serial, "resources": statuses, "memory": memory})
 
     async def resource_detail(request: Request) -> Response:
         name = request.path_params["name"]
@@ -127,30 +133,64 @@ def routes(service: Service) -> list[Route]:
         return JSONResponse({"status": status.to_dict(), "description": description})
 
     async def reload(request: Request) -> Response:
-        force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
+        force = _flag(request, "force")
         outcome = await anyio.to_thread.run_sync(
             lambda: service.reloader.reload("admin", force=force)
         )
         return JSONResponse(outcome.to_dict(), 422 if outcome.result == "error" else 200)
 
     async def refresh(request: Request) -> Response:
+        force = _flag(request, "force")
+        return await resource_action(
+            request, lambda m, name: {"result": m.refresh(name, force=force), "forced": force}
+        )
+
+    async def rollback(request: Request) -> Response:
+        return await resource_action(
+            request, lambda m, name: {"result": "rolled_back", "version": m.rollback(name)}
+        )
+
+    async def pin(request: Request) -> Response:
+        def act(m: resource.Manager, name: str) -> dict[str, Any]:
+            m.pin(name)
+            return {"result": "pinned"}
+
+        return await resource_action(request, act)
+
+    async def unpin(request: Request) -> Response:
+        return await resource_action(
+            request,
+            lambda m, name: {"result": "unpinned" if m.unpin(name) else "not_pinned"},
+        )
+
+    async def resource_action(
+        request: Request, act: Callable[[resource.Manager, str], dict[str, Any]]
+    ) -> Response:
+        """Run an admin action on the serving manager (off the event loop); map its errors."""
         name = request.path_params["name"]
         snap = service.holder.acquire()
         if snap is None:
             return _error(503, "no config is being served")
         try:
+            manager = snap.manager
             try:
-                result = await anyio.to_thread.run_sync(snap.manager.refresh, name)
+                body = await anyio.to_thread.run_sync(act, manager, name)
             except resource.UnknownResourceError:
                 return _error(404, f"unknown resource {name!r}")
+            except (resource.PinnedError, resource.NoPreviousValueError) as exc:
+                return _error(409, str(exc), resource=manager.status_of(name).to_dict())
+            except resource.ValidationRefusedError as exc:
+                return _error(422, str(exc), resource=manager.status_of(name).to_dict())
+            except resource.MemoryBudgetExceededError as exc:
+                return _error(507, str(exc), resource=manager.status_of(name).to_dict())
             except resource.RefreshError as exc:
-                return _error(502, str(exc), resource=snap.manager.status_of(name).to_dict())
+                return _error(502, str(exc), resource=manager.status_of(name).to_dict())
             except resource.ManagerStateError as exc:
                 return _error(503, str(exc))
-            status = snap.manager.status_of(name).to_dict()
+            body["status"] = manager.status_of(name).to_dict()
         finally:
             snap.release()
-        return JSONResponse({"result": result, "status": status})
+        return JSONResponse(body)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -212,10 +252,18 @@ def routes(service: Service) -> list[Route]:
             methods=["GET"],
         ),
         Route("/admin/reload", admin("/admin/reload", reload), methods=["POST"]),
-        Route(
-            "/admin/resources/{name}/refresh",
-            admin("/admin/resources/{name}/refresh", refresh),
-            methods=["POST"],
+        *(
+            Route(
+                f"/admin/resources/{{name}}/{action}",
+                admin(f"/admin/resources/{{name}}/{action}", handler),
+                methods=["POST"],
+            )
+            for action, handler in (
+                ("refresh", refresh),
+                ("rollback", rollback),
+                ("pin", pin),
+                ("unpin", unpin),
+            )
         ),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/health", observed("/health", health), methods=["GET"]),

@@ -11,6 +11,7 @@ from .._errors import ManagerStateError as ManagerStateError
 from .._errors import MissingResourceError as MissingResourceError
 from .._errors import StartError as StartError
 from .._params import ParamSpec as ParamSpec
+from ._budget import MemoryBudget as MemoryBudget
 from ._closer import close_now as close_now
 from ._closer import flush as flush_closes
 from ._config import ResourceEntry as ResourceEntry
@@ -39,6 +40,11 @@ from ._provider import with_resources as with_resources
 from ._redact import redact as redact
 from ._redact import redact_value as redact_value
 from ._redact import secrets_of as secrets_of
+from ._refusal import MemoryBudgetExceededError as MemoryBudgetExceededError
+from ._refusal import NoPreviousValueError as NoPreviousValueError
+from ._refusal import PinnedError as PinnedError
+from ._refusal import ValidationRefusedError as ValidationRefusedError
+from ._refusal import ValueRefusedError as ValueRefusedError
 from ._refvalue import RefValue as RefValue
 from ._refvalue import ResourceHandle as ResourceHandle
 from ._registry import Fetcher as Fetcher
@@ -53,6 +59,10 @@ from ._registry import load_plugins as load_plugins
 from ._registry import register_resource as register_resource
 from ._status import Condition as Condition
 from ._status import ResourceStatus as ResourceStatus
+from ._validate import ValidationSpec as ValidationSpec
+from ._validate import Validator as Validator
+from ._validate import register_validator as register_validator
+from ._validate import registered_validators as registered_validators
 
 __all__ = [
     "LATENCY_BUCKETS",
@@ -67,8 +77,12 @@ __all__ = [
     "Manager",
     "ManagerMetrics",
     "ManagerStateError",
+    "MemoryBudget",
+    "MemoryBudgetExceededError",
     "MissingResourceError",
+    "NoPreviousValueError",
     "ParamSpec",
+    "PinnedError",
     "Printer",
     "ProbeReport",
     "Probed",
@@ -86,6 +100,10 @@ __all__ = [
     "Static",
     "StaticHandle",
     "UnknownResourceError",
+    "ValidationRefusedError",
+    "ValidationSpec",
+    "Validator",
+    "ValueRefusedError",
     "all_schemas",
     "close_now",
     "default_registry",
@@ -100,6 +118,8 @@ __all__ = [
     "redact_value",
     "referenced_resources",
     "register_resource",
+    "register_validator",
+    "registered_validators",
     "resource_names",
     "secrets_of",
     "validate_resource_deps",

@@ -22,6 +22,8 @@ import queue
 import threading
 from typing import Any
 
+from ._budget import forget_retired
+
 __all__ = ["close_now", "flush", "schedule_close"]
 
 _log = logging.getLogger("pineapple.resource")
@@ -62,7 +64,12 @@ def _ensure_thread() -> None:
 
 
 def schedule_close(label: str, value: Any) -> None:
-    """Hand ``value`` to the closer thread (a no-op for values without ``close``)."""
+    """Hand ``value`` to the closer thread (a no-op for values without ``close``).
+
+    Called by ``RefValue`` when a value's last reference is gone: the memory
+    budget stops counting it first (``_budget.forget_retired``).
+    """
+    forget_retired(value)
     if not callable(getattr(value, "close", None)):
         return
     _ensure_thread()

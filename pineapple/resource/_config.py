@@ -19,7 +19,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -27,6 +27,7 @@ import orjson
 from .._errors import ConfigError
 from ._interval import check_interval
 from ._redact import is_secret_value
+from ._validate import ValidationSpec
 
 __all__ = [
     "ResourceEntry",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
-_ENTRY_KEYS = {"type", "type_name", "interval", "params"}
+_ENTRY_KEYS = {"type", "type_name", "interval", "params", "validate", "keep_previous"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class ResourceEntry:
 
     ``secrets``: the values that ``${VAR}`` interpolation put into ``params``
     (those worth masking); not part of the fingerprint (``params`` holds them).
+    ``validate`` (the entry's ``validate`` block) and ``keep_previous`` are
+    part of the fingerprint: changing them changes the entry.
     """
 
     name: str
@@ -54,14 +57,21 @@ class ResourceEntry:
     interval: float
     params: Mapping[str, Any]
     secrets: frozenset[str] = frozenset()
+    validate: ValidationSpec = field(default_factory=ValidationSpec)
+    keep_previous: bool = False
 
     def fingerprint(self) -> str:
         """A stable identity of the entry: equal fingerprints mean an unchanged entry."""
-        return json.dumps(
-            {"type": self.type, "interval": self.interval, "params": self.params},
-            sort_keys=True,
-            default=repr,
-        )
+        identity: dict[str, Any] = {
+            "type": self.type,
+            "interval": self.interval,
+            "params": self.params,
+        }
+        if not self.validate.empty:
+            identity["validate"] = self.validate.to_dict()
+        if self.keep_previous:
+            identity["keep_previous"] = True
+        return json.dumps(identity, sort_keys=True, default=repr)
 
 
 def read_root_config(data: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -144,16 +154,21 @@ def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:
         extra = sorted(set(raw) - _ENTRY_KEYS)
         if extra:
             raise ConfigError(f"resource {name!r}: unknown keys {extra} beside 'params'")
-    else:  # the flat shape: every key but type/interval is a param
+    else:  # the flat shape: every key but type/interval/validate/keep_previous is a param
         params = {k: v for k, v in raw.items() if k not in _ENTRY_KEYS}
     where = f"resource {name!r}"
     interpolated: set[str] = set()
+    keep_previous = raw.get("keep_previous", False)
+    if not isinstance(keep_previous, bool):
+        raise ConfigError(f"resource {name!r}: 'keep_previous' must be true or false")
     return ResourceEntry(
         name=name,
         type=type_name,
         interval=_interval(name, raw.get("interval")),
         params=interpolate_env(dict(params), where, env, interpolated),
         secrets=frozenset(interpolated),
+        validate=ValidationSpec.parse(name, raw.get("validate")),
+        keep_previous=keep_previous,
     )
 
 

@@ -12,6 +12,7 @@ from .._suggest import did_you_mean
 from ._config import ResourceEntry
 from ._redact import redact, secrets_of
 from ._registry import Fetcher, Printer, Registry
+from ._validate import Validator
 
 __all__ = ["BuiltEntry", "build_entry"]
 
@@ -24,6 +25,7 @@ class BuiltEntry:
     fetcher: Fetcher
     printer: Printer | None
     secrets: frozenset[str]
+    validator: Validator | None = None
 
 
 def build_entry(
@@ -66,4 +68,4 @@ def build_entry(
     except Exception as exc:
         raise ConfigError(redact(f"{what}: {type(exc).__name__}: {exc}", secrets)) from None
     resolved = dataclasses.replace(entry, interval=interval)
-    return BuiltEntry(resolved, fetcher, schema.printer, secrets)
+    return BuiltEntry(resolved, fetcher, schema.printer, secrets, schema.validator)

@@ -29,6 +29,18 @@ Guarantees:
   which a cancel has made short), unpublishes every value and drops its baseline reference, closes
   the fetchers that have ``close()``, and waits for the closes it caused.
   A value still borrowed is closed only when its last borrower releases.
+- Refresh safety: a new value is validated on the refresh thread, against a
+  borrowed handle of the serving value, before anything is swapped. Then,
+  under ``_swap_lock`` (one per manager; every change of a slot's current or
+  previous value and size happens under it), the memory budget is checked
+  against the sizes of every slot's current and previous values plus the
+  retired values still borrowed, the pin is re-checked (a pin that landed
+  during the fetch wins), and the value is published. So two resources
+  refreshing at once cannot both fit a budget that only fits one, and a
+  refused value is never seen by a reader: it is closed on the closer thread.
+- A pinned resource is never swapped by a fetch: timed refreshes skip it and
+  ``refresh`` raises :class:`PinnedError`; ``rollback`` swaps the kept previous
+  value back under ``_swap_lock`` and pins the resource.
 """
 
 from __future__ import annotations
@@ -52,16 +64,25 @@ from .._errors import (
     PineappleError,
     StartError,
 )
-from ._closer import close_now, flush
+from ._budget import MemoryBudget, size_of
+from ._closer import close_now, flush, schedule_close
 from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
 from ._instantiate import build_entry
 from ._interval import MIN_INTERVAL, check_interval
 from ._redact import redact
+from ._refusal import (
+    MemoryBudgetExceededError,
+    NoPreviousValueError,
+    PinnedError,
+    ValidationRefusedError,
+    ValueRefusedError,
+)
 from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
 from ._slot import Slot
 from ._status import ResourceStatus
+from ._validate import ValidationSpec, Validator, run_validators
 
 __all__ = [
     "NOT_MODIFIED",
@@ -74,7 +95,7 @@ __all__ = [
 
 _log = logging.getLogger("pineapple.resource")
 
-RefreshResult = Literal["swapped", "not_modified", "error"]
+RefreshResult = Literal["swapped", "not_modified", "error", "refused"]
 
 
 class _NotModified:
@@ -104,6 +125,11 @@ class ManagerMetrics(Protocol):
     ) -> None:
         """One fetch attempt of ``name`` ended with ``result`` after ``seconds``."""
         ...
+
+
+# A ManagerMetrics may also define ``observe_refusal(name, type_name, check)``:
+# a new value of ``name`` was refused by ``check`` (a validator's name or
+# ``memory_budget``). Optional, so existing metrics objects keep working.
 
 
 def _seconds(interval: float | timedelta) -> float:
@@ -137,6 +163,7 @@ class Manager:
         backoff_cap: float = 60.0,
         workers: int = 4,
         min_interval: float = MIN_INTERVAL,
+        budget: MemoryBudget | None = None,
     ) -> None:
         self._registry = registry if registry is not None else default_registry()
         self._metrics = metrics
@@ -152,6 +179,9 @@ class Manager:
         self._state_lock = threading.Lock()
         self._scheduler: Scheduler | None = None
         self._rng = random.Random()
+        # The memory budget (None limit: counted, not enforced); see "Guarantees:".
+        self._budget = budget if budget is not None else MemoryBudget()
+        self._swap_lock = threading.Lock()
 
     # -- registration -------------------------------------------------------
 
@@ -166,6 +196,9 @@ class Manager:
         secrets: Iterable[str] = (),
         owns_fetcher: bool = True,
         carry_over: Manager | None = None,
+        validate: ValidationSpec | Mapping[str, Any] | None = None,
+        validator: Validator | None = None,
+        keep_previous: bool = False,
     ) -> None:
         """Register ``fetcher`` under ``name``; ``interval`` seconds, 0 default, -1 never.
 
@@ -173,12 +206,19 @@ class Manager:
         (for a fetcher object shared by successive managers, e.g. across
         config reloads). ``carry_over``: when that manager has ``name`` with
         this very fetcher object and the same interval, its current value is
-        shared instead of fetched again at ``start``.
+        shared instead of fetched again at ``start``. ``validate`` (a
+        ``ValidationSpec`` or a config ``validate`` block) and ``validator``
+        (``validate(old, new)``) check every new value before the swap;
+        ``keep_previous`` keeps the replaced value for :meth:`rollback`.
         """
+        spec = validate if isinstance(validate, ValidationSpec) else None
+        if spec is None:
+            spec = ValidationSpec.parse(name, validate)
         slot = self._add_slot(
             name, fetcher, _seconds(interval), type_name, printer, secrets, None, 1
         )
         slot.owns_fetcher = owns_fetcher
+        _set_safety(slot, spec, validator, keep_previous)
         old = carry_over._slots.get(name) if carry_over is not None else None
         if old is not None and old.fetcher is fetcher and old.interval == slot.interval:
             self._adopt(slot, old)
@@ -270,6 +310,7 @@ class Manager:
                 generation,
             )
             self._entries[entry.name] = entry
+            _set_safety(slot, entry.validate, b.validator, entry.keep_previous)
             if old is not None:
                 self._adopt(slot, old)
         return [entry.name for entry in entries]
@@ -360,10 +401,11 @@ class Manager:
         if scheduler is not None:
             scheduler.stop(wait=wait)
         for slot in self._slots.values():
-            with slot.lock:
-                ref = slot.unpublish()
-            if ref is not None:
-                ref.release()
+            with self._swap_lock, slot.lock:
+                refs = (slot.unpublish(), slot.unpublish_previous())
+            for ref in refs:
+                if ref is not None:
+                    ref.release()
         for slot in self._slots.values():
             if slot.owns_fetcher:
                 close_now(f"fetcher of {slot.label}", slot.fetcher)
@@ -446,31 +488,49 @@ class Manager:
 
     # -- refreshing -----------------------------------------------------------------
 
-    def refresh(self, name: str) -> RefreshResult:
+    def refresh(self, name: str, *, force: bool = False) -> RefreshResult:
         """Fetch ``name`` now, on this thread (admin use); returns what happened.
 
         Raises :class:`RefreshError` (redacted, previous value kept) when the
-        fetch fails, :class:`UnknownResourceError` for an unknown name and
+        fetch fails, :class:`ValidationRefusedError` or
+        :class:`MemoryBudgetExceededError` when the new value is refused
+        (previous value kept), :class:`PinnedError` when the resource is
+        pinned, :class:`UnknownResourceError` for an unknown name and
         :class:`ManagerStateError` unless the manager is started.
+
+        ``force=True`` accepts a value the validators refuse (logged as a
+        warning; the memory budget still applies) and first tells the
+        fetcher what is served (``fetcher.carry_over(value)``), so a source
+        whose refused state is unchanged is fetched again, not skipped.
         """
         slot = self._slot(name)
         if self._state != "started":
             raise ManagerStateError(f"cannot refresh {name!r}: the manager is {self._state}")
-        result = self._fetch(slot)
+        pinned = slot.pinned
+        if pinned is not None:
+            raise PinnedError(name, pinned)
+        if force:
+            self._resume_from_current(slot)
+        result = self._fetch(slot, force=force)
         if result == "error":
             raise RefreshError(f"refresh of resource {name!r} failed: {slot.last_error}")
+        if result == "refused":
+            refused = slot.refused_error
+            if refused is None:  # pragma: no cover - set together with the result
+                raise RefreshError(f"refresh of resource {name!r} was refused")
+            raise refused
         return result
 
-    def _fetch(self, slot: Slot) -> RefreshResult:
+    def _fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
         with slot.refresh_lock:
             started = time.monotonic()
-            result = self._fetch_locked(slot)
+            result = self._fetch_locked(slot, force)
             if self._metrics is not None:
                 elapsed = time.monotonic() - started
                 self._metrics.observe_refresh(slot.name, slot.type_name, result, elapsed)
             return result
 
-    def _fetch_locked(self, slot: Slot) -> RefreshResult:
+    def _fetch_locked(self, slot: Slot, force: bool = False) -> RefreshResult:
         now = time.time()
         try:
             value = slot.fetcher()
@@ -486,13 +546,199 @@ class Manager:
                     slot.consecutive_failures = 0
                     return "not_modified"
             return self._record_failure(slot, now, message)
-        ref = RefValue(value, slot.label)
-        with slot.lock:
-            # Too late to publish once stopped: drop the new value's own baseline.
-            old = ref if self._state == "stopped" else slot.publish(ref, now)
-        if old is not None:
-            old.release()
+        try:
+            self._admit(slot, value, now, force)
+        except ValueRefusedError as exc:
+            schedule_close(slot.label, value)  # never published: closed on the closer thread
+            return self._record_refusal(slot, now, exc)
+        except PinnedError as exc:
+            schedule_close(slot.label, value)
+            _log.info("%s: fetched value dropped: %s", slot.label, exc)
+            return "not_modified"
         return "swapped"
+
+    # -- refresh safety: validate, budget, swap; rollback and pin ----------------------
+
+    def _admit(self, slot: Slot, value: Any, now: float, force: bool) -> None:
+        """Validate ``value``, size it, check the budget and the pin, swap it in.
+
+        Raises :class:`ValueRefusedError` (nothing swapped) or
+        :class:`PinnedError` (pinned during the fetch: nothing swapped).
+        """
+        forced = self._validate(slot, value, force)
+        size = size_of(slot.printer, slot.label, value)
+        ref = RefValue(value, slot.label)
+        with self._swap_lock:
+            # On a refusal ``ref`` is dropped unreleased (its value was never
+            # published); the caller hands the value to the closer once.
+            if slot.pinned is not None:
+                raise PinnedError(slot.name, slot.pinned)
+            self._check_budget(slot, size)
+            with slot.lock:
+                if self._state == "stopped":  # too late to publish: drop the new value
+                    retire: tuple[RefValue, int | None] | None = (ref, None)
+                else:
+                    old_size = slot.current_size
+                    old = slot.publish(ref, now)
+                    slot.current_size = size
+                    slot.refusal, slot.refused_error, slot.forced = None, None, forced
+                    retire = slot.shelve(old, old_size)
+        if retire is not None:
+            self._budget.retire(*retire)
+
+    def _validate(self, slot: Slot, value: Any, force: bool) -> str | None:
+        """Run the slot's validators on ``value`` against the serving value.
+
+        Returns None when it passes; with ``force``, the refusal it overrode
+        (logged); raises :class:`ValidationRefusedError` otherwise.
+        """
+        if slot.validation.empty and slot.validator is None:
+            return None
+        handle = self.get(slot.name)  # the serving value stays alive while we compare
+        try:
+            old = handle.value if handle is not None else None
+            run_validators(slot.name, slot.validation, slot.validator, old, value)
+        except ValidationRefusedError as exc:
+            if not force:
+                raise
+            reason = slot.redact(str(exc))
+            _log.warning(
+                "%s: refresh forced by an admin, validators overridden: %s", slot.label, reason
+            )
+            return reason
+        finally:
+            if handle is not None:
+                handle.release()
+        return None
+
+    def _check_budget(self, slot: Slot, size: int | None) -> None:
+        """Refuse a value of ``size`` bytes for ``slot`` that would not fit (caller holds
+        ``_swap_lock``): counts every other slot's current and previous values, the
+        retired values still borrowed, and what this swap keeps of ``slot``'s own.
+        """
+        limit = self._budget.limit_bytes
+        if limit is None:
+            return
+        total = self._budget.retired_bytes + (size or 0)
+        for other in self._slots.values():
+            if other is not slot:
+                total += (other.current_size or 0) + (other.previous_size or 0)
+        # After the swap this slot still holds: its old value as previous (keep_previous),
+        # and whatever it drops that a reader still borrows (refs above the baseline).
+        dropped, dropped_size = slot.current, slot.current_size
+        if slot.keep_previous:
+            total += slot.current_size or 0
+            dropped, dropped_size = slot.previous, slot.previous_size
+        if dropped is not None and dropped.refs > 1:
+            total += dropped_size or 0
+        if total > limit:
+            raise MemoryBudgetExceededError(
+                slot.name,
+                "memory_budget",
+                f"{size or 0} bytes would bring the resources' memory in use to {total} "
+                f"bytes, over the budget of {limit} bytes",
+            )
+
+    def _record_refusal(self, slot: Slot, now: float, exc: ValueRefusedError) -> RefreshResult:
+        message = slot.redact(str(exc))
+        with slot.lock:
+            slot.last_attempt_at = now
+            slot.last_error = message
+            slot.consecutive_failures += 1
+            slot.refusal, slot.refused_error = (
+                message,
+                type(exc)(slot.name, exc.check, slot.redact(exc.reason)),
+            )
+        _log.warning("refresh of %s refused (Valid=False): %s", slot.label, message)
+        observe = getattr(self._metrics, "observe_refusal", None)
+        if callable(observe):
+            observe(slot.name, slot.type_name, exc.check)
+        return "refused"
+
+    def _resume_from_current(self, slot: Slot) -> None:
+        """Tell the fetcher which value is served (``fetcher.carry_over``), so that its
+        change detection compares with it (after a refusal or a rollback)."""
+        resume = getattr(slot.fetcher, "carry_over", None)
+        handle = self.get(slot.name)
+        if handle is None or not callable(resume):
+            if handle is not None:
+                handle.release()
+            return
+        with handle as value:
+            try:
+                resume(value)
+            except Exception as exc:
+                _log.warning("%s: carry_over hook failed: %s", slot.label, slot.redact(str(exc)))
+
+    def rollback(self, name: str) -> int:
+        """Serve the kept previous value of ``name`` again, without a fetch; returns the
+        new version. The value it replaces is dropped, and the resource is pinned
+        (timed refreshes would otherwise bring the replaced data back) until
+        :meth:`unpin`. :class:`NoPreviousValueError` when no previous value is kept.
+        """
+        slot = self._slot(name)
+        if self._state != "started":
+            raise ManagerStateError(f"cannot roll back {name!r}: the manager is {self._state}")
+        now = time.time()
+        with self._swap_lock, slot.lock:
+            previous, previous_size = slot.previous, slot.previous_size
+            if previous is None:
+                why = "keep_previous is off" if not slot.keep_previous else "none kept yet"
+                raise NoPreviousValueError(
+                    f"resource {name!r} has no previous value to roll back to ({why})"
+                )
+            slot.previous, slot.previous_size = None, None
+            replaced_size = slot.current_size
+            replaced = slot.publish(previous, now)
+            slot.current_size = previous_size
+            slot.pinned = f"rolled back to the previous value at {_utc(now)}"
+            version = slot.version
+        if replaced is not None:
+            self._budget.retire(replaced, replaced_size)
+        _log.warning(
+            "%s: rolled back to the previous value (version %d), pinned", slot.label, version
+        )
+        self._resume_from_current(slot)
+        return version
+
+    def pin(self, name: str, reason: str = "") -> None:
+        """Hold the current value of ``name``: no fetch swaps it until :meth:`unpin`."""
+        slot = self._slot(name)
+        why = reason or f"pinned by an admin at {_utc(time.time())}"
+        with self._swap_lock, slot.lock:
+            slot.pinned = why
+        _log.warning("%s: pinned (%s)", slot.label, why)
+
+    def unpin(self, name: str) -> bool:
+        """Let timed and admin refreshes swap ``name`` again; False if it was not pinned."""
+        slot = self._slot(name)
+        with self._swap_lock, slot.lock:
+            was, slot.pinned = slot.pinned, None
+        if was is not None:
+            _log.warning("%s: unpinned", slot.label)
+        return was is not None
+
+    def memory(self) -> dict[str, Any]:
+        """The memory budget in use: limit, bytes of current, previous and retired-but-
+        borrowed values, and which resources have no known size."""
+        with self._swap_lock:
+            current = sum(s.current_size or 0 for s in self._slots.values())
+            previous = sum(s.previous_size or 0 for s in self._slots.values())
+            unknown = sorted(
+                s.name
+                for s in self._slots.values()
+                if s.current is not None and s.current_size is None
+            )
+        retired = self._budget.retired_bytes
+        return {
+            "budget_bytes": self._budget.limit_bytes,
+            "in_use_bytes": current + previous + retired,
+            "current_bytes": current,
+            "previous_bytes": previous,
+            "retired_borrowed_bytes": retired,
+            "retired_borrowed_values": self._budget.retired_count,
+            "unknown_size": unknown,
+        }
 
     def _record_failure(self, slot: Slot, now: float, reason: str) -> RefreshResult:
         message = slot.redact(reason)
@@ -532,12 +778,26 @@ class Manager:
         if self._state != "started":
             return
         try:
-            self._fetch(slot)
+            if slot.pinned is None:  # a pinned resource is held: skip, check again next time
+                self._fetch(slot)
         finally:  # even when metrics or status code raised: the next refresh is due
             self._schedule_next(slot)
 
     def __repr__(self) -> str:
         return f"Manager({len(self._slots)} resources, {self._state})"
+
+
+def _set_safety(
+    slot: Slot, spec: ValidationSpec, validator: Validator | None, keep_previous: bool
+) -> None:
+    """Give a new slot (not visible to any thread yet) its validators and ``keep_previous``."""
+    slot.validation = spec
+    slot.validator = validator
+    slot.keep_previous = keep_previous
+
+
+def _utc(when: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
 
 
 def _cancel_fetch(slot: Slot) -> None:

@@ -55,6 +55,11 @@ class Printer(Protocol):
         ...
 
 
+# A printer may also define ``size_of(value) -> int | None``: the bytes the
+# value holds (an estimate is fine; None: unknown). The Manager's memory
+# budget and status use it; it is optional, so it is not part of ``Printer``.
+
+
 class JSONPrinter:
     """The default printer: summary ``type/name``, description indented JSON (truncated)."""
 
@@ -75,13 +80,19 @@ class JSONPrinter:
     def summarize(self, value: Any) -> str:
         return self._label
 
+    def size_of(self, value: Any) -> int | None:
+        """Unknown: a value of an arbitrary type has no size we can trust."""
+        return None
+
 
 @dataclass(frozen=True)
 class ResourceSchema:
     """A resource type: its name, description, default interval and params.
 
     ``default_interval`` is in seconds: ``0`` means the manager default
-    (600 s), ``-1`` never refresh.
+    (600 s), ``-1`` never refresh. ``validator``: ``validate(old, new)``
+    run on every new value of this type before the swap (raise to refuse it;
+    see ``pineapple.resource.register_validator`` for named hooks).
     """
 
     name: str
@@ -89,6 +100,7 @@ class ResourceSchema:
     default_interval: float = 0
     params: Mapping[str, ParamSpec] = field(default_factory=dict)
     printer: Printer | None = None
+    validator: Callable[[Any, Any], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:

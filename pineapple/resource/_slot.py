@@ -7,6 +7,11 @@ Guarantees:
   reference) or the new one; it never sees a half-built value.
 - ``refresh_lock`` serialises fetches of this resource: a scheduled refresh
   and an admin refresh never run the fetcher concurrently.
+- ``previous`` (kept only with ``keep_previous``) holds its own baseline
+  reference, taken over from ``current`` by :meth:`shelve` under ``lock``; it
+  is never borrowed by readers, only swapped back by a rollback.
+- ``pinned``, ``refusal`` and the sizes are written under ``lock`` (sizes
+  also only under the Manager's swap lock, which its budget check holds).
 - Status fields are written under ``lock``; ``snapshot_status`` reads them
   under the same lock and derives the conditions, moving a condition's
   transition time only when its status flips.
@@ -20,9 +25,11 @@ from typing import Any
 
 from ._probe import ProbeReport, probe_report_of
 from ._redact import redact
+from ._refusal import ValueRefusedError
 from ._refvalue import RefValue
 from ._registry import Fetcher, JSONPrinter, Printer
 from ._status import Condition, ConditionStatus, ResourceStatus
+from ._validate import ValidationSpec, Validator
 
 __all__ = ["Slot"]
 
@@ -62,6 +69,17 @@ class Slot:
         self.carried_over = False
         self.owns_fetcher = True  # stop() closes the fetcher
         self._conditions: dict[str, Condition] = {}
+        # Refresh safety (validators, rollback, pin, memory budget):
+        self.validation = ValidationSpec()
+        self.validator: Validator | None = None  # the resource type's own hook
+        self.keep_previous = False
+        self.previous: RefValue | None = None
+        self.current_size: int | None = None
+        self.previous_size: int | None = None
+        self.refusal: str | None = None  # why the latest new value was refused
+        self.refused_error: ValueRefusedError | None = None  # the same, as an error (redacted)
+        self.forced: str | None = None  # the refusal a forced refresh overrode
+        self.pinned: str | None = None  # why the resource is pinned (None: not pinned)
 
     @property
     def label(self) -> str:
@@ -80,9 +98,23 @@ class Slot:
         self.consecutive_failures = 0
         return old
 
+    def shelve(
+        self, old: RefValue | None, old_size: int | None
+    ) -> tuple[RefValue, int | None] | None:
+        """After a swap (caller holds ``lock``): keep ``old`` as ``previous`` when
+        ``keep_previous``; returns the value to retire (the replaced previous,
+        or ``old`` itself) with its size, or None.
+        """
+        if not self.keep_previous:
+            return None if old is None else (old, old_size)
+        dropped = None if self.previous is None else (self.previous, self.previous_size)
+        self.previous, self.previous_size = old, old_size
+        return dropped
+
     def adopt(self, previous: Slot) -> RefValue | None:
         """Share ``previous``'s current value (one more baseline reference), with
-        its version and times; returns it, or None when ``previous`` has none.
+        its version, times, size and pin (and its kept previous value, when this
+        slot keeps one too); returns it, or None when ``previous`` has none.
 
         Called before ``start``, on a slot no reader can see yet.
         """
@@ -90,8 +122,17 @@ class Slot:
             ref = previous.current
             if ref is None or not ref.acquire():
                 return None
+            kept = previous.previous if self.keep_previous else None
+            if kept is not None and not kept.acquire():
+                kept = None
             with self.lock:
                 self.current = ref
+                self.current_size = previous.current_size
+                if kept is not None:
+                    self.previous, self.previous_size = kept, previous.previous_size
+                self.pinned = previous.pinned
+                self.refusal, self.forced = previous.refusal, previous.forced
+                self.refused_error = previous.refused_error
                 self.version = previous.version
                 self.loaded_at = previous.loaded_at
                 self.confirmed_at = previous.confirmed_at
@@ -102,6 +143,11 @@ class Slot:
     def unpublish(self) -> RefValue | None:
         """Take the current value out (caller holds ``lock``); returns it."""
         old, self.current = self.current, None
+        return old
+
+    def unpublish_previous(self) -> RefValue | None:
+        """Take the kept previous value out (caller holds ``lock``); returns it."""
+        old, self.previous, self.previous_size = self.previous, None, None
         return old
 
     def _flip(self, type_: str, status: ConditionStatus, reason: str, message: str) -> Condition:
@@ -142,13 +188,34 @@ class Slot:
             return self._flip("Reachable", "True", "ProbeSucceeded", report.message)
         return self._flip("Reachable", "False", "ProbeFailed", self.redact(report.message))
 
+    def _valid(self) -> Condition:
+        if self.refusal is not None:
+            return self._flip("Valid", "False", "Refused", self.refusal)
+        if self.current is None:
+            return self._flip("Valid", "Unknown", "NotLoaded", "no value accepted yet")
+        if self.forced is not None:
+            return self._flip("Valid", "True", "Forced", f"accepted by force: {self.forced}")
+        if self.validation.empty and self.validator is None:
+            return self._flip("Valid", "True", "NoValidators", "no validator configured")
+        return self._flip("Valid", "True", "Passed", f"version {self.version} passed")
+
+    def _pinned(self) -> Condition:
+        if self.pinned is not None:
+            return self._flip("Pinned", "True", "Pinned", self.pinned)
+        return self._flip("Pinned", "False", "NotPinned", "refreshed on schedule")
+
     def snapshot_status(
         self, stopped: bool, now: float | None = None, halted: str | None = None
     ) -> ResourceStatus:
         """The status as of ``now``; ``halted``: why background refreshes stopped."""
         now = time.time() if now is None else now
         with self.lock:
-            conditions: tuple[Condition, ...] = (self._ready(stopped), self._fresh(now, halted))
+            conditions: tuple[Condition, ...] = (
+                self._ready(stopped),
+                self._fresh(now, halted),
+                self._valid(),
+                self._pinned(),
+            )
             summary = ""
             ref = self.current
             if ref is not None:
@@ -168,6 +235,9 @@ class Slot:
                 consecutive_failures=self.consecutive_failures,
                 conditions=conditions,
                 summary=summary,
+                size_bytes=self.current_size,
+                previous_size_bytes=self.previous_size,
+                has_previous=self.previous is not None,
             )
 
     def _summarize(self, value: Any) -> str:

@@ -2,8 +2,9 @@
 
 Borrowed from Kubernetes: ``version`` counts successful swaps of the value,
 ``generation`` counts changes of the resource's config entry, and conditions
-(``Ready``, ``Fresh``, and ``Reachable`` for a value that reports probes, see
-``_probe``) change their ``last_transition_time`` only when their status flips.
+(``Ready``, ``Fresh``, ``Valid``, ``Pinned``, and ``Reachable`` for a value that
+reports probes, see ``_probe``) change their ``last_transition_time`` only when
+their status flips.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ class ResourceStatus:
     consecutive_failures: int
     conditions: tuple[Condition, ...] = field(default_factory=tuple)
     summary: str = ""
+    size_bytes: int | None = None
+    """Bytes the current value holds, from its type's ``size_of`` (None: unknown)."""
+    previous_size_bytes: int | None = None
+    """Bytes of the kept previous value (``keep_previous``; None: none or unknown)."""
+    has_previous: bool = False
+    """True when a previous value is kept for a rollback."""
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of that type, or None."""
@@ -76,4 +83,7 @@ class ResourceStatus:
             "consecutive_failures": self.consecutive_failures,
             "conditions": [c.to_dict() for c in self.conditions],
             "summary": self.summary,
+            "size_bytes": self.size_bytes,
+            "previous_size_bytes": self.previous_size_bytes,
+            "has_previous": self.has_previous,
         }
