@@ -233,14 +233,16 @@ def _operator_entry(op: CompiledOperator) -> dict[str, Any]:
 
 def _iter_resources(flow: Flow) -> Iterator[tuple[str, dict[str, Any]]]:
     for decl in flow.resources:
-        yield (
-            decl.name,
-            {
-                "type": decl.resource_type,
-                "interval": decl.interval,
-                "params": dict(decl.params),
-            },
-        )
+        entry: dict[str, Any] = {
+            "type": decl.resource_type,
+            "interval": decl.interval,
+            "params": dict(decl.params),
+        }
+        if decl.validate is not None:
+            entry["validate"] = dict(decl.validate)
+        if decl.keep_previous:
+            entry["keep_previous"] = True
+        yield decl.name, entry
 
 
 def _create_time(at: datetime.datetime | None) -> str:

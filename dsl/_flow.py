@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self, Unpack
 
-from pineapple import ParamSpec
+from pineapple import ConfigError, ParamSpec
+from pineapple.resource import ValidationSpec
 
 from ._apple_call import split_apple_keywords
 from ._branch import BranchCall, BranchScope, SkipField
@@ -38,6 +39,9 @@ class ResourceDecl:
     params: Mapping[str, Any]
     schema: Mapping[str, ParamSpec] = field(default_factory=dict)
     """The declaring class's own params schema (used when the type is not registered)."""
+    validate: Mapping[str, Any] | None = None
+    """The entry's ``validate`` block (None: no validators)."""
+    keep_previous: bool = False
 
 
 @dataclass(frozen=True)
@@ -317,8 +321,20 @@ class Flow(_Node):
         """The declared resources, in declaration order."""
         return list(self._resources.values())
 
-    def resource(self, name: str, res: BaseResource) -> Self:
-        """Declare resource ``name`` (operators refer to it by ``resource_name``)."""
+    def resource(
+        self,
+        name: str,
+        res: BaseResource,
+        *,
+        validate: Mapping[str, Any] | None = None,
+        keep_previous: bool = False,
+    ) -> Self:
+        """Declare resource ``name`` (operators refer to it by ``resource_name``).
+
+        ``validate``: the entry's validators (``min_rows``, ``max_rows``,
+        ``max_change_ratio``, ``required_columns``, ``unique_key``, ``hooks``),
+        checked here; ``keep_previous``: keep the previous value for rollback.
+        """
         _check_name("resource", name)
         if not isinstance(res, BaseResource):
             raise ValidationError(
@@ -326,12 +342,20 @@ class Flow(_Node):
             )
         if name in self._resources:
             raise ValidationError(f"resource {name!r} is declared twice in flow {self._name!r}")
+        if not isinstance(keep_previous, bool):
+            raise ValidationError(f"resource {name!r}: keep_previous must be a bool")
+        try:
+            spec = ValidationSpec.parse(name, validate)
+        except ConfigError as exc:
+            raise ValidationError(str(exc)) from None
         self._resources[name] = ResourceDecl(
             name=name,
             resource_type=res.resource_type,
             interval=res.interval,
             params=dict(res.params),
             schema=res.schema,
+            validate=spec.to_dict() if not spec.empty else None,
+            keep_previous=keep_previous,
         )
         return self
 

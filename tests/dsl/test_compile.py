@@ -12,6 +12,7 @@ import pytest
 
 import pineapple
 from dsl import Flow, SubFlow, ValidationError, compile_flow, compile_json
+from pineapple.resource import Manager
 
 from ._schemas import StaticValue, TableFile, operator_registry, resource_registry
 from .conftest import FIXED_TIME
@@ -382,3 +383,31 @@ def test_a_sub_flow_cannot_contain_its_ancestor(compile_isolated: Compile) -> No
     outer.add_subflow(inner)
     with pytest.raises(ValidationError, match="'outer' is placed more than once"):
         compile_isolated(Flow("f").add_subflow(outer))
+
+
+def test_resource_validators_and_keep_previous_are_compiled(compile_isolated: Compile) -> None:
+    import resources  # noqa: F401  (registers "static" for the runtime check below)
+
+    flow = Flow("f", item_output=["id"])
+    flow.resource(
+        "items",
+        StaticValue(value=[{"id": 1}]),
+        validate={"min_rows": 1, "max_change_ratio": 0.5},
+        keep_previous=True,
+    )
+    flow.recall_resource(resource_name="items", item_output=["id"])
+    compiled = compile_isolated(flow)
+    entry = compiled["resource_config"]["items"]
+    assert entry["validate"] == {"min_rows": 1, "max_change_ratio": 0.5}
+    assert entry["keep_previous"] is True
+    # The compiled entry is one the runtime accepts.
+    rm = Manager()
+    rm.load_from_root_config(compiled)
+    assert rm.names() == ["items"]
+    rm.stop()
+
+
+def test_a_bad_validate_block_is_refused_at_declaration() -> None:
+    flow = Flow("f")
+    with pytest.raises(ValidationError, match="unknown validate keys"):
+        flow.resource("items", StaticValue(value=[]), validate={"min_rowz": 1})
