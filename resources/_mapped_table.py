@@ -65,7 +65,7 @@ INDEX_SUFFIX = ".index.arrow"
 
 
 class SnapshotWriteError(PineappleError):
-    """A snapshot could not be written (e.g. the shared directory is full); nothing was published."""
+    """A snapshot could not be written (e.g. its directory is full); nothing was published."""
 
 
 class SnapshotFormatError(PineappleError):
