@@ -9,6 +9,7 @@ its hash).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -105,7 +106,8 @@ def routes(service: Service) -> list[Route]:
             statuses = [st.to_dict() for st in snap.manager.status()]
         finally:
             snap.release()
-        return JSONResponse({"snapshot": snap.serial, "resources": statuses})
+        body = {"snapshot": snap.serial, "worker": os.getpid(), "resources": statuses}
+        return JSONResponse(body)
 
     async def resource_detail(request: Request) -> Response:
         name = request.path_params["name"]
@@ -120,7 +122,8 @@ def routes(service: Service) -> list[Route]:
             description = await anyio.to_thread.run_sync(snap.manager.describe, name)
         finally:
             snap.release()
-        return JSONResponse({"status": status.to_dict(), "description": description})
+        body = {"status": status.to_dict(), "description": description, "worker": os.getpid()}
+        return JSONResponse(body)
 
     async def reload(request: Request) -> Response:
         force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
