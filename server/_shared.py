@@ -234,7 +234,7 @@ class MappedFetcher:
         self.generation = 0
 
     def __call__(self) -> Any:
-        if self._store.generation(self.key) == self.generation:
+        if self.generation and self._store.generation(self.key) == self.generation:
             return NOT_MODIFIED
         generation, value = self._store.open(self.key)
         self.generation = generation
