@@ -161,7 +161,7 @@ def test_full_directory_fails_the_write_and_leaves_no_file(
     real = pa.OSFile
     calls = 0
 
-    def full(path: str, mode: str = "r") -> Any:
+    def full(path: str, mode: Any = "r") -> Any:
         nonlocal calls
         calls += 1
         if calls == 2:  # the index file was written; the table file hits ENOSPC

@@ -86,7 +86,7 @@ def test_full_directory_publishes_nothing_and_keeps_the_last_good(
         raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
 
     monkeypatch.setattr(resources, "write_snapshot", full)
-    with pytest.raises(SnapshotWriteError, match="feed_data-k.2.*full"):
+    with pytest.raises(SnapshotWriteError, match=r"feed_data-k\.2.*full"):
         publisher()
     assert store.manifest() == before and first.generation == 1
     generation, table = store.open("feed_data-k")

@@ -69,7 +69,8 @@ def _config(db: Path) -> dict[str, Any]:
 def _fill(db: Path, start: int, stop: int) -> None:
     with sqlite3.connect(db) as conn:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS items (id INTEGER PRIMARY KEY, cat TEXT, score REAL, title TEXT)"
+            "CREATE TABLE IF NOT EXISTS items "
+            "(id INTEGER PRIMARY KEY, cat TEXT, score REAL, title TEXT)"
         )
         conn.executemany(
             "INSERT INTO items VALUES (?, ?, ?, ?)",
@@ -204,5 +205,5 @@ def test_supervisor_killed_leaves_no_worker_running(
     _wait_workers(server, 2)
     workers = _workers(server)
     server.proc.kill()
-    gone, alive = psutil.wait_procs(workers, timeout=DEADLINE)
+    _, alive = psutil.wait_procs(workers, timeout=DEADLINE)
     assert alive == [], f"workers still running: {[p.pid for p in alive]}"
