@@ -20,6 +20,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.serving", "serving"),
     ("benchmarks.lookup", "resource_lookup"),
     ("benchmarks.large_request", "large_request"),
+    ("benchmarks.shared_table", "shared_table"),
 ]
 
 
