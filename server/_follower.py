@@ -60,8 +60,9 @@ class Follower:
         self._thread = threading.Thread(target=self._run, name="pineapple-follower", daemon=True)
 
     def start(self) -> None:
-        """Start following (the first look happens at once)."""
-        self._seen = self._signature()  # the first snapshot was opened by the start itself
+        """Start following (the first look happens after one poll)."""
+        # _seen stays None: the first pass refreshes once, so a publish between the
+        # service's start and this thread is not missed (an unchanged one is NOT_MODIFIED).
         self._thread.start()
 
     def stop(self) -> None:
