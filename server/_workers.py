@@ -21,7 +21,9 @@ Guarantees:
 - Only this process writes the store, and only its publisher Manager's refresh
   threads and the reload path (serialised by ``_reload_lock``) publish.
 - Each worker holds the read end of a pipe whose write end only this process
-  holds: when this process dies, every worker sees end-of-file and stops.
+  holds: when this process dies, every worker sees end-of-file and stops. A
+  worker still starting (no follower yet) is stopped by ``PR_SET_PDEATHSIG``
+  (Linux; workers are spawned only from the main thread, which it watches).
 - At exit, workers are stopped (SIGTERM, then SIGKILL after the drain time),
   then the store's directory is deleted.
 """
@@ -29,6 +31,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -57,14 +60,33 @@ __all__ = ["MAX_RESTARTS", "RESTART_WINDOW_SECONDS", "Supervisor", "worker_main"
 MAX_RESTARTS = 5
 """A worker exiting more often than this within the window makes the supervisor give up."""
 RESTART_WINDOW_SECONDS = 60.0
+_PR_SET_PDEATHSIG = 1
 
 _log = logging.getLogger("pineapple.server")
 
 
-def worker_main(config: Config, sock: socket.socket, store_path: str, parent: Connection) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGTERM this process when its parent dies (before the follower runs).
+
+    Covers a supervisor dying while this worker still starts; the follower's
+    pipe covers the rest (and other systems). If the parent is already gone, exit.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the follower's end-of-file check alone
+    if os.getppid() != parent_pid:
+        raise SystemExit(1)
+
+
+def worker_main(
+    config: Config, sock: socket.socket, store_path: str, parent: Connection, parent_pid: int
+) -> None:
     """A worker process: serve with every shared resource read from the store."""
     from ._run import _configure_logging, _serve, exit_within
 
+    _die_with_parent(parent_pid)
     _configure_logging(config.log_level)
     import_plugins((*BUILTIN_PLUGINS, *config.plugins))
     store = SharedStore(store_path)
@@ -156,7 +178,7 @@ class Supervisor:
         reader, writer = self._context.Pipe(duplex=False)
         proc = self._context.Process(
             target=worker_main,
-            args=(self.config, self.sock, str(self.store.path), reader),
+            args=(self.config, self.sock, str(self.store.path), reader, os.getpid()),
             name=f"pineapple-worker-{index}",
         )
         proc.start()

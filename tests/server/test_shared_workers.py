@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -93,9 +94,14 @@ def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, Path, Path]]:
     try:
         yield server, db, shared
     finally:
-        for child in _workers(server):
-            child.kill()
+        for child in {*_SEEN, *_workers(server)}:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()  # never leave a worker holding the log pipe open
+        _SEEN.clear()
         server.close()
+
+
+_SEEN: set[psutil.Process] = set()
 
 
 def _workers(server: ServeProcess) -> list[psutil.Process]:
@@ -108,6 +114,7 @@ def _workers(server: ServeProcess) -> list[psutil.Process]:
         try:
             if "multiprocessing.spawn" in " ".join(child.cmdline()):
                 workers.append(child)
+                _SEEN.add(child)
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             continue  # a worker that just died, not yet reaped by the supervisor
     return workers
