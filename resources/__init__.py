@@ -8,7 +8,8 @@ entry-point group.
 Types (value shape):
     static              the ``value`` param as given
     redis_connection    ``RedisConnection``: a ``redis.Redis`` owning its pool
-    feed_data           ``FeedTable``: a columnar table with bitmap indices
+    feed_data           ``FeedTable``: a columnar table with bitmap indices (with
+                        ``--workers``, a ``MappedFeedTable`` read from a shared snapshot)
     json_file/csv_file  ``FileMapping`` (a dict: lookup table) or ``FileRows``
                         (a list of item dicts: candidates)
 """
@@ -29,9 +30,18 @@ from ._file_tables import JSON_FILE_SCHEMA as JSON_FILE_SCHEMA
 from ._file_tables import FileMapping as FileMapping
 from ._file_tables import FileRows as FileRows
 from ._file_tables import FileTableFetcher as FileTableFetcher
+from ._mapped_table import MappedFeedTable as MappedFeedTable
+from ._mapped_table import SnapshotFormatError as SnapshotFormatError
+from ._mapped_table import SnapshotWriteError as SnapshotWriteError
+from ._mapped_table import open_mapped_table as open_mapped_table
+from ._mapped_table import write_feed_snapshot as write_feed_snapshot
 from ._redis import REDIS_CONNECTION_SCHEMA as REDIS_CONNECTION_SCHEMA
 from ._redis import RedisConnection as RedisConnection
 from ._redis import RedisConnectionFetcher as RedisConnectionFetcher
+from ._shared import SHARED_TYPES as SHARED_TYPES
+from ._shared import open_snapshot as open_snapshot
+from ._shared import snapshot_files as snapshot_files
+from ._shared import write_snapshot as write_snapshot
 from ._static import STATIC_SCHEMA as STATIC_SCHEMA
 
 __all__ = [
@@ -39,6 +49,7 @@ __all__ = [
     "FEED_DATA_SCHEMA",
     "JSON_FILE_SCHEMA",
     "REDIS_CONNECTION_SCHEMA",
+    "SHARED_TYPES",
     "STATIC_SCHEMA",
     "FeedDataFetcher",
     "FeedQueryError",
@@ -46,14 +57,22 @@ __all__ = [
     "FileMapping",
     "FileRows",
     "FileTableFetcher",
+    "MappedFeedTable",
     "MySQLDSN",
     "MySQLSource",
     "RedisConnection",
     "RedisConnectionFetcher",
     "SQLiteSource",
+    "SnapshotFormatError",
+    "SnapshotWriteError",
     "SourceError",
     "build_feed_table",
+    "open_mapped_table",
+    "open_snapshot",
     "parse_mysql_dsn",
+    "snapshot_files",
+    "write_feed_snapshot",
+    "write_snapshot",
 ]
 
 del _feed_data, _file_tables, _recall_feed_data, _redis, _static

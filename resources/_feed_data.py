@@ -181,9 +181,11 @@ class FeedDataPrinter:
     def summarize(self, value: Any) -> str:
         table: FeedTable = value
         indices = ", ".join(f"{c}({n} keys)" for c, n in table.index_sizes().items()) or "none"
+        shared = getattr(table, "generation", 0)
+        where = f", shared snapshot generation {shared}" if shared else ""
         return redact(
             f"feed_data: {len(table)} rows x {len(table.columns)} columns, indices {indices}, "
-            f"~{human_bytes(table.nbytes())}, from {table.source}"
+            f"~{human_bytes(table.nbytes())}, from {table.source}{where}"
         )
 
     def describe(self, value: Any) -> str:

@@ -186,7 +186,7 @@ def _ascending_rank(values: Sequence[Any], pause: Pause = no_pause) -> tuple[arr
     return rank, null_rank
 
 
-def _reverse_rank(ascending: array[int], null_rank: int, pause: Pause = no_pause) -> array[int]:
+def _reverse_rank(ascending: Sequence[int], null_rank: int, pause: Pause = no_pause) -> array[int]:
     """Ranks for descending order; NULL still ranks last."""
     top = null_rank - 1
     rank = array("q")
@@ -222,7 +222,8 @@ class FeedTable:
         self.source = source
         self.load_seconds = load_seconds
         self._rank_lock = threading.Lock()
-        self._ranks: dict[tuple[str, bool], array[int]] = {}
+        # array[int] when built here; a memoryview of int64 when mapped (MappedFeedTable).
+        self._ranks: dict[tuple[str, bool], Sequence[int]] = {}
         self._null_ranks: dict[str, int] = {}
         self._nbytes: int | None = None
 
@@ -338,7 +339,21 @@ class FeedTable:
         """Build the sort ranks of ``column`` now (at load) instead of on first use."""
         self._rank(column, descending=True, pause=pause)
 
-    def _rank(self, column: str, descending: bool, pause: Pause = no_pause) -> array[int]:
+    def prepared_ranks(self) -> dict[tuple[str, bool], Sequence[int]]:
+        """The sort ranks built so far, by ``(column, descending)`` (do not mutate)."""
+        with self._rank_lock:
+            return dict(self._ranks)
+
+    def null_ranks(self) -> dict[str, int]:
+        """The rank NULL takes in each column whose ranks are built."""
+        with self._rank_lock:
+            return dict(self._null_ranks)
+
+    def index_items(self, column: str) -> list[tuple[Any, FrozenBitMap]]:
+        """``(key, rows)`` of every distinct value of the indexed ``column``."""
+        return list(self._index(column).items())
+
+    def _rank(self, column: str, descending: bool, pause: Pause = no_pause) -> Sequence[int]:
         key = (column, descending)
         rank = self._ranks.get(key)
         if rank is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from pineapple.plugins import add_plugin_argument
@@ -32,7 +33,19 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument("config", help="path of the unified config JSON")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
     add_plugin_argument(parser)
-    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="worker processes (auto: one per core); with 2 or more, a supervisor loads the "
+        "data resources once and every worker maps the same shared snapshots",
+    )
+    parser.add_argument(
+        "--shared-dir",
+        default=None,
+        metavar="DIR",
+        help="where shared snapshots live with --workers (default /dev/shm)",
+    )
     parser.add_argument(
         "--max-body-bytes",
         type=int,
@@ -94,6 +107,20 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.set_defaults(func=serve_command)
 
 
+def _workers(text: str) -> int:
+    """``--workers``: a count, or ``auto`` for the number of cores this process may use."""
+    if text == "auto":
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count or 'auto': {text!r}") from None
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """Run ``pineapple serve``."""
     if args.workers < 1:
@@ -121,6 +148,7 @@ def serve_command(args: argparse.Namespace) -> int:
             addr=args.addr,
             plugins=tuple(args.plugin),
             workers=args.workers,
+            shared_dir=args.shared_dir,
             max_body_bytes=args.max_body_bytes,
             request_timeout_ms=args.request_timeout_ms,
             max_items=args.max_items,

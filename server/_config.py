@@ -118,6 +118,9 @@ class Config:
     resources: ResourcesHook | None = None
     plugins: Sequence[str] = ()
     workers: int = 1
+    shared_dir: str | None = None
+    """With ``workers > 1``: where the supervisor creates its snapshot directory (default
+    ``/dev/shm``, else the temporary directory); ``--shared-dir``."""
     max_body_bytes: int = 8 * 1024 * 1024
     execute_threads: int = 32
     request_timeout_ms: int = 1000

@@ -9,6 +9,7 @@ its hash).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -115,7 +116,13 @@ def routes(service: Service) -> list[Route]:
             memory = snap.manager.memory()
         finally:
             snap.release()
-        return JSONResponse({"snapshot": snap.serial, "resources": statuses, "memory": memory})
+        body = {
+            "snapshot": snap.serial,
+            "worker": os.getpid(),
+            "resources": statuses,
+            "memory": memory,
+        }
+        return JSONResponse(body)
 
     async def resource_detail(request: Request) -> Response:
         name = request.path_params["name"]
@@ -130,7 +137,8 @@ def routes(service: Service) -> list[Route]:
             description = await anyio.to_thread.run_sync(snap.manager.describe, name)
         finally:
             snap.release()
-        return JSONResponse({"status": status.to_dict(), "description": description})
+        body = {"status": status.to_dict(), "description": description, "worker": os.getpid()}
+        return JSONResponse(body)
 
     async def reload(request: Request) -> Response:
         force = _flag(request, "force")

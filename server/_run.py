@@ -3,23 +3,21 @@
 One process: start the service (read -> Engine -> resources -> start ->
 deps), bind the port, serve. Any failure before listening returns exit code
 1 with the reason logged, and leaves nothing running. ``workers > 1``: the
-parent validates the config, binds the port once, and spawns that many
-worker processes sharing the socket, each with its own snapshot and watcher;
-SIGTERM/SIGINT/SIGHUP are forwarded to every worker.
+parent validates the config, binds the port once and becomes the supervisor
+of that many worker processes sharing the socket (``server/_workers.py``):
+it loads the data resources once and the workers map them.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-import multiprocessing
-import multiprocessing.connection
 import os
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
@@ -112,11 +110,14 @@ def run(config: Config) -> int:
         return _serve(config, sock)
 
 
-def _serve(config: Config, sock: socket.socket) -> int:
+def _serve(
+    config: Config, sock: socket.socket, attach: Callable[[Service], None] | None = None
+) -> int:
+    """Serve on ``sock`` until shutdown; ``attach`` runs once the service has started."""
     service = Service(config)
     mask = install_log_mask(service.holder)  # log lines never show the config's secrets
     try:
-        return _serve_service(config, service, sock)
+        return _serve_service(config, service, sock, attach)
     finally:
         remove_log_mask(mask)
 
@@ -135,11 +136,19 @@ def _freeze_startup_heap() -> None:
     gc.freeze()
 
 
-def _serve_service(config: Config, service: Service, sock: socket.socket) -> int:
+def _serve_service(
+    config: Config,
+    service: Service,
+    sock: socket.socket,
+    attach: Callable[[Service], None] | None = None,
+) -> int:
     try:
         service.start()
+        if attach is not None:
+            attach(service)
     except BuildError as exc:
         _log.error("not serving %s: %s", config.path, exc)
+        service.stop()
         return 1
     server = _Server(
         uvicorn.Config(
@@ -222,17 +231,9 @@ def exit_within(code: int, seconds: float = EXIT_GRACE_SECONDS) -> None:
     timer.start()
 
 
-# -- several worker processes ------------------------------------------------------------
-
-
-def _worker_main(config: Config, sock: socket.socket) -> None:
-    _configure_logging(config.log_level)
-    code = _serve(config, sock)
-    exit_within(code)
-    sys.exit(code)
-
-
 def _run_workers(config: Config) -> int:
+    from ._workers import run_supervisor  # the supervisor imports this module
+
     try:
         names = check(config)
     except BuildError as exc:
@@ -243,49 +244,6 @@ def _run_workers(config: Config) -> int:
     except (OSError, ValueError) as exc:
         _log.error("cannot listen on %s: %s", config.addr, exc)
         return 1
-    _log.info("config ok (%d resources); starting %d workers", len(names), config.workers)
-    context = multiprocessing.get_context("spawn")
-    workers = [
-        context.Process(target=_worker_main, args=(config, sock), name=f"pineapple-worker-{i}")
-        for i in range(config.workers)
-    ]
-    stopping = threading.Event()
-
-    def forward(signum: int, frame: FrameType | None) -> None:
-        if signum != signal.SIGHUP:
-            stopping.set()
-        for proc in workers:
-            if proc.pid is not None and proc.exitcode is None:
-                os.kill(proc.pid, signum)
-
-    previous = {
-        s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    }
-    try:
-        for proc in workers:
-            proc.start()
-        return _supervise(workers, stopping)
-    finally:
-        _restore(previous)  # type: ignore[arg-type]
-        sock.close()
-
-
-def _supervise(
-    workers: Sequence[multiprocessing.process.BaseProcess], stopping: threading.Event
-) -> int:
-    failed = False
-    alive = list(workers)
-    while alive:
-        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=0.5)
-        for proc in [p for p in alive if p.exitcode is not None]:
-            alive.remove(proc)
-            if proc.exitcode != 0:
-                failed = True
-                _log.error("%s exited with %s", proc.name, proc.exitcode)
-            if not stopping.is_set():
-                # A worker left on its own: stop the rest rather than serve at partial capacity.
-                stopping.set()
-                failed = True
-                for other in alive:
-                    other.terminate()
-    return 1 if failed else 0
+    _log.info("config ok (%d resources); %d workers", len(names), config.workers)
+    with sock:
+        return run_supervisor(config, sock)

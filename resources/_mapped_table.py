@@ -1,0 +1,464 @@
+"""A ``FeedTable`` as an immutable Arrow IPC file pair, and the table that maps it.
+
+One snapshot is two files written once (by the loader) and never changed:
+
+- ``<stem>.table.arrow``: an Arrow IPC *file* of one record batch holding
+  every column, plus the prepared sort ranks as ``int64`` columns named
+  ``__rank__:<column>:asc|desc``;
+- ``<stem>.index.arrow``: the bitmap indices, one row per (column, key):
+  the key as JSON bytes (``3`` and ``"3"`` stay apart) and the
+  ``FrozenBitMap`` serialized in the portable roaring format.
+
+:func:`open_mapped_table` maps both read-only (``pyarrow.memory_map``): the
+columns and ranks are read in place (zero copy: every process mapping the
+file shares the kernel's one copy of its pages); only the indices are
+deserialized into this process (a few bytes per row; ``benchmarks/shared_table``
+measures that against rebuilding them from the mapped columns).
+
+Column encodings (``pineapple.encoding`` in the field metadata): ``int64``,
+``float64``, ``string`` and ``bool`` for columns of one Python type (nulls
+allowed); ``json`` (each cell as JSON bytes) for anything else, such as a
+column mixing integers and text (SQLite allows it), so a value always comes
+back with the type it had.
+
+Guarantees:
+- A mapped table is immutable: readers on any number of threads share it
+  without locks, exactly like an in-heap ``FeedTable`` (it is a subclass, so
+  ``recall_feed_data`` and the printer work unchanged).
+- ``close()`` is called once no reader holds the table (the Manager's closer
+  thread after the last release); it releases every view into the mapping
+  and closes the map. The file may already be unlinked (a newer snapshot was
+  published): the kernel frees its pages after the last process unmapped it.
+- Files are written under a temporary name and renamed into place, so a
+  reader never opens a half-written snapshot; a failed write (``ENOSPC``)
+  unlinks its temporary files and raises :class:`SnapshotWriteError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import orjson
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pyroaring import FrozenBitMap
+
+from pineapple import PineappleError
+
+from ._feed_table import FeedTable, Index
+
+__all__ = [
+    "MappedFeedTable",
+    "SnapshotFormatError",
+    "SnapshotWriteError",
+    "open_mapped_table",
+    "write_feed_snapshot",
+]
+
+_ENCODING = b"pineapple.encoding"
+_RANK = "__rank__"
+TABLE_SUFFIX = ".table.arrow"
+INDEX_SUFFIX = ".index.arrow"
+
+
+class SnapshotWriteError(PineappleError):
+    """A snapshot could not be written (e.g. its directory is full); nothing was published."""
+
+
+class SnapshotFormatError(PineappleError):
+    """A snapshot file is not one this version wrote (or is damaged)."""
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def _encoding(values: Sequence[Any]) -> str:
+    kinds = set(map(type, values))
+    kinds.discard(type(None))
+    if kinds == {int}:
+        return "int64"
+    if kinds == {float}:
+        return "float64"
+    if kinds == {str} or not kinds:
+        return "string"
+    if kinds == {bool}:
+        return "bool"
+    return "json"
+
+
+def _json_cell(value: Any) -> bytes | None:
+    return None if value is None else orjson.dumps(value)
+
+
+def _arrow_column(values: Sequence[Any]) -> tuple[pa.Array[Any], str]:
+    encoding = _encoding(values)
+    if encoding == "int64":
+        try:
+            return pa.array(values, type=pa.int64()), encoding
+        except (OverflowError, pa.ArrowInvalid):  # an integer beyond 64 bits
+            encoding = "json"
+    if encoding == "json":
+        return pa.array([_json_cell(v) for v in values], type=pa.large_binary()), encoding
+    kind = {"float64": pa.float64(), "string": pa.large_string(), "bool": pa.bool_()}[encoding]
+    return pa.array(values, type=kind), encoding
+
+
+def _table_batch(table: FeedTable) -> tuple[pa.Schema, pa.RecordBatch]:
+    fields: list[pa.Field[Any]] = []
+    arrays: list[pa.Array[Any]] = []
+    for name in table.columns:
+        array_, encoding = _arrow_column(table.column(name))
+        fields.append(pa.field(name, array_.type, metadata={_ENCODING: encoding.encode()}))
+        arrays.append(array_)
+    ranks = table.prepared_ranks()
+    for (column, descending), rank in ranks.items():
+        name = f"{_RANK}:{column}:{'desc' if descending else 'asc'}"
+        fields.append(pa.field(name, pa.int64(), nullable=False))
+        arrays.append(pa.array(rank, type=pa.int64()))
+    info = {
+        "id_column": table.id_column,
+        "version": table.version,
+        "source": table.source,
+        "load_seconds": table.load_seconds,
+        "rows": len(table),
+        "index_columns": list(table.index_columns),
+        "null_ranks": table.null_ranks(),
+    }
+    schema = pa.schema(fields, metadata={b"pineapple": orjson.dumps(info, default=str)})
+    return schema, pa.record_batch(arrays, schema=schema)
+
+
+def _index_batch(table: FeedTable) -> pa.RecordBatch:
+    columns: list[str] = []
+    keys: list[bytes] = []
+    bitmaps: list[bytes] = []
+    for column in table.index_columns:
+        for key, bitmap in table.index_items(column):
+            columns.append(column)
+            keys.append(orjson.dumps(key))
+            bitmaps.append(bitmap.serialize())
+    return pa.record_batch(
+        [
+            pa.array(columns, type=pa.string()),
+            pa.array(keys, type=pa.binary()),
+            pa.array(bitmaps, type=pa.large_binary()),
+        ],
+        names=["column", "key", "bitmap"],
+    )
+
+
+def _write_file(path: Path, batch: pa.RecordBatch) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        os.rename(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_feed_snapshot(table: FeedTable, stem: Path) -> tuple[Path, Path]:
+    """Write ``table`` as ``<stem>.table.arrow`` and ``<stem>.index.arrow``; the two paths.
+
+    Raises :class:`SnapshotWriteError` naming the path when the directory is
+    full or unwritable; no file is left behind then.
+    """
+    table_path = stem.with_name(stem.name + TABLE_SUFFIX)
+    index_path = stem.with_name(stem.name + INDEX_SUFFIX)
+    try:
+        _, batch = _table_batch(table)
+        _write_file(index_path, _index_batch(table))
+        _write_file(table_path, batch)
+    except (OSError, pa.ArrowException) as exc:
+        index_path.unlink(missing_ok=True)
+        table_path.unlink(missing_ok=True)
+        raise SnapshotWriteError(f"cannot write snapshot {table_path}: {exc}") from exc
+    return table_path, index_path
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def _view(buf: pa.Buffer | None) -> memoryview:
+    """A zero-copy view of an Arrow buffer (empty for a missing one)."""
+    return memoryview(b"") if buf is None else memoryview(buf)
+
+
+def _validity(arr: pa.Array[Any]) -> memoryview | None:
+    if arr.null_count == 0:
+        return None
+    buf = arr.buffers()[0]
+    return None if buf is None else _view(buf)
+
+
+class _Column(Sequence[Any]):
+    """One mapped column read in place: ``column[row]`` without copying the column.
+
+    Bounded: each access reads one cell; a slice reads only its rows.
+    """
+
+    def __init__(self, arr: pa.Array[Any]) -> None:
+        self._arr = arr
+        self._len = len(arr)
+        self._offset = arr.offset
+        self._valid = _validity(arr)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _null(self, row: int) -> bool:
+        valid = self._valid
+        if valid is None:
+            return False
+        bit = row + self._offset
+        return not (valid[bit >> 3] >> (bit & 7)) & 1
+
+    @overload
+    def __getitem__(self, row: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> list[Any]: ...
+
+    def __getitem__(self, row: int | slice) -> Any:
+        if isinstance(row, slice):
+            return self.take(range(*row.indices(self._len)))
+        if row < 0:
+            row += self._len
+        if not 0 <= row < self._len:
+            raise IndexError("column index out of range")
+        return None if self._null(row) else self.cell(row)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.take(range(self._len)))
+
+    def cell(self, row: int) -> Any:
+        """The value of an in-range, non-null row."""
+        return self._arr[row].as_py()
+
+    def take(self, rows: Iterable[int]) -> list[Any]:
+        """The values of ``rows`` (in range), in one C-level pass."""
+        return self._arr.take(pa.array(list(rows), type=pa.int64())).to_pylist()
+
+    def release(self) -> None:
+        """Drop every view into the mapping (the column is unusable after)."""
+        if self._valid is not None:
+            self._valid.release()
+            self._valid = None
+        self._len = 0
+
+
+class _FixedColumn(_Column):
+    """``int64`` / ``float64``: the value buffer viewed as a ``memoryview`` of 8-byte cells."""
+
+    def __init__(self, arr: pa.Array[Any], code: str) -> None:
+        super().__init__(arr)
+        raw = _view(arr.buffers()[1]).cast(code)  # type: ignore[call-overload]
+        self._raw: memoryview | None = raw
+        # Zero copy: a slice of a memoryview is a view. ``view[row]`` is as fast as a tuple's.
+        self.view: memoryview = raw[arr.offset : arr.offset + len(arr)]
+
+    def cell(self, row: int) -> Any:
+        return self.view[row]
+
+    def take(self, rows: Iterable[int]) -> list[Any]:
+        if self._valid is None:
+            view = self.view
+            return [view[r] for r in rows]
+        get = self.__getitem__
+        return [get(r) for r in rows]
+
+    def release(self) -> None:
+        self.view.release()
+        if self._raw is not None:
+            self._raw.release()
+            self._raw = None
+        super().release()
+
+
+class _StringColumn(_Column):
+    """``large_string``: int64 offsets and UTF-8 bytes, both viewed in place."""
+
+    def __init__(self, arr: pa.Array[Any]) -> None:
+        super().__init__(arr)
+        buffers = arr.buffers()
+        self._offsets: memoryview | None = _view(buffers[1]).cast("q")
+        self._bytes: memoryview | None = _view(buffers[2])
+
+    def cell(self, row: int) -> Any:
+        offsets, data = self._offsets, self._bytes
+        assert offsets is not None and data is not None
+        row += self._offset
+        return str(data[offsets[row] : offsets[row + 1]], "utf-8")
+
+    def take(self, rows: Iterable[int]) -> list[Any]:
+        if self._valid is not None or self._offset:
+            get = self.__getitem__
+            return [get(r) for r in rows]
+        offsets, data = self._offsets, self._bytes
+        assert offsets is not None and data is not None
+        return [str(data[offsets[r] : offsets[r + 1]], "utf-8") for r in rows]
+
+    def release(self) -> None:
+        for view in (self._offsets, self._bytes):
+            if view is not None:
+                view.release()
+        self._offsets = self._bytes = None
+        super().release()
+
+
+class _JSONColumn(_Column):
+    """Cells of mixed types, each kept as JSON bytes and decoded on read."""
+
+    def cell(self, row: int) -> Any:
+        return orjson.loads(self._arr[row].as_py())
+
+    def take(self, rows: Iterable[int]) -> list[Any]:
+        return [None if v is None else orjson.loads(v) for v in super().take(rows)]
+
+
+def _column(arr: pa.Array[Any], encoding: str) -> _Column:
+    if encoding == "int64":
+        return _FixedColumn(arr, "q")
+    if encoding == "float64":
+        return _FixedColumn(arr, "d")
+    if encoding == "string":
+        return _StringColumn(arr)
+    if encoding == "json":
+        return _JSONColumn(arr)
+    if encoding == "bool":
+        return _Column(arr)
+    raise SnapshotFormatError(f"unknown column encoding {encoding!r}")
+
+
+def _read_indices(path: Path) -> dict[str, Index]:
+    """Deserialize the bitmap indices (they live in this process's heap)."""
+    with pa.memory_map(str(path), "r") as source:
+        batch = ipc.open_file(source).read_all()
+        columns: list[Any] = batch.column("column").to_pylist()
+        keys: list[Any] = batch.column("key").to_pylist()
+        bitmaps: list[Any] = batch.column("bitmap").to_pylist()
+    indices: dict[str, Index] = {}
+    # Bounded by the file: one entry per (column, distinct key) the loader wrote.
+    for column, key, bitmap in zip(columns, keys, bitmaps, strict=True):
+        indices.setdefault(column, {})[orjson.loads(key)] = FrozenBitMap.deserialize(bitmap)
+    return indices
+
+
+class MappedFeedTable(FeedTable):
+    """A :class:`FeedTable` whose columns and ranks are read in place from a mapped file.
+
+    Open with :func:`open_mapped_table`. Same read API as ``FeedTable``;
+    ``close()`` unmaps (see the module's Guarantees).
+    """
+
+    def __init__(
+        self,
+        source: pa.MemoryMappedFile,
+        batch: pa.RecordBatch,
+        indices: dict[str, Index],
+        *,
+        path: Path,
+        generation: int = 0,
+    ) -> None:
+        info = orjson.loads((batch.schema.metadata or {})[b"pineapple"])
+        columns: dict[str, _Column] = {}
+        ranks: dict[tuple[str, bool], _FixedColumn] = {}
+        for field, arr in zip(batch.schema, batch.columns, strict=True):
+            if field.name.startswith(_RANK + ":"):
+                _, column, direction = field.name.rsplit(":", 2)
+                ranks[(column, direction == "desc")] = _FixedColumn(arr, "q")
+                continue
+            encoding = (field.metadata or {}).get(_ENCODING, b"json").decode()
+            columns[field.name] = _column(arr, encoding)
+        for column in info["index_columns"]:
+            indices.setdefault(column, {})
+        super().__init__(
+            columns,
+            info["id_column"],
+            indices,
+            version=info["version"],
+            source=info["source"],
+            load_seconds=info["load_seconds"],
+        )
+        self._mapped: list[_Column] = [*columns.values(), *ranks.values()]
+        # The ranks are the mapped int64 views themselves: ``order`` indexes them per row.
+        self._ranks.update({key: rank.view for key, rank in ranks.items()})
+        self._null_ranks.update(info["null_ranks"])
+        self._source_file: pa.MemoryMappedFile | None = source
+        self._batch: pa.RecordBatch | None = batch
+        self._file_bytes = source.size()
+        self.path = path
+        self.generation = generation
+
+    def project(
+        self, row_ids: Iterable[int], fields: Sequence[tuple[str, str]]
+    ) -> list[dict[str, Any]]:
+        rows = list(row_ids)
+        values = [(name, self._mapped_column(column).take(rows)) for name, column in fields]
+        return [{name: col[i] for name, col in values} for i in range(len(rows))]
+
+    def _mapped_column(self, name: str) -> _Column:
+        column = self.column(name)
+        assert isinstance(column, _Column)
+        return column
+
+    def mapped_bytes(self) -> int:
+        """Bytes of the mapped table file (shared by every process that maps it)."""
+        return self._file_bytes
+
+    def nbytes(self) -> int:
+        """The mapped file's size plus this process's copy of the indices."""
+        if self._nbytes is None:
+            total = self._file_bytes
+            for index in self._indices.values():
+                total += sum(
+                    bm.get_statistics()["n_bytes_array_containers"] for bm in index.values()
+                )
+            self._nbytes = total
+        return self._nbytes
+
+    def close(self) -> None:
+        """Release every view into the mapping and unmap the file (idempotent)."""
+        with self._rank_lock:
+            self._ranks.clear()
+        for column in self._mapped:
+            column.release()
+        self._mapped.clear()
+        self._columns = {}
+        self._indices = {}
+        self._batch = None
+        if self._source_file is not None:
+            self._source_file.close()
+            self._source_file = None
+
+    def __repr__(self) -> str:
+        return f"MappedFeedTable({self._len} rows, path={str(self.path)!r})"
+
+
+def open_mapped_table(stem: Path, *, generation: int = 0) -> MappedFeedTable:
+    """Map the snapshot written by :func:`write_feed_snapshot` at ``stem`` (read-only)."""
+    table_path = stem.with_name(stem.name + TABLE_SUFFIX)
+    index_path = stem.with_name(stem.name + INDEX_SUFFIX)
+    try:
+        indices = _read_indices(index_path)
+        source = pa.memory_map(str(table_path), "r")
+    except (OSError, pa.ArrowException) as exc:
+        raise SnapshotFormatError(f"cannot map snapshot {table_path}: {exc}") from exc
+    try:
+        reader = ipc.open_file(source)
+        if reader.num_record_batches != 1:
+            raise SnapshotFormatError(
+                f"snapshot {table_path}: {reader.num_record_batches} record batches, want 1"
+            )
+        batch = reader.get_batch(0)
+        return MappedFeedTable(source, batch, indices, path=table_path, generation=generation)
+    except (pa.ArrowException, KeyError, ValueError) as exc:
+        source.close()
+        raise SnapshotFormatError(f"cannot map snapshot {table_path}: {exc}") from exc
+    except BaseException:
+        source.close()
+        raise

@@ -1,0 +1,301 @@
+"""Shared snapshots of data resources: the store, and the fetchers on both of its sides.
+
+With ``--workers N`` the supervisor fetches every data resource (the types in
+``resources.SHARED_TYPES``) and publishes each new value into a
+:class:`SharedStore`, a private directory (under ``/dev/shm`` by default)
+holding immutable snapshot files and one small ``manifest.json``. Workers
+never talk to the data sources: their fetcher for a shared type is a
+:class:`MappedFetcher`, which opens the newest published generation, or
+answers ``NOT_MODIFIED`` when it already serves it.
+
+An entry is identified by its *key*: a hash of its type and validated params,
+so the supervisor and a worker that read the same config agree on it without
+passing names around, and no secret from the params appears in a file name.
+
+Guarantees:
+- Publishing writes the snapshot files under new names first, then replaces
+  ``manifest.json`` with one ``rename`` (atomic): a reader sees the old or the
+  new manifest, never a mix, and every file a manifest names is complete.
+- Only the supervisor writes (one publish at a time, under ``_lock``); workers
+  only read. A generation's files are unlinked once a newer generation of the
+  same key is in the manifest; a worker still mapping them keeps its pages
+  until it unmaps them (the kernel frees them after the last unmap).
+- A failed publish (``SnapshotWriteError``, e.g. ``/dev/shm`` full) leaves the
+  manifest and the last good snapshot as they were, and the fetch fails: the
+  supervisor's Manager keeps its last good value and retries with backoff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+import resources
+from pineapple import PineappleError
+from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+
+__all__ = [
+    "MANIFEST_MAX_BYTES",
+    "MappedFetcher",
+    "Published",
+    "PublishingFetcher",
+    "SharedStore",
+    "SnapshotMissingError",
+    "default_shared_parent",
+    "entry_key",
+    "mapped_registry",
+    "publishing_registry",
+]
+
+MANIFEST_MAX_BYTES = 1024 * 1024
+"""A manifest larger than this is refused (it lists one line per shared resource)."""
+
+_log = logging.getLogger("pineapple.server")
+
+
+class SnapshotMissingError(PineappleError):
+    """A worker asked for a shared resource the supervisor has not published."""
+
+
+def entry_key(type_name: str, params: Any) -> str:
+    """The key of a config entry in the store: a hash of its type and params."""
+    text = orjson.dumps({"type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS)
+    return f"{type_name}-{hashlib.sha256(text).hexdigest()[:24]}"
+
+
+def default_shared_parent() -> Path:
+    """``/dev/shm`` when it exists (memory-backed on Linux), else the temporary directory."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+@dataclass(frozen=True)
+class Published:
+    """The supervisor's value of a shared resource: what it last published."""
+
+    key: str
+    generation: int
+    kind: str
+    summary: str
+
+    def __str__(self) -> str:
+        return f"generation {self.generation} ({self.summary})"
+
+
+class SharedStore:
+    """A directory of published snapshots and its manifest (see the module's Guarantees).
+
+    >>> store = SharedStore.create()     # doctest: +SKIP  (the supervisor)
+    >>> SharedStore(store.path)          # doctest: +SKIP  (a worker)
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.manifest_path = self.path / "manifest.json"
+        self._lock = threading.Lock()
+
+    @classmethod
+    def create(cls, parent: str | Path | None = None) -> SharedStore:
+        """A new private directory (mode 0700) under ``parent`` (default: ``/dev/shm``)."""
+        base = Path(parent) if parent is not None else default_shared_parent()
+        return cls(tempfile.mkdtemp(prefix="pineapple-", dir=base))
+
+    def manifest(self) -> dict[str, dict[str, Any]]:
+        """``key -> {"generation", "kind", "stem"}`` as last published ({} before any)."""
+        try:
+            with open(self.manifest_path, "rb") as source:
+                data = source.read(MANIFEST_MAX_BYTES + 1)
+        except FileNotFoundError:
+            return {}
+        if len(data) > MANIFEST_MAX_BYTES:
+            raise SnapshotMissingError(
+                f"{self.manifest_path}: over {MANIFEST_MAX_BYTES} bytes, not a manifest we wrote"
+            )
+        parsed = orjson.loads(data)
+        if not isinstance(parsed, dict):
+            raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
+        return parsed
+
+    def publish(self, key: str, type_name: str, value: Any) -> Published:
+        """Write ``value`` as the next generation of ``key`` and name it in the manifest."""
+        with self._lock:
+            manifest = self.manifest()
+            old = manifest.get(key)
+            generation = (old["generation"] if old else 0) + 1
+            stem = self.path / f"{key}.{generation}"
+            kind = resources.write_snapshot(type_name, value, stem)
+            manifest[key] = {"generation": generation, "kind": kind, "stem": stem.name}
+            try:
+                self._write_manifest(manifest)
+            except OSError as exc:
+                for path in resources.snapshot_files(kind, stem):
+                    path.unlink(missing_ok=True)
+                raise resources.SnapshotWriteError(
+                    f"cannot write {self.manifest_path}: {exc}"
+                ) from exc
+            if old is not None:
+                for path in resources.snapshot_files(old["kind"], self.path / old["stem"]):
+                    path.unlink(missing_ok=True)
+        return Published(key, generation, kind, _summary(value))
+
+    def _write_manifest(self, manifest: dict[str, Any]) -> None:
+        tmp = self.manifest_path.with_name(".manifest.json.tmp")
+        try:
+            with open(tmp, "wb") as out:
+                out.write(orjson.dumps(manifest))
+            os.rename(tmp, self.manifest_path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def open(self, key: str) -> tuple[int, Any]:
+        """``(generation, value)`` of the newest snapshot of ``key``."""
+        entry = self.manifest().get(key)
+        if entry is None:
+            raise SnapshotMissingError(
+                f"no shared snapshot of {key} in {self.path} (has the supervisor loaded it?)"
+            )
+        generation = int(entry["generation"])
+        value = resources.open_snapshot(entry["kind"], self.path / entry["stem"], generation)
+        return generation, value
+
+    def generation(self, key: str) -> int:
+        """The newest published generation of ``key`` (0: none)."""
+        entry = self.manifest().get(key)
+        return 0 if entry is None else int(entry["generation"])
+
+    def remove(self) -> None:
+        """Delete the directory and every snapshot in it (the supervisor, at exit)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _summary(value: Any) -> str:
+    if isinstance(value, resources.FeedTable):
+        return f"{len(value)} rows"
+    try:
+        return f"{len(value)} entries"
+    except TypeError:
+        return type(value).__name__
+
+
+class PublishingFetcher:
+    """Supervisor side: fetch with the type's own fetcher, publish, drop the value.
+
+    The supervisor keeps only a :class:`Published` record: the table lives in
+    the shared files, not in the supervisor's heap.
+    """
+
+    def __init__(self, inner: Fetcher, store: SharedStore, key: str, type_name: str) -> None:
+        self._inner = inner
+        self._store = store
+        self.key = key
+        self.type_name = type_name
+
+    def __call__(self) -> Any:
+        value = self._inner()
+        if value is NOT_MODIFIED:
+            return NOT_MODIFIED
+        try:
+            return self._store.publish(self.key, self.type_name, value)
+        finally:
+            close = getattr(value, "close", None)
+            if callable(close):
+                close()
+
+    def close(self) -> None:
+        """Close the inner fetcher (its database connection)."""
+        close = getattr(self._inner, "close", None)
+        if callable(close):
+            close()
+
+    def cancel(self) -> None:
+        """Stop a load in flight (forwarded to the inner fetcher)."""
+        cancel = getattr(self._inner, "cancel", None)
+        if callable(cancel):
+            cancel()
+
+
+class MappedFetcher:
+    """Worker side: the newest published snapshot of ``key``, opened (never a source read)."""
+
+    def __init__(self, store: SharedStore, key: str) -> None:
+        self._store = store
+        self.key = key
+        self.generation = 0
+
+    def __call__(self) -> Any:
+        if self.generation and self._store.generation(self.key) == self.generation:
+            return NOT_MODIFIED
+        generation, value = self._store.open(self.key)
+        self.generation = generation
+        return value
+
+
+def _wrapped(base: Registry, wrap: Callable[[FetcherFactory, str], FetcherFactory]) -> Registry:
+    registry = Registry()
+    for schema in base.all():
+        factory = base.factory(schema.name)
+        assert factory is not None
+        if schema.name in resources.SHARED_TYPES:
+            factory = wrap(factory, schema.name)
+        registry.register(schema, factory)
+    return registry
+
+
+class _Unshared:
+    """Supervisor side of a per-worker type: validated there, never fetched."""
+
+    def __call__(self) -> None:
+        return None
+
+
+def publishing_registry(base: Registry, store: SharedStore) -> Registry:
+    """``base`` with shared types publishing into ``store`` and the rest not fetched."""
+
+    def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
+        def make(params: dict[str, Any]) -> Fetcher:
+            return PublishingFetcher(
+                factory(params), store, entry_key(type_name, params), type_name
+            )
+
+        return make
+
+    def unshared(factory: FetcherFactory) -> FetcherFactory:
+        def make(params: dict[str, Any]) -> Fetcher:
+            factory(params)  # the type's own checks of its params (no I/O)
+            return _Unshared()
+
+        return make
+
+    registry = Registry()
+    for schema in base.all():
+        factory = base.factory(schema.name)
+        assert factory is not None
+        if schema.name in resources.SHARED_TYPES:
+            registry.register(schema, wrap(factory, schema.name))
+        else:
+            registry.register(schema, unshared(factory))
+    return registry
+
+
+def mapped_registry(base: Registry, store: SharedStore) -> Registry:
+    """``base`` with every shared type read from ``store`` instead of its source."""
+
+    def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
+        def make(params: dict[str, Any]) -> Fetcher:
+            factory(params)  # the type's own checks of its params (no I/O)
+            return MappedFetcher(store, entry_key(type_name, params))
+
+        return make
+
+    return _wrapped(base, wrap)

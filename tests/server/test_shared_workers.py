@@ -1,0 +1,216 @@
+"""``pineapple serve --workers 2`` with real processes: one loader, shared snapshots."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from .test_e2e import ServeProcess
+
+pytestmark = pytest.mark.e2e
+
+DEADLINE = 20.0  # generous: several Python processes start on a busy 2-core machine
+
+
+def _config(db: Path) -> dict[str, Any]:
+    outputs = ["id", "title"]
+    return {
+        "resource_config": {
+            "feed": {
+                "type": "feed_data",
+                "interval": 1,
+                "params": {
+                    "sqlite_path": str(db),
+                    "table": "items",
+                    "index_columns": ["cat"],
+                    "order_columns": ["score"],
+                    "version_query": "SELECT COUNT(*) FROM items",
+                },
+            }
+        },
+        "pipeline_config": {
+            "operators": {
+                "recall": {
+                    "type_name": "recall_feed_data",
+                    "resource_name": "feed",
+                    "match": {"cat": "cat"},
+                    "order_by": "score",
+                    "descending": True,
+                    "$metadata": {
+                        "common_input": ["cat"],
+                        "common_output": [],
+                        "item_input": [],
+                        "item_output": outputs,
+                    },
+                }
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["recall"]}},
+        "flow_contract": {
+            "common_input": ["cat"],
+            "item_input": [],
+            "common_output": [],
+            "item_output": outputs,
+        },
+    }
+
+
+def _fill(db: Path, start: int, stop: int) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS items "
+            "(id INTEGER PRIMARY KEY, cat TEXT, score REAL, title TEXT)"
+        )
+        conn.executemany(
+            "INSERT INTO items VALUES (?, ?, ?, ?)",
+            [(i, f"c{i % 3}", i / 10, f"t{i}") for i in range(start, stop)],
+        )
+    conn.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, Path, Path]]:
+    db = tmp_path / "feed.db"
+    _fill(db, 0, 30)
+    config = tmp_path / "pineapple.json"
+    config.write_text(json.dumps(_config(db)))
+    shared = tmp_path / "shm"
+    shared.mkdir()
+    server = ServeProcess(
+        config, tmp_path / "closes.log", "--workers", "2", "--shared-dir", str(shared)
+    )
+    try:
+        yield server, db, shared
+    finally:
+        for child in {*_SEEN, *_workers(server)}:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()  # never leave a worker holding the log pipe open
+        _SEEN.clear()
+        server.close()
+
+
+_SEEN: set[psutil.Process] = set()
+
+
+def _workers(server: ServeProcess) -> list[psutil.Process]:
+    try:
+        children = psutil.Process(server.proc.pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    workers = []
+    for child in children:
+        try:
+            if "multiprocessing.spawn" in " ".join(child.cmdline()):
+                workers.append(child)
+                _SEEN.add(child)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue  # a worker that just died, not yet reaped by the supervisor
+    return workers
+
+
+def _generations(server: ServeProcess, want_pids: set[int]) -> dict[int, int]:
+    """``worker pid -> served shared generation``, asking until every wanted worker answered."""
+    seen: dict[int, int] = {}
+    end = time.monotonic() + DEADLINE
+    while not want_pids <= set(seen) and time.monotonic() < end:
+        # A new connection each time: the kernel hands it to any worker accepting.
+        body = httpx.get(f"{server.url}/resources/feed", timeout=10).json()
+        found = re.search(r"shared snapshot generation (\d+)", body["status"]["summary"])
+        assert found, body
+        seen[body["worker"]] = int(found.group(1))
+    assert want_pids <= set(seen), f"workers {want_pids - set(seen)} never answered"
+    return seen
+
+
+def _wait_everywhere(server: ServeProcess, pids: set[int], generation: int) -> None:
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        if set(_generations(server, pids).values()) == {generation}:
+            return
+    raise AssertionError(f"not every worker reached generation {generation}")
+
+
+def _recall(server: ServeProcess) -> list[int]:
+    body = {"common": {"cat": "c1"}, "items": []}
+    response = httpx.post(f"{server.url}/execute", json=body, timeout=10)
+    assert response.status_code == 200, response.text
+    return [item["id"] for item in response.json()["items"]]
+
+
+def _wait_workers(server: ServeProcess, count: int) -> set[int]:
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        pids = {p.pid for p in _workers(server)}
+        if len(pids) == count:
+            return pids
+        time.sleep(0.05)  # polling another process's state, with a deadline
+    raise AssertionError(f"never {count} workers")
+
+
+def test_refresh_reaches_every_worker_and_a_failed_one_publishes_nothing(
+    served: tuple[ServeProcess, Path, Path],
+) -> None:
+    server, db, shared = served
+    pids = _wait_workers(server, 2)
+    assert set(_generations(server, pids).values()) == {1}
+    _fill(db, 30, 33)  # the version query's answer changes: the supervisor publishes once
+    _wait_everywhere(server, pids, 2)
+    assert 31 in _recall(server)
+    (store,) = shared.iterdir()
+    # The previous generation's files are unlinked once the new one is published.
+    assert sorted(p.name for p in store.iterdir() if ".1." in p.name) == []
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE items RENAME TO gone")  # every refresh now fails
+    conn.close()
+    time.sleep(2.5)  # two refresh intervals (1 s, the shortest allowed) fail meanwhile
+    assert set(_generations(server, pids).values()) == {2}
+    assert 31 in _recall(server)
+    assert server.stop() == 0
+    assert not store.exists()  # the supervisor removes its snapshot directory at exit
+
+
+def test_killed_worker_is_replaced_and_serves_without_reading_the_source(
+    served: tuple[ServeProcess, Path, Path],
+) -> None:
+    server, db, _ = served
+    pids = _wait_workers(server, 2)
+    want = _recall(server)
+    db.unlink()  # any read of the source from now on fails
+    victim = min(pids)
+    os.kill(victim, signal.SIGKILL)
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        now = {p.pid for p in _workers(server)}
+        if len(now) == 2 and victim not in now:
+            break
+        time.sleep(0.05)  # polling another process's state, with a deadline
+    else:
+        raise AssertionError("the killed worker was not replaced")
+    replacement = (now - pids).pop()
+    assert _generations(server, {replacement})[replacement] == 1
+    for _ in range(10):
+        assert _recall(server) == want
+    assert "ERROR" not in "".join(line for line in server.log if "exited with" not in line)
+
+
+def test_supervisor_killed_leaves_no_worker_running(
+    served: tuple[ServeProcess, Path, Path],
+) -> None:
+    server, _, _ = served
+    _wait_workers(server, 2)
+    workers = _workers(server)
+    server.proc.kill()
+    _, alive = psutil.wait_procs(workers, timeout=DEADLINE)
+    assert alive == [], f"workers still running: {[p.pid for p in alive]}"
