@@ -21,6 +21,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.lookup", "resource_lookup"),
     ("benchmarks.large_request", "large_request"),
     ("benchmarks.masking", "masking"),
+    ("benchmarks.engine_cost", "engine_cost"),
 ]
 
 
