@@ -22,6 +22,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.large_request", "large_request"),
     ("benchmarks.masking", "masking"),
     ("benchmarks.shared_table", "shared_table"),
+    ("benchmarks.engine_cost", "engine_cost"),
 ]
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import statistics
+import time
 import timeit
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Result", "interleaved", "interleaved_stmts", "median"]
+__all__ = ["Result", "interleaved", "interleaved_stmts", "median", "paired"]
 
 
 @dataclass(frozen=True)
@@ -63,3 +64,37 @@ def interleaved(
     return interleaved_stmts(
         {name: f"_fns[{name!r}]()" for name in fns}, {"_fns": fns}, number=number, rounds=rounds
     )
+
+
+def paired(
+    fns: Mapping[str, Callable[[], object]], *, rounds: int = 200, number: int = 200
+) -> tuple[dict[str, float], dict[str, float]]:
+    """CPU seconds per call of each function (median), and each one's median
+    per-round ratio to the first one.
+
+    Each round runs every function ``number`` times, in rotating order, and
+    reads the process CPU clock around each batch; the ratio of two batches
+    of one round cancels the drift that other processes cause between
+    rounds (what a small cost bound of a few percent needs on a busy machine).
+    Bounded: ``rounds * len(fns)`` batches.
+    """
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    clock = time.process_time
+    for fn in fns.values():  # warm-up
+        for _ in range(number):
+            fn()
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn = fns[name]
+            started = clock()
+            for _ in range(number):
+                fn()
+            samples[name].append(clock() - started)
+    first = samples[names[0]]
+    per_call = {name: median(v) / number for name, v in samples.items()}
+    ratios = {
+        name: median([a / b for a, b in zip(v, first, strict=True) if b > 0])
+        for name, v in samples.items()
+    }
+    return per_call, ratios

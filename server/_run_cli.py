@@ -7,7 +7,12 @@ or, with ``--static-resources FILE`` (a JSON object ``name -> value``),
 exactly those values are the resources and the config's own are not
 fetched. The response ``{"common": ..., "items": ...}`` is printed as Go's
 indented ``json.Encoder`` writes it; any failure prints the error on stderr
-and exits 1. The engine and the manager are closed on every path.
+and exits 1. ``--trace`` runs with the engine's trace (as a request with
+``"_return_trace": true`` does on the server): the response gains the
+server's ``trace`` list (one entry per operator that started: ``name``,
+``duration_ms``, ``skipped``, and snapshots for ``debug`` operators), and a
+failed run prints that list on stderr after the error. The engine and the
+manager are closed on every path.
 """
 
 from __future__ import annotations
@@ -38,7 +43,13 @@ DEFAULT_MAX_REQUEST_BYTES = Config.max_body_bytes
 
 
 class RunError(Exception):
-    """A failure of ``pineapple run``: its message is what stderr shows."""
+    """A failure of ``pineapple run``: its message is what stderr shows.
+
+    ``trace`` is the run's trace (``--trace``) as JSON text, printed after the message."""
+
+    def __init__(self, message: str, trace: bytes | None = None) -> None:
+        super().__init__(message)
+        self.trace = trace
 
 
 def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,6 +92,11 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="refuse a config file bigger than N bytes",
     )
     parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="add the per-operator trace (name, duration_ms, skipped, snapshots) to the output",
+    )
+    parser.add_argument(
         "--bench-stubs",
         action="store_true",
         help="build on the benchmark registry (the public engines' stub operators)",
@@ -98,6 +114,8 @@ def run_command(args: argparse.Namespace) -> int:
         body = run_once(args)
     except RunError as exc:
         print(f"pineapple run: {exc}", file=sys.stderr)
+        if exc.trace is not None:
+            print(f"trace: {exc.trace.decode()}", file=sys.stderr)
         return 1
     sys.stdout.buffer.write(body)
     sys.stdout.flush()
@@ -125,13 +143,20 @@ def run_once(args: argparse.Namespace) -> bytes:
         if args.timeout_ms:
             ctx = ctx.with_timeout(args.timeout_ms / 1000)
         try:
-            result = engine.run(ctx, request)
+            result = engine.run(ctx, request, trace=args.trace)
         except PineappleError as exc:
             raise RunError(f"execution error: {exc}") from None
-        if result.error is not None:
-            raise RunError(f"execution error: {result.error}")
-    compact = go_json({"common": result.common, "items": result.items})
-    return indent_json(compact) + b"\n"
+    trace = None
+    if result.trace is not None:
+        trace = [entry.to_dict() for entry in result.trace]  # bounded: one per operator
+    if result.error is not None:
+        raise RunError(
+            f"execution error: {result.error}", None if trace is None else go_json(trace)
+        )
+    response: dict[str, Any] = {"common": result.common, "items": result.items}
+    if trace is not None:
+        response["trace"] = trace
+    return indent_json(go_json(response)) + b"\n"
 
 
 def _registry(bench: bool) -> OperatorRegistry | None:

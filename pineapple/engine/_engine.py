@@ -26,27 +26,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._context import Context
-from .._errors import DeadlineExceededError, ExecutionError, PineappleError, ValidationError
+from .._errors import ExecutionError, PineappleError, ValidationError
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
 from ._io import OperatorInput, OperatorOutput
-from ._parallel import ShardError, execute_sharded
-from ._pieces import PIECE, batches, release
+from ._parallel import execute_sharded
+from ._pieces import PIECE, release
 from ._render import render_dag
+from ._run import (
+    deadline_error,
+    failure_error,
+    observe_steps,
+    release_frame,
+    skip_step,
+    violation_error,
+    wrap_error,
+)
 from ._schema import OperatorRegistry, default_operator_registry
-from ._stats import TIME_EVERY, EngineStats
+from ._stats import TIME_EVERY, EngineStats, Shard
 from ._step import Step, compile_step
 from ._template import resolve_templates
-from ._trace import TraceEntry, snapshot_input, snapshot_output
+from ._trace import TraceEntry
 
 __all__ = ["Engine", "Result", "UnknownGroupError"]
 
 _log = logging.getLogger("pineapple.engine")
-_EMPTY: Mapping[str, Any] = {}
-_monotonic = time.monotonic
 _clock = time.perf_counter_ns
-_NO_OUTPUT = OperatorOutput()  # returned beside an error, never read
+_monotonic = time.monotonic
+_EMPTY: Mapping[str, Any] = {}
 
 
 @dataclass
@@ -94,6 +102,7 @@ class Engine:
         *,
         registry: OperatorRegistry | None = None,
         time_every: int = TIME_EVERY,
+        stats: bool = True,
     ) -> None:
         if registry is None:
             _load_builtin_operators()
@@ -116,7 +125,9 @@ class Engine:
             raise
         self._pipelines = pipelines
         self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every)
-        """Per-operator counters since this engine was built (``/stats``, ``/metrics``)."""
+        """Per-operator counters since this engine was built (``/stats``, ``/metrics``);
+        they stay at zero with ``stats=False`` (a stats-free engine, for comparisons)."""
+        self._local: threading.local | None = self.stats.local if stats else None
         main = self._main = pipelines[self.default_group]
         self._steps: tuple[Step, ...] = main.steps
         self.graph: Graph = main.graph
@@ -205,100 +216,118 @@ class Engine:
         pipeline = self._main if group is None else self._pipelines.get(group)
         if pipeline is None:
             raise UnknownGroupError(str(group), self.groups)
-        steps = pipeline.steps
         common, items = self._admit(request)
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
-        error: ExecutionError | None = None
-        present: dict[str, int] = {}
-        traces: list[TraceEntry] | None = [] if trace else None
-        # Counting costs a few int adds per run on this thread's own shard (no
-        # lock, no metric call; see EngineStats). Clocks are read only on timed
-        # runs (one in stats.time_every per thread, and every traced run).
-        shard = self.stats.shard()
-        shard.countdown -= 1
-        timing = trace or shard.countdown <= 0
-        if timing:
-            shard.countdown = self.stats.time_every
-        run_started = started = _clock() if timing else 0
-        end = len(steps)  # steps processed: skipped, executed or failed
-        skipped = failed = 0
-        # The deadline costs one read here and one clock read per operator;
-        # operators with long loops check it themselves (ctx.check_deadline).
+        # Counting costs one thread-local read, a countdown and one list add per
+        # run, all here (none inside the loop: see EngineStats). Clocks are read
+        # only on timed runs (one in time_every per thread) and traced runs.
+        local = self._local
+        if local is None:  # Engine(stats=False)
+            shard = None
+            timed = False
+        else:
+            try:
+                shard = local.shard
+            except AttributeError:
+                shard = self.stats.shard()
+            shard.countdown -= 1
+            timed = shard.countdown <= 0
+        if timed or trace:
+            return self._run_observed(pipeline, ctx, common, items, warnings, shard, timed, trace)
+        # The plain loop (the observed one is _run.observe_steps: keep the two
+        # alike; tests/engine/test_stats.py runs every case through both).
+        # Bounded by the pipeline's length. The deadline costs one read here and
+        # one clock read per operator; long operators check it themselves.
+        steps = pipeline.steps
         deadline = ctx.deadline
+        present: dict[str, int] = {}
+        error: ExecutionError | None = None
+        skipped: list[int] | None = None
+        end, failed = len(steps), -1
         for step in steps:
-            if step.skip and _skipped(step, common):
-                shard.skips[step.slot] += 1
-                skipped += 1
-                if traces is not None:
-                    traces.append(TraceEntry(step.name, 0, skipped=True))
+            if step.skip and skip_step(step, common):
+                if skipped is None:
+                    skipped = []
+                skipped.append(step.slot)
                 continue
             if deadline is not None and _monotonic() >= deadline:
-                error = _deadline_error(step.name)
-                end = step.position
+                error, end = deadline_error(step.name), step.position
                 break
-            if timing:
-                started = _clock()
-            snap_in = None
             try:
                 view = build_common(step, common) if step.needs_common else _EMPTY
                 if step.item_strict or step.item_nullable:
                     check_items(step, items, present)
                 templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
             except (FrameError, ValueError) as exc:
-                error, out = _wrap(step, exc), _NO_OUTPUT
-            else:
-                inp = OperatorInput(
-                    view, items, templated=templated, item_defaults=step.item_defaults
-                )
-                if traces is not None and step.debug:
-                    snap_in = snapshot_input(inp, step.item_input)
-                # Inlined (not a helper call): this runs once per operator per request.
-                try:
-                    if step.data_parallel > 1:
-                        out = execute_sharded(step, ctx, inp)
-                    else:
-                        out = OperatorOutput()
-                        step.execute(ctx, inp, out)
-                except Exception as exc:
-                    error, out = _failure(step, exc), _NO_OUTPUT
+                error, end, failed = wrap_error(step, exc), step.position + 1, step.slot
+                break
+            inp = OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
+            try:
+                if step.data_parallel > 1:
+                    out = execute_sharded(step, ctx, inp)
                 else:
-                    if step.violations(out):
-                        error = _violation(step, out)
-            if timing:
-                took = _clock() - started
-                shard.timed(step.slot, took)
-                if traces is not None:
-                    snap_out = snapshot_output(out) if step.debug and error is None else None
-                    traces.append(TraceEntry(step.name, took, False, snap_in, snap_out))
-            if error is not None:
-                shard.errors[step.slot] += 1
-                end, failed = step.position + 1, 1
+                    out = OperatorOutput()
+                    step.execute(ctx, inp, out)
+            except Exception as exc:
+                error, end, failed = failure_error(step, exc), step.position + 1, step.slot
+                break
+            if step.violations(out):
+                error, end, failed = violation_error(step, out), step.position + 1, step.slot
                 break
             if out.warning is not None:
                 warnings.append(f'operator "{step.name}": {out.warning}')
             try:
                 applied = apply_output(step, out, common, items, present)
             except FrameError as exc:
-                error = _wrap(step, exc)
-                shard.errors[step.slot] += 1
-                end, failed = step.position + 1, 1
+                error, end, failed = wrap_error(step, exc), step.position + 1, step.slot
                 break
             if len(items) > PIECE:
-                _release_frame(items, applied, out)
+                release_frame(items, applied, out)
             items = applied
-        shard.reached[pipeline.index][end] += 1
-        if skipped or failed:
-            shard.uneven(pipeline.index, end, end - skipped - failed)
-        if error is not None:
-            shard.dag_errors += 1
-        if timing:
-            shard.timed_run(_clock() - run_started)
+        if shard is not None:
+            shard.reached[pipeline.index][end] += 1
+            if skipped is not None or error is not None:
+                shard.irregular(pipeline.index, end, skipped, failed, error is not None)
         contract = self.contract
         response = project(common, items, contract.common_output, contract.item_output)
         if len(items) > PIECE:
             release(items)
+        if error is not None:
+            error.result = response
+        return Result(response["common"], response["items"], warnings, error)
+
+    def _run_observed(
+        self,
+        pipeline: _Pipeline,
+        ctx: Context,
+        common: dict[str, Any],
+        items: list[dict[str, Any]],
+        warnings: list[str],
+        shard: Shard | None,
+        timed: bool,
+        trace: bool,
+    ) -> Result:
+        """A timed run (one in ``time_every``: durations into ``shard``) or a traced one."""
+        traces: list[TraceEntry] | None = [] if trace else None
+        timer = shard if timed else None
+        started = _clock()
+        walk = observe_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
+        if timer is not None:
+            timer.countdown = self.stats.time_every
+            timer.timed_run(_clock() - started)
+        error = walk.error
+        if shard is not None:
+            shard.reached[pipeline.index][walk.end] += 1
+            if walk.skipped is not None or error is not None:
+                shard.irregular(
+                    pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
+                )
+        contract = self.contract
+        response = project(common, walk.items, contract.common_output, contract.item_output)
+        if len(walk.items) > PIECE:
+            release(walk.items)
         if error is not None:
             error.result = response
         return Result(response["common"], response["items"], warnings, error, traces)
@@ -398,67 +427,6 @@ def _compile_pipeline(
         raise
     graph = build_graph([cfg.operators[s.name] for s in steps], [s.traits for s in steps])
     return _Pipeline(tuple(steps), graph, any(s.blocking for s in steps), index, parents)
-
-
-def _failure(step: Step, exc: Exception) -> ExecutionError:
-    """The error of an operator that raised ``exc``."""
-    if isinstance(exc, ShardError):
-        error = ExecutionError(str(exc), operator=step.name)
-        error.__cause__ = exc
-        return error
-    if isinstance(exc, DeadlineExceededError):
-        # Raised by the operator's own check: re-raised naming this step.
-        return _deadline_error(step.name) if exc.operator != step.name else exc
-    return _wrap(step, exc)
-
-
-def _violation(step: Step, out: OperatorOutput) -> ExecutionError:
-    """The error of an operator whose output breaks its kind's rules."""
-    return ExecutionError(
-        f'pine: execution error in operator "{step.name}": type violation: '
-        f"operator type {step.kind.capitalize()} must not call [{' '.join(step.violations(out))}]",
-        operator=step.name,
-    )
-
-
-def _skipped(step: Step, common: Mapping[str, Any]) -> bool:
-    for f in step.skip:
-        v = common.get(f)
-        if v is not None and v is not False:
-            return True
-    return False
-
-
-def _release_frame(
-    old: list[dict[str, Any]], new: list[dict[str, Any]], out: OperatorOutput
-) -> None:
-    """Free a large frame's replaced item list and applied order/removals in pieces.
-
-    All are the engine's (the frame is copied on entry; lists handed to the
-    output belong to the engine): freed in one call each, 280,000 items hold
-    the GIL for 10 to 40 ms.
-    """
-    if new is not old:
-        release(old)
-    if out.item_order is not None:
-        release(out.item_order)
-    removed = out.removed
-    if removed is not None and len(removed) > PIECE:
-        parts = list(batches(removed))
-        removed.clear()
-        release(parts, 1)
-
-
-def _deadline_error(operator: str) -> DeadlineExceededError:
-    return DeadlineExceededError(f'deadline exceeded in operator "{operator}"', operator=operator)
-
-
-def _wrap(step: Step, exc: BaseException) -> ExecutionError:
-    err = ExecutionError(
-        f'pine: execution error in operator "{step.name}": {exc}', operator=step.name
-    )
-    err.__cause__ = exc
-    return err
 
 
 def _check_sources_order(sequence: list[str], cfg: PipelineConfig) -> None:

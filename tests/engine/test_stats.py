@@ -94,3 +94,76 @@ def test_errors_are_counted_and_traced() -> None:
 def test_no_trace_unless_asked() -> None:
     engine = Engine(CONFIG)
     assert engine.run(None, {"common": {}, "items": []}).trace is None
+
+
+def _lua_fail(when: str) -> dict[str, Any]:
+    """CONFIG whose ``sort`` is a Lua transform that raises when ``when`` is set in common."""
+    ops = dict(CONFIG["pipeline_config"]["operators"])
+    ops["sort"] = {
+        "type_name": "transform_by_lua",
+        "lua_script": f"function f() if {when} then error('boom') end return 1 end",
+        "function_for_item": "f",
+        "$metadata": {"common_input": [when], "item_input": ["s"], "item_output": ["t"]},
+    }
+    return {**CONFIG, "pipeline_config": {"operators": ops}}
+
+
+def _outcome(engine: Engine, common: dict[str, Any], trace: bool = False) -> tuple[Any, ...]:
+    result = engine.run(None, {"common": common, "items": []}, trace=trace)
+    error = None if result.error is None else (result.error.operator, str(result.error))
+    return result.response(), result.warnings, error
+
+
+def _counts(engine: Engine) -> tuple[Any, ...]:
+    t = engine.stats.totals()
+    ops = {n: (o.exec_count, o.skip_count, o.error_count) for n, o in t.operators.items()}
+    return ops, t.runs, t.dag_success, t.dag_error, t.executed.counts, t.executed.sum
+
+
+def test_plain_and_observed_loops_agree() -> None:
+    """The plain run loop and the observed one (timed or traced runs) give the same
+    responses, errors and counts, run for run."""
+    commons: list[dict[str, Any]] = [
+        {"_off": False, "_boom": False},
+        {"_off": True, "_boom": False},
+        {"_off": False, "_boom": True},
+        {"_off": True, "_boom": True},
+    ]
+    plain = Engine(_lua_fail("_boom"), time_every=10**9)
+    timed = Engine(_lua_fail("_boom"), time_every=1)
+    traced = Engine(_lua_fail("_boom"), time_every=10**9)
+    with plain, timed, traced:
+        plain.run(None, {"common": commons[0], "items": []})  # a thread's first run is timed
+        timed.run(None, {"common": commons[0], "items": []})
+        traced.run(None, {"common": commons[0], "items": []})
+        for common in commons * 3:
+            expected = _outcome(plain, common)
+            assert _outcome(timed, common) == expected
+            assert _outcome(traced, common, trace=True) == expected
+        assert _counts(plain) == _counts(timed) == _counts(traced)
+        ops = plain.stats.totals().operators
+        assert ops["sort"].error_count == 6 and ops["size"].skip_count == 6
+        durations = timed.stats.totals().operators["recall"].durations.count
+        assert durations == 13 and plain.stats.totals().operators["recall"].durations.count == 1
+
+
+def test_deadline_before_an_operator_is_a_run_error_not_an_operator_error() -> None:
+    engine = Engine(CONFIG)
+    from pineapple import Context
+
+    result = engine.run(Context().with_deadline(0.0), {"common": {}, "items": []})
+    assert result.error is not None and result.error.operator == "recall"
+    totals = engine.stats.totals()
+    assert totals.operators["recall"].error_count == 0
+    assert (totals.runs, totals.dag_error, totals.executed.sum) == (1, 1, 0)
+
+
+def test_stats_off_counts_nothing_and_answers_the_same() -> None:
+    """``Engine(stats=False)``: the stats-free engine of the cost benchmark."""
+    on, off = Engine(CONFIG), Engine(CONFIG, stats=False)
+    for common in ({}, {"_off": True}):
+        assert _outcome(off, common) == _outcome(on, common)
+        assert _outcome(off, common, trace=True) == _outcome(on, common, trace=True)
+    totals = off.stats.totals()
+    assert totals.runs == 0 and totals.operators["recall"].exec_count == 0
+    assert on.stats.totals().runs == 4

@@ -119,3 +119,72 @@ def test_a_realistic_benchmark_config_runs_on_the_bench_stubs() -> None:
     result = pineapple_run(str(config), "--request", str(request), "--bench-stubs")
     assert result.returncode == 0, result.stderr
     assert len(orjson.loads(result.stdout)["items"]) == 10
+
+
+def _traced_config(tmp_path: Path, lua: str = "return 1") -> Path:
+    config = {
+        "pipeline_config": {
+            "operators": {
+                "recall": {
+                    "type_name": "recall_static",
+                    "items": [{"id": 1, "s": 2}],
+                    "$metadata": {"item_output": ["id", "s"]},
+                },
+                "size": {
+                    "type_name": "transform_size",
+                    "skip": ["_off"],
+                    "$metadata": {"common_input": ["_off"], "common_output": ["n"]},
+                },
+                "double": {
+                    "type_name": "transform_by_lua",
+                    "lua_script": f"function f() {lua} end",
+                    "function_for_item": "f",
+                    "debug": True,
+                    "$metadata": {"item_input": ["s"], "item_output": ["t"]},
+                },
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["recall", "size", "double"]}},
+        "flow_contract": {"common_input": ["_off"], "item_output": ["id", "t"]},
+    }
+    path = tmp_path / "traced.json"
+    path.write_bytes(orjson.dumps(config))
+    return path
+
+
+def test_trace_adds_one_entry_per_operator_as_the_server_does(tmp_path: Path) -> None:
+    config = _traced_config(tmp_path, "return s * 2")
+    request = b'{"common": {"_off": true}, "items": []}'
+    plain = pineapple_run(str(config), "--request", "-", stdin=request)
+    assert plain.returncode == 0, plain.stderr
+    assert "trace" not in orjson.loads(plain.stdout)
+    result = pineapple_run(str(config), "--request", "-", "--trace", stdin=request)
+    assert result.returncode == 0, result.stderr
+    out = orjson.loads(result.stdout)
+    assert out["items"] == [{"id": 1, "t": 4}]
+    trace = out["trace"]
+    assert [(t["name"], t.get("skipped", False)) for t in trace] == [
+        ("recall", False),
+        ("size", True),
+        ("double", False),
+    ]
+    assert all(isinstance(t["duration_ms"], int | float) for t in trace)
+    # debug on "double": its snapshots, as the server's trace has them.
+    assert trace[2]["input_snapshot"] == {"items": [{"s": 2}]}
+    assert trace[2]["output_snapshot"] == {"item_writes": {"0": {"t": 4}}}
+    assert "input_snapshot" not in trace[0]
+
+
+def test_trace_of_a_failed_run_goes_to_stderr_after_the_error(tmp_path: Path) -> None:
+    config = _traced_config(tmp_path, "error('boom')")
+    result = pineapple_run(
+        str(config), "--request", "-", "--trace", stdin=b'{"common": {"_off": false}}'
+    )
+    assert result.returncode == 1 and result.stdout == b""
+    error, trace = result.stderr.decode().splitlines()[-2:]
+    assert error.startswith(
+        'pineapple run: execution error: pine: execution error in operator "double"'
+    )
+    assert "boom" in error
+    names = [t["name"] for t in orjson.loads(trace.removeprefix("trace: "))]
+    assert names == ["recall", "size", "double"]
