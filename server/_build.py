@@ -19,10 +19,10 @@ from typing import Any, Literal, TypeVar, cast
 
 import orjson
 
-from pineapple import PineappleError, plugins, resource
+from pineapple import PineappleError, builtins, plugins, resource
 from pineapple.engine import Engine, respond
 
-from ._config import Config, EngineFactory, EngineLike, Responder
+from ._config import Config, EngineLike, Responder
 from ._snapshot import ConfigInfo, Snapshot
 
 __all__ = [
@@ -62,8 +62,13 @@ class CheckError(BuildError):
 
 
 def import_plugins(specs: Iterable[str]) -> None:
-    """Import each plugin, a module name or a ``.py`` path (see :mod:`pineapple.plugins`)."""
+    """Load the built-in types, then each plugin (a module name or a ``.py`` path).
+
+    The built-ins come from :mod:`pineapple.builtins`; plugins are imported by
+    :mod:`pineapple.plugins`. A failing plugin is a :class:`BuildError` (step ``plugins``).
+    """
     try:
+        builtins.load()
         plugins.import_plugins(specs)
     except plugins.PluginError as exc:
         raise BuildError("plugins", str(exc)) from None
@@ -277,17 +282,19 @@ class Builder:
     # -- the steps ------------------------------------------------------------------
 
     def _engine(self, data: bytes, secrets: set[str]) -> EngineLike:
-        factory = self._config.engine_factory or cast(EngineFactory, Engine)
         try:
-            return factory(data)
+            if self._config.engine_factory is not None:
+                return self._config.engine_factory(data)
+            return Engine(data, registry=builtins.operator_registry())
         except Exception as exc:
             raise BuildError("engine", resource.redact(_describe(exc), secrets)) from None
 
     def _manager(
         self, data: bytes, secrets: set[str], carry_over: resource.Manager | None
     ) -> resource.Manager:
+        registry = self._config.registry or builtins.resource_registry()
         manager = resource.Manager(
-            self._config.registry, self._metrics, start_timeout=self._config.start_timeout
+            registry, self._metrics, start_timeout=self._config.start_timeout
         )
         try:
             self._config.register_hand_resources(manager, carry_over)
