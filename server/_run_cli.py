@@ -23,7 +23,8 @@ from typing import Any, BinaryIO
 import orjson
 
 from pineapple import Context, PineappleError, builtins, resource
-from pineapple.engine import Engine, OperatorRegistry, go_json
+from pineapple.engine import Engine, OperatorRegistry
+from pineapple.engine.http import go_json
 from pineapple.plugins import add_plugin_argument
 
 from ._build import BuildError, import_plugins, read_config_file

@@ -91,3 +91,13 @@ def test_entry_points_are_left_to_third_party_plugins() -> None:
             if ep.value.split(".")[0] in {"pineapple", "resources"}
         ]
         assert ours == [], f"{group} names our own packages: {ours}"
+
+
+def test_importing_the_resource_runtime_loads_no_engine_and_no_types() -> None:
+    loaded = _loaded_after("import pineapple.resource")
+    assert not any(loaded.values()), loaded
+
+
+def test_importing_pineapple_loads_no_engine() -> None:
+    loaded = _loaded_after("import pineapple")
+    assert not any(loaded.values()), loaded
