@@ -44,12 +44,14 @@ StartError Static UnknownResourceError all_schemas default_registry flush_closes
 load_config probe_report_of redact redact_value register_resource resource_names
 validate_resource_deps with_resources"""
 
-ENGINE_FACE = """DAG_FORMATS OPERATOR_KINDS PIECE Engine EngineStats Graph Metadata Operator OperatorFactory
+ENGINE_FACE = """DAG_FORMATS OPERATOR_KINDS PIECE Engine EngineStats Graph Metadata Operator
+OperatorFactory
 OperatorInput OperatorKind OperatorOutput OperatorRegistry OperatorSchema Result StatsTotals
 TraceEntry UnknownFormatError UnknownGroupError all_operator_schemas build_operator
 default_operator_registry pieces register_operator stable_order stats_dict"""
 
-HTTP_FACE = """STATUS_BAD_REQUEST STATUS_CONTRACT STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
+HTTP_FACE = """STATUS_BAD_REQUEST STATUS_CONTRACT STATUS_DEADLINE STATUS_EXECUTION
+STATUS_TOO_MANY_ITEMS
 STATUS_UNKNOWN_GROUP encode_response go_json respond"""
 
 
