@@ -1,9 +1,9 @@
 """Codegen: typed DSL classes from the resource and operator registries.
 
-``python -m codegen`` reads :func:`pineapple.resource.all_schemas` and
-:func:`pineapple.engine.all_operator_schemas` (both load entry-point plugins)
-and writes ``dsl/generated/resources.py`` (one ``<CamelName>Resource`` class
-per resource type) and ``dsl/generated/operators.py`` (one typed method per
+``python -m codegen`` reads the registries of :mod:`pineapple.builtins` (the
+built-in types, plus third-party entry-point plugins) and writes
+``dsl/generated/resources.py`` (one ``<CamelName>Resource`` class per
+resource type) and ``dsl/generated/operators.py`` (one typed method per
 operator type on ``OperatorMethods``, which ``dsl.Flow`` inherits). Output
 is deterministic and already in ``ruff format`` style; ``--check`` exits 1
 when a checked-in file is missing or stale.

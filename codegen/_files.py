@@ -8,9 +8,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pineapple.engine import OperatorSchema, all_operator_schemas
+from pineapple import builtins
+from pineapple.engine import OperatorSchema
 from pineapple.plugins import PluginError, import_plugins
-from pineapple.resource import ResourceSchema, all_schemas
+from pineapple.resource import ResourceSchema
 
 from ._errors import CodegenError
 from ._operators import render_operators
@@ -33,28 +34,34 @@ def render_all(
     *,
     flow_class: bool = False,
 ) -> dict[str, str]:
-    """``file name -> text`` of every generated file (default: the process-wide registries).
+    """``file name -> text`` of every generated file (default: the built-ins' registries).
 
     ``flow_class``: also define ``Flow`` in ``operators.py`` (a plugin's own files).
     """
+    if resources is None:
+        resources = builtins.resource_registry().all()
+    if operators is None:
+        operators = builtins.operator_registry().all()
     return {
-        "resources.py": render_resources(all_schemas() if resources is None else resources),
-        "operators.py": render_operators(
-            all_operator_schemas() if operators is None else operators, flow_class=flow_class
-        ),
+        "resources.py": render_resources(resources),
+        "operators.py": render_operators(operators, flow_class=flow_class),
     }
 
 
 def render_plugins(specs: Sequence[str]) -> dict[str, str]:
     """The generated files of only the types that importing the plugins ``specs`` registers."""
-    known_resources = {s.name for s in all_schemas()}
-    known_operators = {s.name for s in all_operator_schemas()}
+    resource_registry, operator_registry = (
+        builtins.resource_registry(),
+        builtins.operator_registry(),
+    )
+    known_resources = {s.name for s in resource_registry.all()}
+    known_operators = {s.name for s in operator_registry.all()}
     try:
         import_plugins(specs)
     except PluginError as exc:
         raise CodegenError(str(exc)) from None
-    resources = [s for s in all_schemas() if s.name not in known_resources]
-    operators = [s for s in all_operator_schemas() if s.name not in known_operators]
+    resources = [s for s in resource_registry.all() if s.name not in known_resources]
+    operators = [s for s in operator_registry.all() if s.name not in known_operators]
     if not resources and not operators:
         raise CodegenError(
             f"the plugin(s) {', '.join(specs)} registered no new resource or operator type"

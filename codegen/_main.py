@@ -63,7 +63,7 @@ def add_codegen_command(subparsers: argparse._SubParsersAction[argparse.Argument
         "codegen",
         help="write the typed DSL classes from the registries",
         description="Write dsl/generated/resources.py and operators.py from the resource "
-        "and operator registries (built-ins and entry-point plugins).",
+        "and operator registries (built-ins, entry-point and --plugin plugins).",
     )
     add_arguments(parser)
     parser.set_defaults(func=lambda args: run(check=args.check, out=args.out, plugins=args.plugin))

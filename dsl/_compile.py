@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pineapple
-from pineapple.engine import OperatorRegistry, default_operator_registry
-from pineapple.resource import Registry, default_registry
+from pineapple import builtins
+from pineapple.engine import OperatorRegistry
+from pineapple.resource import Registry
 
 from ._branch import BranchCall, resolve_skip
 from ._condition import control_function, control_script
@@ -269,7 +270,8 @@ def compile_flow(
     condition reads is in the flow's ``common_input`` or written by an earlier
     operator; no other operator writes a control field (``_if_1``...).
     ``operators``/``resources``: the registries to check
-    against (default: the process-wide ones, which load entry-point plugins).
+    against (default: :mod:`pineapple.builtins`' registries: the built-in types
+    and whatever plugins registered).
     """
     if not isinstance(flow, Flow):
         raise ValidationError(f"compile_flow takes a Flow, got {type(flow).__name__}")
@@ -279,8 +281,8 @@ def compile_flow(
         compiled,
         pipelines,
         open_blocks=open_blocks,
-        operators=operators or default_operator_registry(),
-        resources=resources or default_registry(),
+        operators=operators or builtins.operator_registry(),
+        resources=resources or builtins.resource_registry(),
         reserved_keys=_RESERVED_KEYS,
     )
     config: dict[str, Any] = {

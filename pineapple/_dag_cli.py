@@ -64,16 +64,16 @@ def add_dag_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 def dag_command(args: argparse.Namespace) -> int:
     """Run ``pineapple dag``; exit 0, or 1 with the reason on stderr."""
-    from pineapple import PineappleError
+    from pineapple import PineappleError, builtins
     from pineapple.engine import Engine
     from server._build import import_plugins
 
     try:
-        import_plugins(("resources", "pineapple.operators", *args.plugin))
+        import_plugins(args.plugin)
         path = Path(args.config)
         if path.stat().st_size > _MAX_CONFIG_BYTES:
             raise ValueError(f"{path}: larger than {_MAX_CONFIG_BYTES} bytes")
-        with Engine(path.read_bytes()) as engine:
+        with Engine(path.read_bytes(), registry=builtins.operator_registry()) as engine:
             fmt = "dot" if args.format == "svg" else args.format
             text = engine.render_dag(fmt, collapse=args.collapse, group=args.group)
         if args.format == "svg":

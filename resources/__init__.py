@@ -3,7 +3,8 @@
 This is the Go ``init()`` pattern: each module below calls
 ``pineapple.register_resource`` at import time. Business packages register
 their own types the same way, or through the ``pineapple.resources``
-entry-point group.
+entry-point group. :mod:`pineapple.builtins` is the one place that imports
+this package for the server, the CLI and codegen.
 
 Types (value shape):
     static              the ``value`` param as given

@@ -8,7 +8,6 @@ the manager stopped), so a failed build leaves nothing running behind.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import stat
@@ -19,10 +18,11 @@ from typing import Any, Literal, TypeVar, cast
 
 import orjson
 
-from pineapple import PineappleError, plugins, resource
-from pineapple.engine import Engine, respond
+from pineapple import PineappleError, builtins, plugins, resource
+from pineapple.engine import Engine
+from pineapple.engine.http import respond
 
-from ._config import Config, EngineFactory, EngineLike, Responder
+from ._config import Config, EngineLike, Responder
 from ._snapshot import ConfigInfo, Snapshot
 
 __all__ = [
@@ -62,8 +62,13 @@ class CheckError(BuildError):
 
 
 def import_plugins(specs: Iterable[str]) -> None:
-    """Import each plugin, a module name or a ``.py`` path (see :mod:`pineapple.plugins`)."""
+    """Load the built-in types, then each plugin (a module name or a ``.py`` path).
+
+    The built-ins come from :mod:`pineapple.builtins`; plugins are imported by
+    :mod:`pineapple.plugins`. A failing plugin is a :class:`BuildError` (step ``plugins``).
+    """
     try:
+        builtins.load()
         plugins.import_plugins(specs)
     except plugins.PluginError as exc:
         raise BuildError("plugins", str(exc)) from None
@@ -156,19 +161,7 @@ def secrets_in(data: bytes, env: Mapping[str, str] | None = None) -> set[str]:
 
     ``env``: the environment ``${VAR}`` reads (default ``os.environ``), as the build uses it.
     """
-    try:
-        root = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return set()
-    if not isinstance(root, Mapping):
-        return set()
-    found = resource.secrets_of(root)
-    try:
-        for entry in resource.parse_resource_config(root, env):
-            found |= resource.secrets_of(entry.params) | entry.secrets
-    except PineappleError:
-        pass  # an unparsable resource_config holds no interpolated secret to hide
-    return found
+    return set(resource.load_config(data, env=env).secrets)
 
 
 def example_request(data: bytes) -> bytes:
@@ -212,35 +205,37 @@ class Builder:
         limit = config.resource_memory_budget_bytes
         self._budget = resource.MemoryBudget(limit or None)
 
-    def info(self, data: bytes) -> ConfigInfo:
-        """Version, create time and content hash of ``data`` (no parsing errors raised)."""
-        version: Any = None
-        create_time: Any = None
-        try:
-            root = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            root = None
-        if isinstance(root, dict):
-            version = root.get("_PINEAPPLE_VERSION")
-            create_time = root.get("_PINEAPPLE_CREATE_TIME")
+    def load(self, data: bytes) -> resource.LoadedConfig:
+        """``data`` parsed once, with this server's environment and config folder."""
+        return resource.load_config(
+            data, env=self._config.env, source_dir=Path(self._config.path).parent
+        )
+
+    def info(self, config: bytes | resource.LoadedConfig) -> ConfigInfo:
+        """Version, create time and content hash of a config (no parsing errors raised)."""
+        loaded = config if isinstance(config, resource.LoadedConfig) else self.load(config)
+        root = loaded.root or {}
         return ConfigInfo(
             path=str(self._config.path),
-            version=version,
-            create_time=create_time,
-            content_hash=hashlib.sha256(data).hexdigest(),
-            size=len(data),
+            version=root.get("_PINEAPPLE_VERSION"),
+            create_time=root.get("_PINEAPPLE_CREATE_TIME"),
+            content_hash=loaded.content_hash,
+            size=len(loaded.data),
             loaded_at=time.time(),
         )
 
     def build(self, data: bytes, *, carry_over: resource.Manager | None = None) -> Snapshot:
-        """A started, validated snapshot of ``data``; :class:`BuildError` otherwise."""
-        secrets = secrets_in(data, self._config.env)
-        engine = self._engine(data, secrets)
+        """A started, validated snapshot of ``data``; :class:`BuildError` otherwise.
+
+        ``data`` is parsed once (:meth:`load`); every step reads that one value.
+        """
+        loaded = self.load(data)
+        engine = self._engine(loaded)
         try:
-            manager = self._manager(data, secrets, carry_over)
+            manager = self._manager(loaded, carry_over)
             try:
-                self._start(manager, secrets)
-                self._deps(data, manager, secrets)
+                self._start(manager, loaded.secrets)
+                self._deps(loaded, manager)
             except BaseException:
                 manager.stop()
                 raise
@@ -248,7 +243,7 @@ class Builder:
             _close_engine(engine)
             raise
         self._serial += 1
-        return Snapshot(engine, manager, self.info(data), self._serial)
+        return Snapshot(engine, manager, self.info(loaded), self._serial)
 
     def check(self, data: bytes, *, fetch: bool = False) -> list[str]:
         """Validate ``data`` like ``nginx -t``: the resource names, or :class:`BuildError`.
@@ -256,16 +251,16 @@ class Builder:
         Builds the engine and registers the resources; fetches them only with
         ``fetch``; validates dependencies; then tears everything down.
         """
-        secrets = secrets_in(data, self._config.env)
+        loaded = self.load(data)
         failed: list[BuildError] = []
         # Every step that can run does, so that one check names every problem.
-        engine = _attempt(failed, lambda: self._engine(data, secrets))
-        manager = _attempt(failed, lambda: self._manager(data, secrets, None))
+        engine = _attempt(failed, lambda: self._engine(loaded))
+        manager = _attempt(failed, lambda: self._manager(loaded, None))
         try:
             if manager is not None:
                 if fetch:
-                    _attempt(failed, lambda: self._start(manager, secrets))
-                _attempt(failed, lambda: self._deps(data, manager, secrets))
+                    _attempt(failed, lambda: self._start(manager, loaded.secrets))
+                _attempt(failed, lambda: self._deps(loaded, manager))
             if len(failed) == 1:
                 raise failed[0]
             if failed:
@@ -280,46 +275,45 @@ class Builder:
 
     # -- the steps ------------------------------------------------------------------
 
-    def _engine(self, data: bytes, secrets: set[str]) -> EngineLike:
-        factory = self._config.engine_factory or cast(EngineFactory, Engine)
+    def _engine(self, loaded: resource.LoadedConfig) -> EngineLike:
         try:
-            return factory(data)
+            if self._config.engine_factory is not None:
+                return self._config.engine_factory(loaded.data)
+            # The parsed root when there is one; else the bytes, for the engine's own error.
+            config = loaded.data if loaded.root is None else loaded.root
+            return Engine(config, registry=builtins.operator_registry())
         except Exception as exc:
-            raise BuildError("engine", resource.redact(_describe(exc), secrets)) from None
+            raise BuildError("engine", resource.redact(_describe(exc), loaded.secrets)) from None
 
     def _manager(
-        self, data: bytes, secrets: set[str], carry_over: resource.Manager | None
+        self, loaded: resource.LoadedConfig, carry_over: resource.Manager | None
     ) -> resource.Manager:
+        registry = self._config.registry or builtins.resource_registry()
         manager = resource.Manager(
-            self._config.registry,
+            registry,
             self._metrics,
             start_timeout=self._config.start_timeout,
             budget=self._budget,
         )
         try:
             self._config.register_hand_resources(manager, carry_over)
-            manager.load_from_root_config(
-                data,
-                carry_over=carry_over,
-                env=self._config.env,
-                base_dir=Path(self._config.path).parent,
-            )
+            manager.load_from_root_config(loaded, carry_over=carry_over)
         except Exception as exc:
             manager.stop()  # releases values adopted from carry_over
-            raise BuildError("resources", resource.redact(_describe(exc), secrets)) from None
+            raise BuildError("resources", resource.redact(_describe(exc), loaded.secrets)) from None
         return manager
 
-    def _start(self, manager: resource.Manager, secrets: set[str]) -> None:
+    def _start(self, manager: resource.Manager, secrets: frozenset[str]) -> None:
         try:
             manager.start()
         except Exception as exc:
             raise BuildError("start", resource.redact(_describe(exc), secrets)) from None
 
-    def _deps(self, data: bytes, manager: resource.Manager, secrets: set[str]) -> None:
+    def _deps(self, loaded: resource.LoadedConfig, manager: resource.Manager) -> None:
         try:
-            resource.validate_resource_deps(data, manager)
+            resource.validate_resource_deps(loaded, manager)
         except Exception as exc:
-            raise BuildError("deps", resource.redact(_describe(exc), secrets)) from None
+            raise BuildError("deps", resource.redact(_describe(exc), loaded.secrets)) from None
 
 
 def _attempt(failed: list[BuildError], step: Callable[[], _T]) -> _T | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pineapple import Context, resource
+from pineapple.resource._closer import close_now  # the closer, not part of the face
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -186,4 +187,4 @@ class Config:
         if hook is None or callable(hook):
             return
         for spec in hook:
-            resource.close_now(f"fetcher of {spec.type_name}/{spec.name}", spec.fetcher)
+            close_now(f"fetcher of {spec.type_name}/{spec.name}", spec.fetcher)

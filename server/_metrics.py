@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -46,6 +48,64 @@ _LATENCY_BUCKETS = (
 )
 
 
+@dataclass(frozen=True)
+class _Family:
+    """One instrumented metric family: the attribute that holds it and how it is declared."""
+
+    attr: str
+    kind: type[Counter] | type[Histogram]
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+
+    def make(self, registry: CollectorRegistry) -> Any:
+        extra: dict[str, Any] = {} if self.buckets is None else {"buckets": self.buckets}
+        return self.kind(self.name, self.help, list(self.labels), registry=registry, **extra)
+
+
+_C, _H = Counter, Histogram
+_FAMILIES: tuple[_Family, ...] = (
+    # attr, type, name, help, labels, buckets
+    _Family("requests", _C, "pineapple_http_requests",
+            "HTTP requests answered, by route, method and status code.",
+            ("route", "method", "status")),
+    _Family("latency", _H, "pineapple_http_request_duration_seconds",
+            "Time to answer an HTTP request, by route.", ("route",), _LATENCY_BUCKETS),
+    _Family("reloads", _C, "pineapple_config_reloads",
+            "Config reload attempts by result (ok, unchanged, error).", ("result",)),
+    _Family("reload_duration", _H, "pineapple_config_reload_duration_seconds",
+            "Time to build, start and validate a new snapshot."),
+    _Family("refreshes", _C, "pineapple_resource_refreshes",
+            "Resource fetch attempts by resource, type and result (swapped, not_modified, error).",
+            ("resource", "type", "result")),
+    _Family("refresh_duration", _H, "pineapple_resource_refresh_duration_seconds",
+            "Time of one resource fetch.", ("resource",)),
+    _Family("validation_failures", _C, "pineapple_resource_validation_failures",
+            "New resource values refused before the swap, by resource and check "
+            "(a validator's name, or memory_budget).", ("resource", "check")),
+    # The Go engine's families (pine_*), beside ours: see server/_gometrics.py.
+    _Family("go_reloads", _C, "pine_config_reload", "Total successful config reloads."),
+    _Family("go_reload_errors", _C, "pine_config_reload_errors", "Total failed config reloads."),
+    _Family("go_reload_duration", _H, "pine_config_reload_duration_seconds",
+            "Config reload duration in seconds.", (), _GO_RELOAD_BUCKETS),
+)  # fmt: skip
+
+_LABELS = ("resource", "type")
+_GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # name, help, labels: read from the serving snapshot at scrape time
+    ("pineapple_resource_version", "Successful swaps of the resource's value (starts at 1).",
+     _LABELS),
+    ("pineapple_resource_generation", "Changes of the resource's config entry.", _LABELS),
+    ("pineapple_resource_age_seconds", "Seconds since the current value was loaded.", _LABELS),
+    ("pineapple_resource_last_success_timestamp_seconds",
+     "When the resource was last fetched successfully (Unix seconds).", _LABELS),
+    ("pineapple_resource_ready", "1 when the resource has a value to lend.", _LABELS),
+    ("pineapple_config_loaded_timestamp_seconds",
+     "When the serving config was loaded, labelled by its content hash.", ("content_hash",)),
+)  # fmt: skip
+
+
 class ServerMetrics:
     """The server's metrics; also the ``ManagerMetrics`` every snapshot's Manager reports to.
 
@@ -55,62 +115,17 @@ class ServerMetrics:
 
     def __init__(self, current: Callable[[], Snapshot | None]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter(
-            "pineapple_http_requests",
-            "HTTP requests answered, by route, method and status code.",
-            ["route", "method", "status"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "pineapple_http_request_duration_seconds",
-            "Time to answer an HTTP request, by route.",
-            ["route"],
-            buckets=_LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.reloads = Counter(
-            "pineapple_config_reloads",
-            "Config reload attempts by result (ok, unchanged, error).",
-            ["result"],
-            registry=self.registry,
-        )
-        self.reload_duration = Histogram(
-            "pineapple_config_reload_duration_seconds",
-            "Time to build, start and validate a new snapshot.",
-            registry=self.registry,
-        )
-        self.refreshes = Counter(
-            "pineapple_resource_refreshes",
-            "Resource fetch attempts by resource, type and result (swapped, not_modified, error).",
-            ["resource", "type", "result"],
-            registry=self.registry,
-        )
-        self.refresh_duration = Histogram(
-            "pineapple_resource_refresh_duration_seconds",
-            "Time of one resource fetch.",
-            ["resource"],
-            registry=self.registry,
-        )
-        self.validation_failures = Counter(
-            "pineapple_resource_validation_failures",
-            "New resource values refused before the swap, by resource and check "
-            "(a validator's name, or memory_budget).",
-            ["resource", "check"],
-            registry=self.registry,
-        )
-        # The Go engine's families (pine_*), beside ours: see server/_gometrics.py.
-        self.go_reloads = Counter(
-            "pine_config_reload", "Total successful config reloads.", registry=self.registry
-        )
-        self.go_reload_errors = Counter(
-            "pine_config_reload_errors", "Total failed config reloads.", registry=self.registry
-        )
-        self.go_reload_duration = Histogram(
-            "pine_config_reload_duration_seconds",
-            "Config reload duration in seconds.",
-            buckets=_GO_RELOAD_BUCKETS,
-            registry=self.registry,
-        )
+        made = {row.attr: row.make(self.registry) for row in _FAMILIES}
+        self.requests: Counter = made["requests"]
+        self.latency: Histogram = made["latency"]
+        self.reloads: Counter = made["reloads"]
+        self.reload_duration: Histogram = made["reload_duration"]
+        self.refreshes: Counter = made["refreshes"]
+        self.refresh_duration: Histogram = made["refresh_duration"]
+        self.validation_failures: Counter = made["validation_failures"]
+        self.go_reloads: Counter = made["go_reloads"]
+        self.go_reload_errors: Counter = made["go_reload_errors"]
+        self.go_reload_duration: Histogram = made["go_reload_duration"]
         self.http = HttpStats()
         self.engines = EngineTotals()
         self.reload_count = 0
@@ -208,35 +223,9 @@ class _SnapshotCollector(Collector):
         return iter(())  # dynamic: not checked for duplicates at registration
 
     def collect(self) -> Iterator[Metric]:
-        version = GaugeMetricFamily(
-            "pineapple_resource_version",
-            "Successful swaps of the resource's value (starts at 1).",
-            labels=["resource", "type"],
-        )
-        generation = GaugeMetricFamily(
-            "pineapple_resource_generation",
-            "Changes of the resource's config entry.",
-            labels=["resource", "type"],
-        )
-        age = GaugeMetricFamily(
-            "pineapple_resource_age_seconds",
-            "Seconds since the current value was loaded.",
-            labels=["resource", "type"],
-        )
-        success = GaugeMetricFamily(
-            "pineapple_resource_last_success_timestamp_seconds",
-            "When the resource was last fetched successfully (Unix seconds).",
-            labels=["resource", "type"],
-        )
-        ready = GaugeMetricFamily(
-            "pineapple_resource_ready",
-            "1 when the resource has a value to lend.",
-            labels=["resource", "type"],
-        )
-        config = GaugeMetricFamily(
-            "pineapple_config_loaded_timestamp_seconds",
-            "When the serving config was loaded, labelled by its content hash.",
-            labels=["content_hash"],
+        version, generation, age, success, ready, config = (
+            GaugeMetricFamily(name, help_text, labels=list(labels))
+            for name, help_text, labels in _GAUGES
         )
         snap = self._current()
         if snap is not None:

@@ -26,7 +26,7 @@ from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
 from ._logmask import install_log_mask, remove_log_mask
-from ._service import BUILTIN_PLUGINS, Service
+from ._service import Service
 
 __all__ = ["EXIT_GRACE_SECONDS", "bind", "check", "exit_within", "run"]
 
@@ -50,7 +50,7 @@ def check(config: Config, *, fetch: bool = False) -> list[str]:
     Reads the file, builds the Engine, registers every resource (fetching
     only with ``fetch``) and validates operator -> resource dependencies.
     """
-    import_plugins((*BUILTIN_PLUGINS, *config.plugins))
+    import_plugins(config.plugins)
     data = read_config_file(config.path, config.max_config_bytes)
     return Builder(config).check(data, fetch=fetch)
 

@@ -27,14 +27,14 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from pineapple import Context, PineappleError, resource
-from pineapple.engine import Engine, OperatorRegistry, go_json
+from pineapple import Context, PineappleError, builtins, resource
+from pineapple.engine import Engine, OperatorRegistry
+from pineapple.engine.http import go_json
 from pineapple.plugins import add_plugin_argument
 
 from ._build import BuildError, import_plugins, read_config_file
 from ._config import Config
 from ._json_indent import indent_json
-from ._service import BUILTIN_PLUGINS
 
 __all__ = ["add_run_command"]
 
@@ -125,7 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
 def run_once(args: argparse.Namespace) -> bytes:
     """Everything but the printing: the response bytes, or :class:`RunError`."""
     try:
-        import_plugins((*BUILTIN_PLUGINS, *args.plugin))
+        import_plugins(args.plugin)
         config = read_config_file(Path(args.config), args.max_config_bytes)
     except BuildError as exc:
         raise RunError(f"error reading config: {exc.reason}") from None
@@ -159,9 +159,9 @@ def run_once(args: argparse.Namespace) -> bytes:
     return indent_json(go_json(response)) + b"\n"
 
 
-def _registry(bench: bool) -> OperatorRegistry | None:
+def _registry(bench: bool) -> OperatorRegistry:
     if not bench:
-        return None
+        return builtins.operator_registry()
     from pineapple.operators.bench import bench_operator_registry
 
     return bench_operator_registry()
@@ -175,7 +175,7 @@ def _resources(
     if static is not None:
         yield resource.Static(static)
         return
-    manager = resource.Manager()
+    manager = resource.Manager(builtins.resource_registry())
     try:
         try:
             manager.load_from_root_config(config, base_dir=base_dir)

@@ -1,6 +1,6 @@
 """``Service``: one server's moving parts, started and stopped in order.
 
-Start: plugins -> first snapshot (read -> Engine -> resources -> start ->
+Start: built-ins and plugins -> first snapshot (read -> Engine -> resources -> start ->
 deps) -> watcher. Stop: mark draining (``/readyz`` turns 503) -> stop the
 watcher -> refuse reloads -> retire the serving snapshot -> wait until its
 last request has finished and its resources are closed.
@@ -18,12 +18,9 @@ from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
 
-__all__ = ["BUILTIN_PLUGINS", "Service"]
+__all__ = ["Service"]
 
 _log = logging.getLogger("pineapple.server")
-
-BUILTIN_PLUGINS: tuple[str, ...] = ("resources", "pineapple.operators")
-"""Imported before every start: they register the built-in resource and operator types."""
 
 
 class Service:
@@ -49,7 +46,7 @@ class Service:
 
     def start(self) -> Snapshot:
         """Build and publish the first snapshot, then watch; :class:`BuildError` on failure."""
-        import_plugins((*BUILTIN_PLUGINS, *self.config.plugins))
+        import_plugins(self.config.plugins)
         snap = self.reloader.load_initial()
         if self.config.watch:
             watcher = ConfigWatcher(

@@ -51,7 +51,7 @@ from pineapple import resource
 from ._build import BuildError, import_plugins, read_config_file
 from ._config import Config
 from ._follower import Follower
-from ._service import BUILTIN_PLUGINS, Service
+from ._service import Service
 from ._shared import SharedStore, mapped_registry, publishing_registry
 from ._watcher import ConfigWatcher
 
@@ -88,7 +88,7 @@ def worker_main(
 
     _die_with_parent(parent_pid)
     _configure_logging(config.log_level)
-    import_plugins((*BUILTIN_PLUGINS, *config.plugins))
+    import_plugins(config.plugins)
     store = SharedStore(store_path)
     base = config.registry or resource.default_registry()
     worker_config = replace(config, registry=mapped_registry(base, store), watch=False, workers=1)

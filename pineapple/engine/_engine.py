@@ -86,6 +86,12 @@ class Engine:
     ``pipeline_group.main``, or the only group when there is exactly one;
     a request may name another group of the config (``execute(..., group=)``).
 
+    Operator types come from ``registry``; without one, from the default
+    registry as it is: the engine never imports operators itself, so import
+    ``pineapple.operators`` for the built-ins (or pass
+    ``pineapple.builtins.operator_registry()``).
+
+    >>> import pineapple.operators  # registers the built-in operator types
     >>> engine = Engine({
     ...     "pipeline_config": {"operators": {"size": {
     ...         "type_name": "transform_size",
@@ -104,8 +110,6 @@ class Engine:
         time_every: int = TIME_EVERY,
         stats: bool = True,
     ) -> None:
-        if registry is None:
-            _load_builtin_operators()
         reg = registry if registry is not None else default_operator_registry()
         self.config: PipelineConfig = parse_config(config)
         self.default_group: str = default_group(self.config)
@@ -447,16 +451,3 @@ def _close_all(steps: tuple[Step, ...] | list[Step]) -> None:
             step.op.close()
         except Exception:
             _log.exception('operator "%s" close failed', step.name)
-
-
-_builtin_loaded = False
-
-
-def _load_builtin_operators() -> None:
-    """Import the built-in operators (and entry-point plugins) once."""
-    global _builtin_loaded
-    if not _builtin_loaded:
-        import pineapple.operators  # noqa: F401  (registers at import)
-
-        default_operator_registry().all()  # loads entry-point plugins
-        _builtin_loaded = True

@@ -1,8 +1,12 @@
 """Built-in operators (importing this package registers them).
 
 Each module holds one operator: its ``OperatorSchema`` (``SCHEMA``), its
-class, and the ``register_operator`` call. ``transform_by_lua`` lives in its
-own module, written separately.
+class, and the ``register_operator`` call. The Lua runtime behind
+``transform_by_lua`` is the private package ``_lua``.
+
+This package imports only :mod:`pineapple.engine` and the core below it (never
+``resources`` or a server); :mod:`pineapple.builtins` is the one place that
+imports it together with the built-in resource types.
 """
 
 from importlib import import_module
@@ -19,6 +23,7 @@ _MODULES = (
     "reorder_sort",
     "reorder_topn_boost",
     "transform_bench_cpu",
+    "transform_by_lua",
     "transform_by_remote_pineapple",
     "transform_copy",
     "transform_dispatch",
@@ -29,15 +34,8 @@ _MODULES = (
     "transform_resource_lookup",
     "transform_size",
 )
-_OPTIONAL = ("transform_by_lua",)
 
 for _name in _MODULES:
     import_module(f"{__name__}.{_name}")
-for _name in _OPTIONAL:
-    try:
-        import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"{__name__}.{_name}":
-            raise
 
 __all__: list[str] = []

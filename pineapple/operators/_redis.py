@@ -29,7 +29,7 @@ from .. import resource
 from .._context import Context
 from .._errors import DeadlineExceededError
 from .._params import ParamSpec
-from ..engine import format_value
+from ..engine._gofmt import format_value
 
 __all__ = [
     "DATA_TYPE_PARAM",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..engine import format_g, go_json
+from ..engine._gofmt import format_g, go_json
 
 __all__ = ["salt_text", "salted_rank"]
 

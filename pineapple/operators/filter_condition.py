@@ -6,14 +6,8 @@ from typing import Any
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    format_value,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._gofmt import format_value
 
 __all__ = ["SCHEMA", "FilterCondition"]
 

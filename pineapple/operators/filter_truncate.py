@@ -6,15 +6,9 @@ from typing import Any
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    go_type_name,
-    is_template,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._gofmt import go_type_name
+from ..engine._template import is_template
 
 __all__ = ["SCHEMA", "FilterTruncate"]
 

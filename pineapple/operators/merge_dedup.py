@@ -7,14 +7,8 @@ from typing import Any
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    go_json,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._gofmt import go_json
 
 __all__ = ["SCHEMA", "MergeDedup", "dedup_key"]
 

@@ -7,14 +7,8 @@ from typing import Any
 from .. import resource
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    go_type_name,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._gofmt import go_type_name
 
 __all__ = ["SCHEMA", "RecallResource"]
 

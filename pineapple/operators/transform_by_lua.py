@@ -12,12 +12,12 @@ leaves a nil at its position, as with Go's default wangshu VM; gopher-lua
 would close the gap); the return values go to ``common_output``. A missing
 return value writes nil, as in Go.
 
-Value mapping, sandbox and formatting: see ``_lua_values`` and
-``_lua_sandbox``. Thread safety: ``execute`` may run on many threads at
+Value mapping, sandbox and formatting: see ``_lua`` (``_values`` and
+``_sandbox``). Thread safety: ``execute`` may run on many threads at
 once (``concurrent_safe``, so ``data_parallel`` is allowed); each call
 borrows its own Lua state from the operator's pool.
 
-Bounds (``_lua_state``, ``_lua_pool``): a call stops at the request's
+Bounds (``_lua._state``, ``_lua._pool``): a call stops at the request's
 deadline or after ``timeout_ms``, whichever comes first
 (``DeadlineExceededError`` naming the operator); a state may allocate
 ``max_memory_mb`` and the operator keeps at most ``max_states`` states, so
@@ -36,10 +36,15 @@ from typing import Any
 from .._context import Context
 from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
-from ._lua_errors import LuaRuntimeError, LuaScriptError
-from ._lua_pool import DEFAULT_MAX_STATES, LuaStatePool
-from ._lua_sandbox import MAX_MEMORY, default_backend
-from ._lua_state import LuaState
+from ._lua import (
+    DEFAULT_MAX_STATES,
+    MAX_MEMORY,
+    LuaRuntimeError,
+    LuaScriptError,
+    LuaState,
+    LuaStatePool,
+    default_backend,
+)
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "SCHEMA", "TransformByLua"]
 

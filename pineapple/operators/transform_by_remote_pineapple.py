@@ -28,13 +28,7 @@ import orjson
 from .._context import Context
 from .._errors import DeadlineExceededError
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ._guarded_http import call_deadline, guarded_client
 from ._ssrf import PrivateAddressError, ResolveError, literal_address, refuse_private, resolve
 

@@ -12,10 +12,10 @@ from ..engine import (
     OperatorInput,
     OperatorOutput,
     OperatorSchema,
-    go_type_name,
     pieces,
     register_operator,
 )
+from ..engine._gofmt import go_type_name
 
 __all__ = ["SCHEMA", "TransformNormalize", "numbers"]
 

@@ -9,14 +9,8 @@ import redis
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    is_template,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._template import is_template
 from ._redis import (
     DATA_TYPE_PARAM,
     KEY_PREFIX_PARAM,

@@ -9,16 +9,9 @@ import redis
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    format_value,
-    go_type_name,
-    is_template,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._gofmt import format_value, go_type_name
+from ..engine._template import is_template
 from ._redis import (
     DATA_TYPE_PARAM,
     KEY_PREFIX_PARAM,

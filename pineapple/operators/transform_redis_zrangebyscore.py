@@ -10,14 +10,8 @@ import redis
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    is_template,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._template import is_template
 from ._redis import RESOURCE_NAME_PARAM, borrow_redis, key_suffix, run_commands, text
 
 __all__ = ["SCHEMA", "TransformRedisZrangebyscore"]

@@ -9,16 +9,8 @@ from typing import Any
 from .. import resource
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
-    OperatorSchema,
-    format_f,
-    format_value,
-    go_type_name,
-    register_operator,
-)
+from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine._gofmt import format_f, format_value, go_type_name
 
 __all__ = ["SCHEMA", "ResourceLookup", "lookup_key_text"]
 

@@ -1,7 +1,9 @@
 """The resource runtime: named, ref-counted values refreshed in the background.
 
 Read ``Manager`` for the life cycle, ``ResourceHandle`` for the borrow
-contract and ``_refvalue`` for the guarantees of the borrow path.
+contract and ``_refvalue`` for the guarantees of the borrow path. The face
+lists the documented contract (``README.md`` beside this file); importing
+it loads neither the engine nor any resource type.
 """
 
 from .._context import Context as Context
@@ -12,15 +14,11 @@ from .._errors import MissingResourceError as MissingResourceError
 from .._errors import StartError as StartError
 from .._params import ParamSpec as ParamSpec
 from ._budget import MemoryBudget as MemoryBudget
-from ._closer import close_now as close_now
 from ._closer import flush as flush_closes
-from ._config import ResourceEntry as ResourceEntry
-from ._config import interpolate_env as interpolate_env
-from ._config import parse_resource_config as parse_resource_config
-from ._config import read_root_config as read_root_config
-from ._deps import referenced_resources as referenced_resources
 from ._deps import resource_names as resource_names
 from ._deps import validate_resource_deps as validate_resource_deps
+from ._loaded import LoadedConfig as LoadedConfig
+from ._loaded import load_config as load_config
 from ._manager import NOT_MODIFIED as NOT_MODIFIED
 from ._manager import Manager as Manager
 from ._manager import ManagerMetrics as ManagerMetrics
@@ -34,12 +32,10 @@ from ._probe import Reachability as Reachability
 from ._probe import probe_report_of as probe_report_of
 from ._provider import ResourceProvider as ResourceProvider
 from ._provider import Static as Static
-from ._provider import StaticHandle as StaticHandle
 from ._provider import from_context as from_context
 from ._provider import with_resources as with_resources
 from ._redact import redact as redact
 from ._redact import redact_value as redact_value
-from ._redact import secrets_of as secrets_of
 from ._refusal import MemoryBudgetExceededError as MemoryBudgetExceededError
 from ._refusal import NoPreviousValueError as NoPreviousValueError
 from ._refusal import PinnedError as PinnedError
@@ -55,7 +51,6 @@ from ._registry import Registry as Registry
 from ._registry import ResourceSchema as ResourceSchema
 from ._registry import all_schemas as all_schemas
 from ._registry import default_registry as default_registry
-from ._registry import load_plugins as load_plugins
 from ._registry import register_resource as register_resource
 from ._status import Condition as Condition
 from ._status import ResourceStatus as ResourceStatus
@@ -74,6 +69,7 @@ __all__ = [
     "FetcherFactory",
     "HandleReleasedError",
     "JSONPrinter",
+    "LoadedConfig",
     "Manager",
     "ManagerMetrics",
     "ManagerStateError",
@@ -91,37 +87,29 @@ __all__ = [
     "RefreshError",
     "RefreshResult",
     "Registry",
-    "ResourceEntry",
     "ResourceHandle",
     "ResourceProvider",
     "ResourceSchema",
     "ResourceStatus",
     "StartError",
     "Static",
-    "StaticHandle",
     "UnknownResourceError",
     "ValidationRefusedError",
     "ValidationSpec",
     "Validator",
     "ValueRefusedError",
     "all_schemas",
-    "close_now",
     "default_registry",
     "flush_closes",
     "from_context",
-    "interpolate_env",
-    "load_plugins",
-    "parse_resource_config",
+    "load_config",
     "probe_report_of",
-    "read_root_config",
     "redact",
     "redact_value",
-    "referenced_resources",
     "register_resource",
     "register_validator",
     "registered_validators",
     "resource_names",
-    "secrets_of",
     "validate_resource_deps",
     "with_resources",
 ]

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from .._errors import ConfigError, MissingResourceError
 from ._config import read_root_config
+from ._loaded import LoadedConfig
 
 __all__ = ["referenced_resources", "resource_names", "validate_resource_deps"]
 
@@ -32,9 +33,16 @@ def resource_names(value: Any) -> Iterator[str]:
             yield from resource_names(item)
 
 
-def referenced_resources(config: bytes | str | Mapping[str, Any]) -> list[tuple[str, str]]:
+def referenced_resources(
+    config: LoadedConfig | bytes | str | Mapping[str, Any],
+) -> list[tuple[str, str]]:
     """``(operator, resource_name)`` for every ``resource_name`` at any depth, sorted."""
-    root = read_root_config(config)
+    if isinstance(config, LoadedConfig):
+        if config.root is None:
+            raise config.error or ConfigError("config is not a JSON object")
+        root = config.root
+    else:
+        root = read_root_config(config)
     pipeline = root.get("pipeline_config", {})
     if not isinstance(pipeline, Mapping):
         raise ConfigError("pipeline_config must be an object")
@@ -45,7 +53,9 @@ def referenced_resources(config: bytes | str | Mapping[str, Any]) -> list[tuple[
     return sorted(found)
 
 
-def validate_resource_deps(config: bytes | str | Mapping[str, Any], provider: _HasNames) -> None:
+def validate_resource_deps(
+    config: LoadedConfig | bytes | str | Mapping[str, Any], provider: _HasNames
+) -> None:
     """Raise :class:`MissingResourceError` listing each operator's undeclared resource."""
     have = set(provider.names())
     missing = [(op, name) for op, name in referenced_resources(config) if name not in have]

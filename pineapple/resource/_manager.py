@@ -69,6 +69,7 @@ from ._closer import close_now, flush, schedule_close
 from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
 from ._instantiate import build_entry
 from ._interval import MIN_INTERVAL, check_interval
+from ._loaded import LoadedConfig
 from ._redact import redact
 from ._refusal import (
     MemoryBudgetExceededError,
@@ -260,7 +261,7 @@ class Manager:
 
     def load_from_root_config(
         self,
-        data: bytes | str | Mapping[str, Any],
+        data: LoadedConfig | bytes | str | Mapping[str, Any],
         *,
         carry_over: Manager | None = None,
         env: Mapping[str, str] | None = None,
@@ -277,9 +278,17 @@ class Manager:
         in that (running) manager shares its current value instead of being
         fetched again at ``start``; a changed entry gets the next generation.
         Errors are :class:`ConfigError` naming the resource; nothing is
-        registered when any entry is bad.
+        registered when any entry is bad. A :class:`LoadedConfig` is used as
+        parsed (its entries, and its ``source_dir`` unless ``base_dir`` is
+        given; ``env`` was applied when it was loaded).
         """
-        entries, problems = parse_resource_entries(read_root_config(data), env)
+        if isinstance(data, LoadedConfig):
+            if data.error is not None:
+                raise data.error
+            entries, problems = list(data.entries), list(data.problems)
+            base_dir = data.source_dir if base_dir is None else base_dir
+        else:
+            entries, problems = parse_resource_entries(read_root_config(data), env)
         base = None if base_dir is None else os.path.abspath(base_dir)
         built = []
         for entry in entries:  # every entry, so that one error names every problem

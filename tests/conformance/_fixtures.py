@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import pineapple.operators  # noqa: F401  (registers the built-in operators)
-from pineapple.engine import default_operator_registry, format_value
+from pineapple.engine import default_operator_registry
+from pineapple.engine._gofmt import format_value
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,8 @@ import orjson
 import pytest
 
 from pineapple import Context
-from pineapple.engine import Engine, respond
+from pineapple.engine import Engine
+from pineapple.engine.http import respond
 
 from ._fixtures import load, marks_for, missing_dir_param
 

@@ -62,14 +62,7 @@ def test_missing_file(tmp_path: Path) -> None:
         load_flow(tmp_path / "absent.py")
 
 
-def test_compile_writes_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Until the built-in operators are registered, check against the test registry.
-    from pineapple.engine import default_operator_registry
-
-    if default_operator_registry().get("recall_resource") is None:
-        from tests.dsl._schemas import operator_registry
-
-        monkeypatch.setattr("dsl._compile.default_operator_registry", operator_registry)
+def test_compile_writes_the_config(tmp_path: Path) -> None:
     body = (
         GOOD
         + "flow.add_operator('recall_resource', {'resource_name': 'hot'}, item_output=['id'])\n"
@@ -84,11 +77,8 @@ def test_compile_writes_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_compile_reports_a_missing_declaration(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.dsl._schemas import operator_registry
-
-    monkeypatch.setattr("dsl._compile.default_operator_registry", operator_registry)
     body = GOOD + "flow.add_operator('recall_resource', {'resource_name': 'cold'}, name='r')\n"
     out = tmp_path / "config.json"
     assert main(["compile", str(write(tmp_path, body)), "-o", str(out)]) == 1
@@ -97,12 +87,7 @@ def test_compile_reports_a_missing_declaration(
     assert not out.exists()
 
 
-def test_compile_to_stdout(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from tests.dsl._schemas import operator_registry
-
-    monkeypatch.setattr("dsl._compile.default_operator_registry", operator_registry)
+def test_compile_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = GOOD + "flow.add_operator('filter_truncate', {'top_n': 1}, name='cut')\n"
     assert main(["compile", str(write(tmp_path, body))]) == 0
     assert "cut" in json.loads(capsys.readouterr().out)["pipeline_config"]["operators"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dsl import compile_flow, load_flow
-from pineapple import Context
+from pineapple import Context, builtins
 from pineapple.engine import Engine, default_operator_registry
 from pineapple.resource import Manager, default_registry, validate_resource_deps, with_resources
 
@@ -39,6 +39,7 @@ FLOWS = {
 
 
 def require_types(flow: str) -> None:
+    builtins.load()  # the one place that registers the built-in types
     resource_types, operator_types = FLOWS[flow]
     missing = sorted(t for t in resource_types if default_registry().get(t) is None)
     missing += sorted(t for t in operator_types if default_operator_registry().get(t) is None)

@@ -15,7 +15,7 @@ import pymysql
 import pytest
 import redis
 
-from pineapple import Context
+from pineapple import Context, builtins
 from pineapple.engine import Engine
 from pineapple.resource import Manager, validate_resource_deps, with_resources
 
@@ -48,10 +48,10 @@ def test_production_config_serves_from_mysql_and_redis(
     monkeypatch.setenv("REDIS_ADDR", redis_addr)
     monkeypatch.delenv("REDIS_PASSWORD", raising=False)
     config = json.loads(CONFIG.read_text())
-    manager = Manager()
+    manager = Manager(builtins.resource_registry())
     manager.load_from_root_config(config)
     manager.start()
-    engine = Engine(config)
+    engine = Engine(config, registry=builtins.operator_registry())
     try:
         validate_resource_deps(config, manager)
         ctx = with_resources(Context(), manager)

@@ -12,8 +12,9 @@ import pytest
 
 import pineapple.operators  # noqa: F401  (registers the built-ins)
 from pineapple import Context
-from pineapple.engine import Engine, go_json, respond
-from pineapple.engine._gofmt import json_float
+from pineapple.engine import Engine
+from pineapple.engine._gofmt import go_json, json_float
+from pineapple.engine.http import respond
 
 GO_JSON = [
     (1e15, "1000000000000000"),

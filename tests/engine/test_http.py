@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pineapple import Context
-from pineapple.engine import STATUS_UNKNOWN_GROUP, Engine, encode_response, respond
+from pineapple.engine import Engine
+from pineapple.engine.http import STATUS_UNKNOWN_GROUP, encode_response, respond
 
 from ._configs import config, op
 

@@ -13,7 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from pineapple.engine import Engine, _bigjson, _engine, _frame, _http, _io, respond
+from pineapple.engine import Engine, _bigjson, _engine, _frame, _io
+from pineapple.engine import http as _http
+from pineapple.engine.http import respond
 from pineapple.operators import transform_normalize
 
 from ._configs import config, op

@@ -25,13 +25,8 @@ import pytest
 
 import pineapple.operators  # noqa: F401  (registers the built-ins)
 from pineapple import Context, ParamSpec, PineappleError
-from pineapple.engine import (
-    Engine,
-    OperatorSchema,
-    all_operator_schemas,
-    default_operator_registry,
-    respond,
-)
+from pineapple.engine import Engine, OperatorSchema, all_operator_schemas, default_operator_registry
+from pineapple.engine.http import respond
 
 SEED = 20260113
 CASES = 150

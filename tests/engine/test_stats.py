@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from pineapple import builtins
 from pineapple.engine import Engine
 
 CONFIG: dict[str, Any] = {
@@ -33,7 +34,7 @@ CONFIG: dict[str, Any] = {
 
 
 def test_counts_are_exact_across_threads() -> None:
-    engine = Engine(CONFIG, time_every=3)
+    engine = Engine(CONFIG, registry=builtins.operator_registry(), time_every=3)
     barrier = threading.Barrier(4)
 
     def work() -> None:
@@ -75,7 +76,7 @@ def test_errors_are_counted_and_traced() -> None:
             }
         },
     }
-    engine = Engine(config)
+    engine = Engine(config, registry=builtins.operator_registry())
     result = engine.run(None, {"common": {"_off": True}, "items": []}, trace=True)
     assert result.error is not None and result.error.operator == "sort"
     assert result.trace is not None
@@ -92,7 +93,7 @@ def test_errors_are_counted_and_traced() -> None:
 
 
 def test_no_trace_unless_asked() -> None:
-    engine = Engine(CONFIG)
+    engine = Engine(CONFIG, registry=builtins.operator_registry())
     assert engine.run(None, {"common": {}, "items": []}).trace is None
 
 

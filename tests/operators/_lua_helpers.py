@@ -12,8 +12,8 @@ import pytest
 import pineapple.operators  # noqa: F401  (registers transform_by_lua)
 from pineapple import Context
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
-from pineapple.operators import _lua_sandbox
-from pineapple.operators._lua_sandbox import LuaBackend, available_backends
+from pineapple.operators._lua import LuaBackend, available_backends
+from pineapple.operators._lua import _sandbox as _lua_sandbox
 from pineapple.operators.transform_by_lua import TransformByLua
 
 ROOT = Path(__file__).resolve().parents[2]

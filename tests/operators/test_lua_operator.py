@@ -10,7 +10,7 @@ import pytest
 
 from pineapple import RegistryError
 from pineapple.engine import default_operator_registry
-from pineapple.operators._lua_errors import LuaRuntimeError
+from pineapple.operators._lua import LuaRuntimeError
 
 from ._lua_helpers import each_backend, lua_op, run
 

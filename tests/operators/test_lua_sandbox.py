@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from pineapple import RegistryError
-from pineapple.operators._lua_errors import LuaRuntimeError
-from pineapple.operators._lua_sandbox import LuaBackend
+from pineapple.operators._lua import LuaBackend, LuaRuntimeError
 
 from ._lua_helpers import each_backend, lua_op, run
 

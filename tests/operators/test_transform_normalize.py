@@ -4,7 +4,8 @@ import orjson
 import pytest
 
 from pineapple import Context, RegistryError
-from pineapple.engine import Engine, respond
+from pineapple.engine import Engine
+from pineapple.engine.http import respond
 
 from ._run import run
 

@@ -34,6 +34,8 @@ import pytest
 import resources  # noqa: F401  (registers static, feed_data)
 from pineapple import resource
 from pineapple.resource import redact, redact_value
+from pineapple.resource._config import parse_resource_config
+from pineapple.resource._redact import secrets_of
 
 from ._masking import PLUGIN, ROOT, Serve, config, static_entry
 
@@ -251,7 +253,7 @@ _INNOCENT_KEYS = ["lookup_key", "author", "authors", "key", "user", "host", "tab
 
 def test_every_secret_key_variant_is_masked_and_no_innocent_key() -> None:
     unmasked = [k for k in _KEY_VARIANTS if redact_value({k: "v4lue"}) != {k: "***"}]
-    unfound = [k for k in _KEY_VARIANTS if resource.secrets_of({k: "v4lue"}) != {"v4lue"}]
+    unfound = [k for k in _KEY_VARIANTS if secrets_of({k: "v4lue"}) != {"v4lue"}]
     assert unmasked == [] and unfound == []
     masked = [k for k in _INNOCENT_KEYS if redact_value({k: "v4lue"}) != {k: "v4lue"}]
     assert masked == []
@@ -259,7 +261,7 @@ def test_every_secret_key_variant_is_masked_and_no_innocent_key() -> None:
 
 def test_dsn_passwords_with_at_and_spaces_are_recognised() -> None:
     for dsn, secrets in _DSN_SECRETS.values():
-        assert secrets[0] in resource.secrets_of({"mysql_dsn": dsn}), dsn
+        assert secrets[0] in secrets_of({"mysql_dsn": dsn}), dsn
         text = f"dial {dsn} failed\nand again: {dsn}"
         masked = redact(text)  # recognised without knowing the secret
         for secret in secrets:
@@ -282,7 +284,7 @@ def test_interpolated_values_are_masked_unless_short_or_common() -> None:
         }
     }
     env = {"T": "tbl_secret", "HOST": "10.1.2.3", "PORT": "6379", "FLAG": "true", "SHORT": "ab"}
-    (entry,) = resource.parse_resource_config(root, env)
+    (entry,) = parse_resource_config(root, env)
     assert entry.secrets == {"tbl_secret", "10.1.2.3", "Def4ultValue"}
     rm = resource.Manager()
     rm.load_from_root_config(orjson.dumps(root), env=env)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from pineapple.resource import redact, redact_value, secrets_of
+from pineapple.resource import redact, redact_value
+from pineapple.resource._redact import secrets_of
 
 
 def test_url_and_go_dsn_passwords_are_masked() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import resources  # noqa: F401  (registers redis_connection)
+from pineapple import builtins
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
 from pineapple.resource import Manager, with_resources
 
@@ -19,7 +19,12 @@ def _op(type_name: str, **params: Any) -> Any:
     meta = {"common_input": ["uid"], "common_output": ["result", "cache_hit"]}
     if type_name == "transform_redis_set":
         meta = {"common_input": ["uid", "payload"], "common_output": []}
-    op, _ = build_operator(type_name, {"resource_name": "redis_conn", **params}, meta)
+    op, _ = build_operator(
+        type_name,
+        {"resource_name": "redis_conn", **params},
+        meta,
+        registry=builtins.operator_registry(),
+    )
     return op
 
 
@@ -31,7 +36,7 @@ def _run(op: Any, ctx: Any, common: dict[str, Any]) -> OperatorOutput:
 
 def test_get_and_set_degrade_while_redis_is_down_and_recover(redis_proxy: Any) -> None:
     prefix = f"pineapple:test:{uuid.uuid4().hex[:8]}:"
-    rm = Manager()
+    rm = Manager(builtins.resource_registry())
     rm.load_from_root_config(
         {
             "resource_config": {

@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from .._errors import DeadlineExceededError
-from ._lua_errors import LuaRuntimeError
-from ._lua_state import LuaState
+from ..._errors import DeadlineExceededError
+from ._errors import LuaRuntimeError
+from ._state import LuaState
 
 __all__ = ["DEFAULT_MAX_IDLE", "DEFAULT_MAX_STATES", "LuaStatePool"]
 

@@ -1,4 +1,8 @@
-"""``respond``: the HTTP ``/execute`` semantics of the Go server, byte for byte.
+"""``pineapple.engine.http``: the HTTP ``/execute`` semantics of the Go server, byte for byte.
+
+A public submodule (not re-exported by :mod:`pineapple.engine`): the server
+answers ``/execute`` with :func:`respond`; ``pineapple run`` prints
+:func:`go_json` bytes; a custom ``Config.responder`` may wrap :func:`respond`.
 
 The server hands over the raw request body and sends back exactly the
 status and bytes returned here (``Content-Type: application/json``). The
@@ -32,7 +36,7 @@ from .._context import Context
 from .._errors import DeadlineExceededError, ValidationError
 from ._bigjson import PIECE_BYTES, loads
 from ._engine import Engine, UnknownGroupError
-from ._gofmt import go_json
+from ._gofmt import go_json as go_json
 from ._pieces import PIECE, pieces, release
 from ._trace import TraceEntry, trace_json
 
@@ -44,6 +48,7 @@ __all__ = [
     "STATUS_TOO_MANY_ITEMS",
     "STATUS_UNKNOWN_GROUP",
     "encode_response",
+    "go_json",
     "respond",
 ]
 

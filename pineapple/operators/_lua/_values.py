@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._lua_errors import LuaRuntimeError
-from ._lua_sandbox import LuaBackend
+from ._errors import LuaRuntimeError
+from ._sandbox import LuaBackend
 
 __all__ = ["NEG_ZERO_KEYS", "PACK_CHUNK", "PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
 

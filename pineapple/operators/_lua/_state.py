@@ -2,7 +2,7 @@
 
 A :class:`LuaState` is built once (the script is compiled then, never per
 request) and serves many requests, one thread at a time (see
-``_lua_pool``). Per request, the Go engine's contract holds: common input
+``_pool``). Per request, the Go engine's contract holds: common input
 fields are scalar globals; in item mode every item field is a scalar
 global set before each call and the function is called once per item; in
 common mode every item field is a global array of all the items' values
@@ -22,10 +22,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .._errors import DeadlineExceededError
-from ._lua_errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
-from ._lua_sandbox import HOOK_INSTRUCTIONS, MAX_MEMORY, LuaBackend, default_backend
-from ._lua_values import NEG_ZERO_KEYS, PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
+from ..._errors import DeadlineExceededError
+from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
+from ._sandbox import HOOK_INSTRUCTIONS, MAX_MEMORY, LuaBackend, default_backend
+from ._values import NEG_ZERO_KEYS, PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
 __all__ = ["LuaState", "driver_source"]
 
@@ -180,7 +180,7 @@ class LuaState:
     thread). Raises :class:`LuaScriptError` when the script does not load
     or does not define ``function``.
 
-    Each call runs under a time guard (a count hook, see ``_lua_sandbox``)
+    Each call runs under a time guard (a count hook, see ``_sandbox``)
     until its ``deadline`` (``time.monotonic`` seconds): past it the call
     raises :class:`DeadlineExceededError` naming the operator. A state whose
     call hit its deadline or its memory limit is ``broken``: its pool

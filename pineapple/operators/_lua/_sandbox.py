@@ -223,17 +223,14 @@ class LuaBackend:
 
     name: str
     module: Any = field(repr=False)
+    table_type: type = field(repr=False)
+    """lupa's wrapper type of a Lua table (for fast ``type(v) is ...`` checks)."""
 
     @property
     def error(self) -> type[Exception]:
         """The module's ``LuaError`` (raised by a failing call or load)."""
         err: type[Exception] = self.module.LuaError
         return err
-
-    @property
-    def table_type(self) -> type:
-        """lupa's wrapper type of a Lua table (for fast ``type(v) is ...`` checks)."""
-        return _table_type(self)
 
     def new_runtime(self, max_memory: int = MAX_MEMORY) -> Any:
         """A fresh sandboxed runtime (not thread-safe: one thread at a time).
@@ -270,25 +267,27 @@ class LuaBackend:
         return str(name) if name is not None else "userdata"
 
 
-_TABLE_TYPES: dict[str, type] = {}
+def _probe(name: str) -> LuaBackend | None:
+    """Import ``lupa.<name>`` and read its table type once, or None when it is missing."""
+    try:
+        module = importlib.import_module(f"lupa.{name}")
+    except ImportError:
+        return None
+    return LuaBackend(name, module, type(module.LuaRuntime().table()))
 
 
-def _table_type(backend: LuaBackend) -> type:
-    kind = _TABLE_TYPES.get(backend.name)
-    if kind is None:
-        kind = _TABLE_TYPES[backend.name] = type(backend.module.LuaRuntime().table())
-    return kind
+_BACKENDS: tuple[LuaBackend, ...] | None = None
+# Guarantees: the one probe of the lupa modules, run on first use without a
+# lock: threads racing on it compute equal tuples, so whichever write lands is right.
 
 
 def available_backends() -> list[LuaBackend]:
-    """The lupa Lua 5.1 modules importable here, preferred first."""
-    found = []
-    for name in ("lua51", "luajit21"):
-        try:
-            found.append(LuaBackend(name, importlib.import_module(f"lupa.{name}")))
-        except ImportError:
-            continue
-    return found
+    """The lupa Lua 5.1 modules importable here, preferred first (probed once)."""
+    global _BACKENDS
+    if _BACKENDS is None:
+        probed = (_probe(name) for name in ("lua51", "luajit21"))
+        _BACKENDS = tuple(b for b in probed if b is not None)
+    return list(_BACKENDS)
 
 
 _DEFAULT: LuaBackend | None = None

@@ -1,0 +1,32 @@
+"""The Lua runtime behind ``transform_by_lua`` (private to the operators package).
+
+- ``_sandbox``: the lupa backend (probed once), a sandboxed runtime and its time guard.
+- ``_values``: Python values to Lua and back, Go's number and table rules.
+- ``_state``: one Lua state running one operator's function, with its bounds.
+- ``_pool``: a bounded pool of states, one borrower at a time per state.
+- ``_errors``: the named errors, and the cap on an error's text.
+"""
+
+from ._errors import LuaMemoryLimitError as LuaMemoryLimitError
+from ._errors import LuaRuntimeError as LuaRuntimeError
+from ._errors import LuaScriptError as LuaScriptError
+from ._pool import DEFAULT_MAX_STATES as DEFAULT_MAX_STATES
+from ._pool import LuaStatePool as LuaStatePool
+from ._sandbox import MAX_MEMORY as MAX_MEMORY
+from ._sandbox import LuaBackend as LuaBackend
+from ._sandbox import available_backends as available_backends
+from ._sandbox import default_backend as default_backend
+from ._state import LuaState as LuaState
+
+__all__ = [
+    "DEFAULT_MAX_STATES",
+    "MAX_MEMORY",
+    "LuaBackend",
+    "LuaMemoryLimitError",
+    "LuaRuntimeError",
+    "LuaScriptError",
+    "LuaState",
+    "LuaStatePool",
+    "available_backends",
+    "default_backend",
+]
