@@ -22,6 +22,8 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.large_request", "large_request"),
     ("benchmarks.masking", "masking"),
     ("benchmarks.shared_table", "shared_table"),
+    ("benchmarks.workers", "worker_throughput"),
+    ("benchmarks.workers", "database_reads"),
     ("benchmarks.engine_cost", "engine_cost"),
 ]
 
