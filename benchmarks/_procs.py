@@ -106,7 +106,9 @@ def serve_pineapple(
     return running([*cmd, "--log-level", "warning", *extra], port, "pineapple serve", timeout)
 
 
-def serve_bare(response: Path, port: int) -> contextlib.AbstractContextManager[None]:
+def serve_bare(
+    response: Path, port: int
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     """The bare Starlette endpoint (``benchmarks._bare_server``) on ``127.0.0.1:port``."""
     cmd = [sys.executable, "-m", "benchmarks._bare_server", "--port", str(port)]
     return running([*cmd, "--response-file", str(response)], port, "bare server")
