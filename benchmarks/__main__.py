@@ -22,6 +22,8 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.large_request", "large_request"),
     ("benchmarks.masking", "masking"),
     ("benchmarks.shared_table", "shared_table"),
+    ("benchmarks.workers", "worker_throughput"),
+    ("benchmarks.workers", "database_reads"),
     ("benchmarks.engine_cost", "engine_cost"),
 ]
 
@@ -45,12 +47,33 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             traceback.print_exc()
             rows.append(Result(0, function, None, 0.0, f"could not run: {exc}"))
+    print_table(rows)
+    return exit_code(rows)
+
+
+def print_table(rows: list[Result]) -> None:
+    """The Markdown table, then one line per INVALID row with its reason."""
     print("| # | target | measured | limit | result | detail |")
     print("|---|---|---|---|---|---|")
     for r in rows:
         measured = "-" if r.ratio is None else f"{r.ratio:.2f}x"
-        print(f"| {r.number} | {r.name} | {measured} | {r.limit:.3g}x | {r.verdict} | {r.detail} |")
-    return 0 if all(r.verdict == "PASS" for r in rows) else 1
+        detail = f"{r.detail}; INVALID: {r.invalid}" if r.invalid else r.detail
+        print(f"| {r.number} | {r.name} | {measured} | {r.limit:.3g}x | {r.verdict} | {detail} |")
+    invalid = [r for r in rows if r.verdict == "INVALID"]
+    if invalid:
+        print(f"\n{len(invalid)} INVALID row(s), neither PASS nor FAIL (the run did not hold):")
+        for r in invalid:
+            print(f"- #{r.number} {r.name}: {r.invalid}")
+
+
+def exit_code(rows: list[Result]) -> int:
+    """0: every row PASS; 1: a row FAIL or not measured (n/a); 2: otherwise some INVALID."""
+    verdicts = {r.verdict for r in rows}
+    if verdicts <= {"PASS"}:
+        return 0
+    if verdicts & {"FAIL", "n/a"}:
+        return 1
+    return 2
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,10 @@ def post(port: int, path: str, body: bytes = b"", timeout: float = 120) -> tuple
 
 
 @contextlib.contextmanager
-def running(cmd: list[str], port: int, what: str, timeout: float = 60) -> Iterator[None]:
-    """Start ``cmd``, wait until ``GET /readyz`` answers 200, SIGTERM it on exit."""
+def running(
+    cmd: list[str], port: int, what: str, timeout: float = 60
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``cmd``, wait until ``GET /readyz`` answers 200, SIGTERM it on exit; yields it."""
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=log, stderr=log)
         try:
@@ -66,7 +68,7 @@ def running(cmd: list[str], port: int, what: str, timeout: float = 60) -> Iterat
 
 def _ready_then_stop(
     proc: subprocess.Popen[bytes], log: Any, port: int, what: str, timeout: float
-) -> Iterator[None]:
+) -> Iterator[subprocess.Popen[bytes]]:
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -82,7 +84,7 @@ def _ready_then_stop(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{what} did not become ready in {timeout:.0f}s")
             time.sleep(0.1)
-        yield
+        yield proc
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -93,15 +95,20 @@ def _ready_then_stop(
                 proc.wait()
 
 
-def serve_pineapple(config: Path, port: int) -> contextlib.AbstractContextManager[None]:
-    """``pineapple serve CONFIG`` on ``127.0.0.1:port`` (no file watching, quiet logs)."""
+def serve_pineapple(
+    config: Path, port: int, extra: Sequence[str] = (), timeout: float = 60
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """``pineapple serve CONFIG`` on ``127.0.0.1:port`` (no file watching, quiet logs),
+    with ``extra`` flags (e.g. ``--workers 2``); yields the server's (root) process."""
     exe = Path(sys.executable).parent / "pineapple"
     head = [str(exe)] if exe.exists() else [sys.executable, "-m", "pineapple.cli"]
     cmd = [*head, "serve", str(config), "--addr", f"127.0.0.1:{port}", "--no-watch"]
-    return running([*cmd, "--log-level", "warning"], port, "pineapple serve")
+    return running([*cmd, "--log-level", "warning", *extra], port, "pineapple serve", timeout)
 
 
-def serve_bare(response: Path, port: int) -> contextlib.AbstractContextManager[None]:
+def serve_bare(
+    response: Path, port: int
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     """The bare Starlette endpoint (``benchmarks._bare_server``) on ``127.0.0.1:port``."""
     cmd = [sys.executable, "-m", "benchmarks._bare_server", "--port", str(port)]
     return running([*cmd, "--response-file", str(response)], port, "bare server")

@@ -1,7 +1,10 @@
 """Shared tables (issue 14): reader speed of a mapped table, index cost, PSS with workers.
 
-Rows: ``PINEAPPLE_BENCH_SHARED_ROWS`` (default 200,000; the issue's figure is
-1,000,000, which takes minutes to build on a busy 2-core machine).
+Rows: ``PINEAPPLE_BENCH_SHARED_ROWS`` (default 1,000,000, the issue's figure:
+about 80 s on a busy 2-core machine). The PSS row sums ``/proc/PID/smaps_rollup``
+over every process of each server and says where it goes (anon: what a
+process builds for itself; shmem: the mapped snapshots, one copy split
+between the processes that map them; file: the interpreter's own files).
 """
 
 from __future__ import annotations
@@ -10,20 +13,18 @@ import json
 import os
 import random
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from resources import FeedTable, build_feed_table, open_mapped_table, write_feed_snapshot
 from resources._feed_table import _build_index
 from resources._mapped_table import _read_indices
 
 from ._measure import Result, interleaved
-from ._procs import free_port, post, running
+from ._procs import free_port, post, serve_pineapple
+from ._proctree import Memory, memory, processes
 
 __all__ = ["shared_table"]
 
@@ -52,32 +53,14 @@ def _recall(table: FeedTable) -> None:
     table.project(table.order(rows, "score", True, 0, 50), FIELDS)
 
 
-def _pss_tree(pid: int) -> int:
-    total = 0
-    root = psutil.Process(pid)
-    for proc in [root, *root.children(recursive=True)]:
-        try:
-            total += proc.memory_full_info().pss
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue
-    return total
-
-
-def _serve_pss(config: Path, workers: int, shared: Path) -> int:
+def _serve_pss(config: Path, workers: int, shared: Path) -> list[Memory]:
+    """PSS of every process of ``serve --workers N`` (the root first), after a few requests."""
     port = free_port()
-    exe = str(Path(sys.executable).parent / "pineapple")
-    cmd = [exe, "serve", str(config), "--addr", f"127.0.0.1:{port}", "--no-watch"]
-    cmd += ["--log-level", "warning", "--workers", str(workers), "--shared-dir", str(shared)]
-    with running(cmd, port, "pineapple serve", timeout=600):
+    extra = ["--workers", str(workers), "--shared-dir", str(shared)]
+    with serve_pineapple(config, port, extra, timeout=600) as proc:
         for _ in range(20):  # warm every worker a little (bounded)
             post(port, "/execute", b'{"common": {"cat": "c7"}, "items": []}')
-        tail = cmd[1:]
-        parent = [
-            p
-            for p in psutil.process_iter(["cmdline"])
-            if (p.info["cmdline"] or [])[-len(tail) :] == tail
-        ]
-        return _pss_tree(parent[0].pid) if parent else 0
+        return [memory(p.pid) for p in processes(proc.pid)]
 
 
 def _config(params: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +77,7 @@ def _config(params: dict[str, Any]) -> dict[str, Any]:
 
 def shared_table() -> list[Result]:
     """Mapped vs in-heap recall; deserialized vs rebuilt indices; PSS of 4 workers vs 1."""
-    n = int(os.environ.get("PINEAPPLE_BENCH_SHARED_ROWS", "200000"))
+    n = int(os.environ.get("PINEAPPLE_BENCH_SHARED_ROWS", "1000000"))
     rows = _rows(n)
     heap = build_feed_table(NAMES, [rows], "id", ["cat", "region", "tag"])
     heap.prepare_order("score")
@@ -145,15 +128,20 @@ def shared_table() -> list[Result]:
         }
         params["order_columns"] = ["score"]
         config.write_text(json.dumps(_config(params)))
-        one = _serve_pss(config, 1, Path(d))
-        four = _serve_pss(config, 4, Path(d))
+        one = sum(_serve_pss(config, 1, Path(d)), Memory())
+        tree = _serve_pss(config, 4, Path(d))
+        four = sum(tree, Memory())
+        workers = sorted(tree[1:], key=lambda m: m.pss)
+        worker = workers[len(workers) // 2] if workers else Memory()
         results.append(
             Result(
                 14,
                 "shared: PSS sum of --workers 4 / one process (same table)",
-                four / one if one else None,
+                four.pss / one.pss if one.pss else None,
                 1.5,
-                f"{four / 2**20:.0f} MiB vs {one / 2**20:.0f} MiB, {n} rows",
+                f"{four.mib()} over {len(tree)} processes vs {one.mib()}; supervisor "
+                f"{tree[0].mib()}, median other {worker.mib()}; {n:,} rows; "
+                f"load {os.getloadavg()[0]:.1f}",
             )
         )
     return results

@@ -21,7 +21,7 @@ import orjson
 
 from ._configs import feed_config, request_body
 from ._mariadb import feed_table, unreachable
-from ._measure import Result
+from ._measure import Result, invalid_open_loop
 from ._procs import finish_load, free_port, load, post, serve_pineapple, start_load
 
 __all__ = ["refresh_starvation"]
@@ -56,6 +56,8 @@ def refresh_starvation(
             status, answer = post(port, "/execute", body.read_bytes())
             if status != 200 or not orjson.loads(answer).get("items"):
                 raise RuntimeError(f"/execute answered {status}: {answer[:200]!r}")
+            alone = load(port, body, 1.0, concurrency=1)  # one at a time: the service time
+            unloaded = alone["seconds"] / max(1, alone["count"])
             capacity = load(port, body, 2.0)["count"] / 2.0
             rate = max(50.0, capacity * load_fraction)
             # A refresh takes ~2 s here under this load (3-5 s with loader=thread:
@@ -90,6 +92,14 @@ def refresh_starvation(
             steady.append(latency)
     p_during, p_steady = _p99(during), _p99(steady)
     refresh_s = sorted(t1 - t0 for t0, t1 in windows)[len(windows) // 2]
+    invalid = invalid_open_loop(
+        requested_rate=rate,
+        completed=got["count"],
+        seconds=got["seconds"],
+        generator_cpu_seconds=got["cpu_seconds"],
+        steady_p99=p_steady,
+        unloaded=unloaded,
+    )
     return [
         Result(
             5,
@@ -97,7 +107,9 @@ def refresh_starvation(
             p_during / p_steady,
             2.0,
             f"{p_during * 1e3:.1f} ms vs {p_steady * 1e3:.1f} ms at {rate:,.0f} req/s "
-            f"(1/3 of capacity {capacity:,.0f}); {len(windows)} refreshes of "
+            f"(1/3 of capacity {capacity:,.0f}; held {got['count'] / got['seconds']:,.0f}); "
+            f"unloaded {unloaded * 1e3:.2f} ms; {len(windows)} refreshes of "
             f"~{refresh_s:.1f} s; {len(during):,} vs {len(steady):,} requests",
+            invalid,
         )
     ]
