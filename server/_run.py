@@ -22,6 +22,8 @@ from types import FrameType
 
 import uvicorn
 
+from pineapple import PineappleError
+
 from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
@@ -187,9 +189,7 @@ def _install_signal_handlers(service: Service) -> dict[int, object]:
         return {}
 
     def on_hup(signum: int, frame: FrameType | None) -> None:
-        threading.Thread(
-            target=service.reloader.reload, args=("signal",), name="pineapple-sighup"
-        ).start()
+        threading.Thread(target=_reload_on_signal, args=(service,), name="pineapple-sighup").start()
 
     def after_shutdown(signum: int, frame: FrameType | None) -> None:
         _log.info("shut down after %s", signal.Signals(signum).name)
@@ -202,6 +202,18 @@ def _install_signal_handlers(service: Service) -> dict[int, object]:
     ):
         previous[signum] = signal.signal(signum, handler)
     return previous
+
+
+def _reload_on_signal(service: Service) -> None:
+    """SIGHUP: reload here, or (in a worker) ask the supervisor, which decides for all."""
+    link = service.supervisor
+    if link is None:
+        service.reloader.reload("signal")
+        return
+    try:
+        link.reload("signal", force=False)
+    except PineappleError as exc:
+        _log.error("SIGHUP: cannot ask the supervisor to reload: %s", exc)
 
 
 def _restore(previous: dict[int, object]) -> None:
