@@ -38,6 +38,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 import resources
@@ -69,6 +70,7 @@ class Follower:
         reloader: Reloader | None = None,
         source: SharedConfigSource | None = None,
         pass_timeout: float = 60.0,
+        on_fault: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._holder = holder
@@ -78,6 +80,8 @@ class Follower:
         self._source = source
         self._pass = threading.Lock()
         self._pass_timeout = pass_timeout
+        self._on_fault = on_fault or _stop_this_process
+        """Called when this worker cannot build an accepted config (default: SIGTERM itself)."""
         self._stop = threading.Event()
         self._seen: tuple[int, int, int] | None = None
         self._thread = threading.Thread(target=self._run, name="pineapple-follower", daemon=True)
@@ -150,7 +154,7 @@ class Follower:
                 outcome.error,
                 self._source.served,
             )
-            os.kill(os.getpid(), signal.SIGTERM)
+            self._on_fault()
             return False
         self._source.served = self._source.last_read
         return True
@@ -190,3 +194,8 @@ class Follower:
             return
         _log.error("the supervisor is gone; this worker stops (it would serve stale data)")
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _stop_this_process() -> None:
+    """Drain and exit (SIGTERM to this process); the supervisor starts a new worker."""
+    os.kill(os.getpid(), signal.SIGTERM)
