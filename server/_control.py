@@ -130,9 +130,14 @@ def call(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         conn.settimeout(timeout)
         try:
             _sun_path(path, conn.connect)
-            conn.sendall(orjson.dumps(request) + b"\n")
         except OSError as exc:
             raise ControlError(f"{what}: {exc.strerror or exc} (is the supervisor gone?)") from None
+        try:
+            conn.sendall(orjson.dumps(request) + b"\n")
+        except BrokenPipeError:
+            pass  # answered without reading (Busy): the reply is already queued
+        except OSError as exc:
+            raise ControlError(f"{what}: {exc.strerror or exc}") from None
         return _read_line(conn, deadline, what)
 
 
