@@ -20,6 +20,7 @@ from pineapple.resource._closer import close_now  # the closer, not part of the 
 __all__ = [
     "ADMIN_TOKEN_ENV",
     "Config",
+    "ConfigSource",
     "EngineFactory",
     "EngineLike",
     "HandResource",
@@ -45,6 +46,14 @@ class EngineLike(Protocol):
 
     def close(self) -> None:
         """Release what the operators hold. Called once, when the snapshot retires."""
+        ...
+
+
+class ConfigSource(Protocol):
+    """Where a server reads its config bytes when not from the file (``Config.config_source``)."""
+
+    def read(self, max_bytes: int) -> bytes:
+        """The config's bytes (at most ``max_bytes``); a ``BuildError`` at step ``read``."""
         ...
 
 
@@ -147,6 +156,9 @@ class Config:
     """Most bytes resource values may hold, counting current, kept previous and
     retired-but-borrowed values; a refresh past it is refused, the old value kept
     (``--resource-memory-budget-bytes``; 0: no budget)."""
+    config_source: ConfigSource | None = None
+    """Read the config from here instead of ``config_path`` (a worker of ``--workers N``
+    builds from the bytes its supervisor accepted, never from the file)."""
     trust_proxy: Sequence[str] = ()
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 

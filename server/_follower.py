@@ -7,6 +7,16 @@ refreshes every shared resource of the serving snapshot's Manager, whose
 ``MappedFetcher`` opens the new generation (or answers ``NOT_MODIFIED``).
 So a publish reaches every worker within ``poll_seconds`` plus one open.
 
+The same pass follows the config: when the manifest names a config
+generation newer than the one this worker serves, the worker rebuilds from
+exactly those bytes (its Reloader reads them through ``SharedConfigSource``).
+The supervisor built and validated them first, so a failure here is a fault
+of this worker alone: it logs why, keeps serving the old generation while it
+drains, and stops itself (SIGTERM); the supervisor starts a new worker, which
+builds the current generation at start. So no worker serves an older config
+generation for longer than one drain. Pins follow too: a shared resource is
+pinned here exactly while the manifest's ``_pins`` names it.
+
 End-of-file on the pipe means the supervisor is gone (it died, even by
 SIGKILL, because the kernel closes its descriptors): the worker then stops
 itself with SIGTERM, so no worker keeps serving stale data without a parent.
@@ -16,6 +26,9 @@ Guarantees:
   ``refresh_lock`` serialises it with the Manager's own refreshes; it borrows
   the serving snapshot for the duration (``SnapshotHolder.acquire``), so a
   config reload cannot close that Manager under it.
+- One pass at a time (``_pass``, taken with a timeout of ``pass_timeout``), whether the
+  follower's thread or an admin call (``SupervisorLink.catch_up``) runs it; so
+  ``SharedConfigSource.served`` and the local pins have a single writer.
 - Every wait is bounded (``poll_seconds``); ``stop()`` returns within one wait.
 """
 
@@ -25,13 +38,16 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 import resources
-from pineapple import PineappleError
+from pineapple import PineappleError, resource
 
-from ._shared import SharedStore
+from ._reloader import Reloader
+from ._shared import CONFIG_ENTRY, PINS_ENTRY, SharedStore, SnapshotMissingError
 from ._snapshot import SnapshotHolder
+from ._supervisor_link import SharedConfigSource
 
 __all__ = ["FOLLOW_POLL_SECONDS", "Follower"]
 
@@ -50,11 +66,22 @@ class Follower:
         holder: SnapshotHolder,
         parent: Connection,
         poll_seconds: float = FOLLOW_POLL_SECONDS,
+        *,
+        reloader: Reloader | None = None,
+        source: SharedConfigSource | None = None,
+        pass_timeout: float = 60.0,
+        on_fault: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._holder = holder
         self._parent = parent
         self._poll = poll_seconds
+        self._reloader = reloader
+        self._source = source
+        self._pass = threading.Lock()
+        self._pass_timeout = pass_timeout
+        self._on_fault = on_fault or _stop_this_process
+        """Called when this worker cannot build an accepted config (default: SIGTERM itself)."""
         self._stop = threading.Event()
         self._seen: tuple[int, int, int] | None = None
         self._thread = threading.Thread(target=self._run, name="pineapple-follower", daemon=True)
@@ -93,23 +120,82 @@ class Follower:
                 self.follow()
 
     def follow(self) -> None:
-        """Refresh every shared resource of the serving snapshot (opens new generations)."""
+        """One pass: switch to a newer config generation, then map every newer snapshot."""
+        if not self._pass.acquire(timeout=self._pass_timeout):
+            _log.warning(
+                "a follow pass has run for over %gs; skipping this one", self._pass_timeout
+            )
+            return
+        try:
+            try:
+                manifest = self._store.manifest()
+            except (SnapshotMissingError, ValueError) as exc:
+                _log.warning("cannot read %s: %s", self._store.manifest_path, exc)
+                return
+            if self._follow_config(manifest):
+                self._follow_data(manifest)
+        finally:
+            self._pass.release()
+
+    def _follow_config(self, manifest: dict[str, dict[str, object]]) -> bool:
+        """Rebuild from a newer accepted config; False when that failed (this worker stops)."""
+        entry = manifest.get(CONFIG_ENTRY)
+        if entry is None or self._reloader is None or self._source is None:
+            return True
+        generation = int(str(entry["generation"]))
+        if generation <= self._source.served:
+            return True
+        outcome = self._reloader.reload("supervisor", force=True)
+        if outcome.result == "error":
+            _log.error(
+                "this worker cannot build config generation %d, which the supervisor accepted "
+                "(%s); it keeps serving generation %d while it drains, then a new worker starts",
+                generation,
+                outcome.error,
+                self._source.served,
+            )
+            self._on_fault()
+            return False
+        self._source.served = self._source.last_read
+        return True
+
+    def _follow_data(self, manifest: dict[str, dict[str, object]]) -> None:
+        pins = {str(k): str(v) for k, v in (manifest.get(PINS_ENTRY) or {}).items()}
         snap = self._holder.acquire()
         if snap is None:
             return
         try:
             for status in snap.manager.status():
-                if status.type not in resources.SHARED_TYPES:
-                    continue
-                try:
-                    snap.manager.refresh(status.name)
-                except PineappleError as exc:
-                    _log.warning("cannot map the new snapshot of %r: %s", status.name, exc)
+                if status.type in resources.SHARED_TYPES:
+                    self._follow_one(snap.manager, status, pins.get(status.name))
         finally:
             snap.release()
+
+    @staticmethod
+    def _follow_one(
+        manager: resource.Manager, status: resource.ResourceStatus, pin: str | None
+    ) -> None:
+        """Map the newest generation of one resource, and pin it here as the supervisor did."""
+        pinned = status.condition("Pinned")
+        local = pinned.message if pinned is not None and pinned.status == "True" else None
+        if pin is not None and local == pin:
+            return  # pinned here with the newest generation already (nothing is published)
+        if local is not None:
+            manager.unpin(status.name)
+        try:
+            manager.refresh(status.name)
+        except PineappleError as exc:
+            _log.warning("cannot map the new snapshot of %r: %s", status.name, exc)
+        if pin is not None:
+            manager.pin(status.name, pin)
 
     def _parent_gone(self) -> None:
         if self._stop.is_set():
             return
         _log.error("the supervisor is gone; this worker stops (it would serve stale data)")
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _stop_this_process() -> None:
+    """Drain and exit (SIGTERM to this process); the supervisor starts a new worker."""
+    os.kill(os.getpid(), signal.SIGTERM)

@@ -48,7 +48,7 @@ __all__ = ["ReloadOutcome", "ReloadResult", "Reloader", "Trigger"]
 _log = logging.getLogger("pineapple.server")
 
 ReloadResult = Literal["ok", "unchanged", "error"]
-Trigger = Literal["start", "watch", "poll", "signal", "admin"]
+Trigger = Literal["start", "watch", "poll", "signal", "admin", "supervisor"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Reloader:
         """Build and publish the first snapshot; :class:`BuildError` if any step fails."""
         with self._lock:
             started = time.monotonic()
-            data = read_config_file(self._config.path, self._config.max_config_bytes)
+            data = self._read()
             snap = self._builder.build(data)
             self._metrics.track_engine(snap.engine)
             self._holder.swap(snap)
@@ -149,7 +149,7 @@ class Reloader:
             return self._shutting_down(trigger)
         started = time.monotonic()
         try:
-            data = read_config_file(self._config.path, self._config.max_config_bytes)
+            data = self._read()
         except BuildError as exc:
             return self._failed(trigger, started, None, exc)
         digest = hashlib.sha256(data).hexdigest()
@@ -195,6 +195,13 @@ class Reloader:
                 serial=snap.serial,
             )
         )
+
+    def _read(self) -> bytes:
+        """The config's bytes: from ``config_source`` when set, else from the file."""
+        source = self._config.config_source
+        if source is not None:
+            return source.read(self._config.max_config_bytes)
+        return read_config_file(self._config.path, self._config.max_config_bytes)
 
     def _publish_unless_closed(self, snap: Snapshot) -> bool:
         """Swap ``snap`` in unless :meth:`close` has run; whether it was."""

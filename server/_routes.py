@@ -28,6 +28,7 @@ from ._admin import admin_refusal
 from ._build import describe_path
 from ._metrics import CONTENT_TYPE
 from ._service import Service
+from ._supervisor_link import SupervisorRefusal
 
 __all__ = ["JSONResponse", "routes"]
 
@@ -105,6 +106,9 @@ def routes(service: Service) -> list[Route]:
             "last_reload": reloader.last.to_dict() if reloader.last else None,
             "last_reload_error": reloader.last_error.to_dict() if reloader.last_error else None,
         }
+        link = service.supervisor
+        if link is not None:  # a worker: which accepted config generation it serves
+            body["shared"] = await anyio.to_thread.run_sync(link.describe)
         return JSONResponse(body)
 
     async def resources(request: Request) -> Response:
@@ -142,6 +146,13 @@ def routes(service: Service) -> list[Route]:
 
     async def reload(request: Request) -> Response:
         force = _flag(request, "force")
+        link = service.supervisor
+        if link is not None:  # a worker: the supervisor decides for every worker
+            try:
+                body = await anyio.to_thread.run_sync(lambda: link.reload("admin", force))
+            except SupervisorRefusal as exc:
+                return _error(exc.status, str(exc))
+            return JSONResponse(body, 422 if body.get("result") == "error" else 200)
         outcome = await anyio.to_thread.run_sync(
             lambda: service.reloader.reload("admin", force=force)
         )
@@ -150,12 +161,17 @@ def routes(service: Service) -> list[Route]:
     async def refresh(request: Request) -> Response:
         force = _flag(request, "force")
         return await resource_action(
-            request, lambda m, name: {"result": m.refresh(name, force=force), "forced": force}
+            request,
+            lambda m, name: {"result": m.refresh(name, force=force), "forced": force},
+            "refresh",
+            force,
         )
 
     async def rollback(request: Request) -> Response:
         return await resource_action(
-            request, lambda m, name: {"result": "rolled_back", "version": m.rollback(name)}
+            request,
+            lambda m, name: {"result": "rolled_back", "version": m.rollback(name)},
+            "rollback",
         )
 
     async def pin(request: Request) -> Response:
@@ -163,19 +179,36 @@ def routes(service: Service) -> list[Route]:
             m.pin(name)
             return {"result": "pinned"}
 
-        return await resource_action(request, act)
+        return await resource_action(request, act, "pin")
 
     async def unpin(request: Request) -> Response:
         return await resource_action(
             request,
             lambda m, name: {"result": "unpinned" if m.unpin(name) else "not_pinned"},
+            "unpin",
         )
 
     async def resource_action(
-        request: Request, act: Callable[[resource.Manager, str], dict[str, Any]]
+        request: Request,
+        act: Callable[[resource.Manager, str], dict[str, Any]],
+        action: str,
+        force: bool = False,
     ) -> Response:
-        """Run an admin action on the serving manager (off the event loop); map its errors."""
+        """Run an admin action on the serving manager (off the event loop); map its errors.
+
+        In a worker, an action on a shared resource is the supervisor's
+        (``SupervisorLink.resource_action``); this worker then serves its result.
+        """
         name = request.path_params["name"]
+        link = service.supervisor
+        if link is not None:
+            shared = link
+
+            def act(m: resource.Manager, name: str, local: Any = act) -> dict[str, Any]:
+                if shared.shares(m, name):
+                    return shared.resource_action(action, name, force)
+                return dict(local(m, name))
+
         snap = service.holder.acquire()
         if snap is None:
             return _error(503, "no config is being served")
@@ -183,6 +216,8 @@ def routes(service: Service) -> list[Route]:
             manager = snap.manager
             try:
                 body = await anyio.to_thread.run_sync(act, manager, name)
+            except SupervisorRefusal as exc:
+                return _error(exc.status, str(exc), resource=_status_or_none(manager, name))
             except resource.UnknownResourceError:
                 return _error(404, f"unknown resource {name!r}")
             except (resource.PinnedError, resource.NoPreviousValueError) as exc:
@@ -278,6 +313,13 @@ def routes(service: Service) -> list[Route]:
         Route("/stats", observed("/stats", stats), methods=["GET"]),
         Route("/dag", observed("/dag", dag), methods=["GET"]),
     ]
+
+
+def _status_or_none(manager: resource.Manager, name: str) -> dict[str, Any] | None:
+    try:
+        return manager.status_of(name).to_dict()
+    except resource.UnknownResourceError:
+        return None
 
 
 def _resource_stats(statuses: list[resource.ResourceStatus]) -> dict[str, Any]:

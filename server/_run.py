@@ -22,6 +22,8 @@ from types import FrameType
 
 import uvicorn
 
+from pineapple import PineappleError
+
 from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
@@ -164,7 +166,7 @@ def _serve_service(
         ),
         _example_for(config),
     )
-    previous = _install_signal_handlers(service)
+    previous = _install_signal_handlers(service, server)
     _freeze_startup_heap()
     try:
         server.run(sockets=[sock])
@@ -181,17 +183,22 @@ def _example_for(config: Config) -> bytes:
         return b'{"common": {}, "items": []}'
 
 
-def _install_signal_handlers(service: Service) -> dict[int, object]:
-    """SIGHUP reloads; SIGTERM/SIGINT get a no-op so uvicorn's re-raise exits with 0."""
+def _install_signal_handlers(service: Service, server: uvicorn.Server) -> dict[int, object]:
+    """SIGHUP reloads; SIGTERM/SIGINT ask ``server`` to exit.
+
+    uvicorn installs its own handlers while it runs and re-raises a captured
+    signal after it; before that (a worker whose supervisor died while it was
+    starting) ``should_exit`` makes the server stop as soon as it has started,
+    so no SIGTERM is ever lost.
+    """
     if threading.current_thread() is not threading.main_thread():
         return {}
 
     def on_hup(signum: int, frame: FrameType | None) -> None:
-        threading.Thread(
-            target=service.reloader.reload, args=("signal",), name="pineapple-sighup"
-        ).start()
+        threading.Thread(target=_reload_on_signal, args=(service,), name="pineapple-sighup").start()
 
     def after_shutdown(signum: int, frame: FrameType | None) -> None:
+        server.should_exit = True
         _log.info("shut down after %s", signal.Signals(signum).name)
 
     previous: dict[int, object] = {}
@@ -202,6 +209,18 @@ def _install_signal_handlers(service: Service) -> dict[int, object]:
     ):
         previous[signum] = signal.signal(signum, handler)
     return previous
+
+
+def _reload_on_signal(service: Service) -> None:
+    """SIGHUP: reload here, or (in a worker) ask the supervisor, which decides for all."""
+    link = service.supervisor
+    if link is None:
+        service.reloader.reload("signal")
+        return
+    try:
+        link.reload("signal", force=False)
+    except PineappleError as exc:
+        _log.error("SIGHUP: cannot ask the supervisor to reload: %s", exc)
 
 
 def _restore(previous: dict[int, object]) -> None:

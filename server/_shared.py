@@ -23,6 +23,13 @@ Guarantees:
 - A failed publish (``SnapshotWriteError``, e.g. ``/dev/shm`` full) leaves the
   manifest and the last good snapshot as they were, and the fetch fails: the
   supervisor's Manager keeps its last good value and retries with backoff.
+- Besides one entry per shared resource, the manifest holds entries whose keys
+  start with ``_`` (an entry key starts with a type name): ``_config`` (the
+  config bytes the supervisor accepted, its generation and hash), ``_pins``
+  (``name -> reason`` of every pinned shared resource) and ``_reload`` (the
+  supervisor's last reload outcome). They are amended under the same ``_lock``
+  and written with the same atomic rename, so a worker sees a config
+  generation only after every snapshot it names was published.
 """
 
 from __future__ import annotations
@@ -44,8 +51,14 @@ import resources
 from pineapple import PineappleError
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
 
+from ._build import ConfigFileError, read_config_file
+from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
+
 __all__ = [
+    "CONFIG_ENTRY",
     "MANIFEST_MAX_BYTES",
+    "PINS_ENTRY",
+    "RELOAD_ENTRY",
     "MappedFetcher",
     "Published",
     "PublishingFetcher",
@@ -59,6 +72,15 @@ __all__ = [
 
 MANIFEST_MAX_BYTES = 1024 * 1024
 """A manifest larger than this is refused (it lists one line per shared resource)."""
+
+CONFIG_ENTRY = "_config"
+"""Manifest entry: ``{"generation", "file", "content_hash"}`` of the accepted config."""
+PINS_ENTRY = "_pins"
+"""Manifest entry: ``{name: reason}`` of the shared resources the supervisor holds pinned."""
+RELOAD_ENTRY = "_reload"
+"""Manifest entry: the supervisor's last config reload outcome (``ReloadOutcome.to_dict``)."""
+_CONFIG_READ_ATTEMPTS = 3
+"""A worker reading the config retries this often when a newer publish unlinked its file."""
 
 _log = logging.getLogger("pineapple.server")
 
@@ -106,9 +128,17 @@ class SharedStore:
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
-        """A new private directory (mode 0700) under ``parent`` (default: ``/dev/shm``)."""
+        """A new private directory (mode 0700) under ``parent`` (default: ``/dev/shm``).
+
+        First removes the directories that supervisors which died without
+        cleaning up (SIGKILL, OOM) left under ``parent`` (see ``_stale_dirs``);
+        the new one is marked with this process as its owner.
+        """
         base = Path(parent) if parent is not None else default_shared_parent()
-        return cls(tempfile.mkdtemp(prefix="pineapple-", dir=base))
+        remove_stale_dirs(base, STORE_PREFIX)
+        path = Path(tempfile.mkdtemp(prefix=STORE_PREFIX, dir=base))
+        mark_owner(path)
+        return cls(path)
 
     def manifest(self) -> dict[str, dict[str, Any]]:
         """``key -> {"generation", "kind", "stem"}`` as last published ({} before any)."""
@@ -147,6 +177,64 @@ class SharedStore:
                 for path in resources.snapshot_files(old["kind"], self.path / old["stem"]):
                     path.unlink(missing_ok=True)
         return Published(key, generation, kind, _summary(value))
+
+    def amend(self, entry: str, value: dict[str, Any]) -> None:
+        """Set the reserved manifest ``entry`` (``_pins``, ``_reload``) to ``value``."""
+        with self._lock:
+            manifest = self.manifest()
+            manifest[entry] = value
+            self._write(manifest)
+
+    def publish_config(self, data: bytes, content_hash: str) -> int:
+        """Publish the accepted config bytes as the next config generation; the generation."""
+        with self._lock:
+            manifest = self.manifest()
+            old = manifest.get(CONFIG_ENTRY)
+            generation = (int(old["generation"]) if old else 0) + 1
+            name = f"config-{generation}.json"
+            try:
+                with open(self.path / name, "wb") as out:
+                    out.write(data)
+            except OSError as exc:
+                (self.path / name).unlink(missing_ok=True)
+                raise resources.SnapshotWriteError(
+                    f"cannot write {self.path / name}: {exc}"
+                ) from exc
+            manifest[CONFIG_ENTRY] = {
+                "generation": generation,
+                "file": name,
+                "content_hash": content_hash,
+            }
+            try:
+                self._write(manifest)
+            except resources.SnapshotWriteError:
+                (self.path / name).unlink(missing_ok=True)
+                raise
+            if old is not None:
+                (self.path / str(old["file"])).unlink(missing_ok=True)
+        return generation
+
+    def read_config(self, max_bytes: int) -> tuple[int, bytes]:
+        """``(generation, bytes)`` of the newest accepted config; ``ConfigFileError`` if none."""
+        # Bounded: _CONFIG_READ_ATTEMPTS tries; each loses only to a newer publish.
+        for _ in range(_CONFIG_READ_ATTEMPTS):
+            entry = self.manifest().get(CONFIG_ENTRY)
+            if entry is None:
+                break
+            try:
+                return int(entry["generation"]), read_config_file(
+                    self.path / str(entry["file"]), max_bytes
+                )
+            except ConfigFileError:
+                if self.manifest().get(CONFIG_ENTRY) == entry:
+                    raise  # not replaced meanwhile: a real failure
+        raise ConfigFileError(self.path, "holds no config accepted by the supervisor")
+
+    def _write(self, manifest: dict[str, Any]) -> None:
+        try:
+            self._write_manifest(manifest)
+        except OSError as exc:
+            raise resources.SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         tmp = self.manifest_path.with_name(".manifest.json.tmp")

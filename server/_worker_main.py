@@ -1,0 +1,92 @@
+"""A worker process of ``--workers N``: serve with every shared resource mapped from the store.
+
+The worker builds from the config bytes its supervisor accepted
+(``SharedConfigSource``), maps shared snapshots (``mapped_registry``), follows
+new generations and config generations (``Follower``), and forwards admin
+decisions to the supervisor (``SupervisorLink``). See ``server/_workers.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+from dataclasses import replace
+from multiprocessing.connection import Connection
+
+from pineapple import resource
+
+from ._build import import_plugins
+from ._config import Config
+from ._control import CONTROL_READ_SECONDS
+from ._follower import Follower
+from ._service import Service
+from ._shared import SharedStore, mapped_registry
+from ._supervisor_link import SharedConfigSource, SupervisorLink
+
+__all__ = ["worker_main"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGTERM this process when its parent dies (before the follower runs).
+
+    Covers a supervisor dying while this worker still starts; the follower's
+    pipe covers the rest (and other systems). If the parent is already gone, exit.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the follower's end-of-file check alone
+    if os.getppid() != parent_pid:
+        raise SystemExit(1)
+
+
+def worker_main(
+    config: Config, sock: socket.socket, store_path: str, parent: Connection, parent_pid: int
+) -> None:
+    """A worker process: serve with every shared resource read from the store."""
+    from ._run import _configure_logging, _serve, exit_within
+
+    _die_with_parent(parent_pid)
+    _configure_logging(config.log_level)
+    import_plugins(config.plugins)
+    store = SharedStore(store_path)
+    source = SharedConfigSource(store)
+    # A reload may wait start_timeout for the lock, then build for up to start_timeout.
+    link = SupervisorLink(store, source, timeout=2 * config.start_timeout + CONTROL_READ_SECONDS)
+    base = config.registry or resource.default_registry()
+    worker_config = replace(
+        config,
+        registry=mapped_registry(base, store),
+        watch=False,
+        workers=1,
+        config_source=source,
+    )
+    followers: list[Follower] = []
+
+    def attach(service: Service) -> None:
+        source.served = source.last_read  # the generation service.start() built
+        follower = Follower(
+            store,
+            service.holder,
+            parent,
+            reloader=service.reloader,
+            source=source,
+            pass_timeout=2 * config.start_timeout,
+        )
+        link.catch_up = follower.follow
+        service.supervisor = link
+        follower.start()
+        followers.append(follower)
+
+    try:
+        code = _serve(worker_config, sock, attach)
+    finally:
+        for follower in followers:
+            follower.stop()
+    exit_within(code)
+    raise SystemExit(code)
