@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pineapple.plugins import PluginError, add_plugin_argument, import_plugins
+from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.plugins import PluginError, import_plugins
 
 from ._compile import compile_json
 from ._errors import ValidationError
@@ -46,13 +47,16 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def add_compile_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_compile_command(subparsers: Subparsers) -> None:
     """Register ``compile`` on the ``pineapple`` parser."""
-    parser = subparsers.add_parser(
+    parser = add_subcommand(
+        subparsers,
         "compile",
+        run_compile,
         help="compile a flow (Python DSL) to a unified JSON config",
         description="Compile FLOW.py, which defines `flow` (a dsl.Flow or a function "
         "returning one), to the unified JSON config.",
+        plugins=True,
     )
     parser.add_argument(
         "flow", type=Path, metavar="FLOW.py", help="the Python file that defines the flow"
@@ -68,5 +72,3 @@ def add_compile_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser.add_argument(
         "--attr", default="flow", help="the name the flow has in the file (default: flow)"
     )
-    add_plugin_argument(parser)
-    parser.set_defaults(func=run_compile)

@@ -21,6 +21,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from pineapple._subcommand import Subparsers, add_subcommand
+
 from ._config import ADMIN_TOKEN_ENV
 
 __all__ = ["ACTIONS", "MAX_ANSWER_BYTES", "add_admin_command", "admin_command"]
@@ -30,10 +32,12 @@ MAX_ANSWER_BYTES = 1 << 20
 """Most bytes of a server's answer the command reads (a status is a few KiB)."""
 
 
-def add_admin_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_admin_command(subparsers: Subparsers) -> None:
     """``pineapple admin ACTION NAME [--addr HOST:PORT] [--force] [--timeout S]``."""
-    parser = subparsers.add_parser(
+    parser = add_subcommand(
+        subparsers,
         "admin",
+        admin_command,
         help="refresh, roll back, pin or unpin a resource of a running server",
         description="POST /admin/resources/NAME/ACTION to a running server "
         f"(token from ${ADMIN_TOKEN_ENV} when set); exit 0 on 2xx, 1 otherwise, 2 unreachable.",
@@ -49,7 +53,6 @@ def add_admin_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for the answer"
     )
-    parser.set_defaults(func=admin_command)
 
 
 def admin_command(args: argparse.Namespace) -> int:
