@@ -25,9 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from pineapple import Context, PineappleError, builtins, resource
+from pineapple._json_object import JSONObjectError, loads_object
 from pineapple._subcommand import Subparsers, add_subcommand
 from pineapple.engine import Engine, OperatorRegistry
 from pineapple.engine.http import go_json
@@ -206,9 +205,6 @@ def _read_stream(stream: BinaryIO, limit: int, what: str) -> bytes:
 
 def _parse_object(data: bytes, what: str) -> dict[str, Any]:
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        return loads_object(data)
+    except JSONObjectError as exc:
         raise RunError(f"error parsing {what}: {exc}") from None
-    if not isinstance(value, dict):
-        raise RunError(f"error parsing {what}: expected a JSON object")
-    return value
