@@ -148,6 +148,9 @@ class Operator:
     name: str = ""
     meta: Metadata = Metadata()
 
+    def __init__(self, params: dict[str, Any]) -> None:
+        """Build from the checked params (default: an operator that takes none)."""
+
     def bind(self, name: str, meta: Metadata) -> None:
         """Called once by the engine after construction; then calls ``prepare``."""
         self.name = name
