@@ -19,7 +19,12 @@ __all__ = ["add_compile_command", "run_compile"]
 
 
 def run_compile(args: argparse.Namespace) -> int:
-    """Compile ``args.flow``; write ``args.output`` (or stdout). 0 ok, 1 on a flow error."""
+    """Compile a flow (Python DSL) to a unified JSON config.
+
+    Compile FLOW.py, which defines `flow` (a dsl.Flow or a function returning
+    one), to the unified JSON config; write it to --output (or standard
+    output). Exit 0, or 1 on a flow error.
+    """
     try:
         import_plugins(args.plugin)
         text = compile_json(load_flow(args.flow, args.attr))
@@ -49,15 +54,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 def add_compile_command(subparsers: Subparsers) -> None:
     """Register ``compile`` on the ``pineapple`` parser."""
-    parser = add_subcommand(
-        subparsers,
-        "compile",
-        run_compile,
-        help="compile a flow (Python DSL) to a unified JSON config",
-        description="Compile FLOW.py, which defines `flow` (a dsl.Flow or a function "
-        "returning one), to the unified JSON config.",
-        plugins=True,
-    )
+    parser = add_subcommand(subparsers, "compile", run_compile, plugins=True)
     parser.add_argument(
         "flow", type=Path, metavar="FLOW.py", help="the Python file that defines the flow"
     )

@@ -49,14 +49,7 @@ def to_svg(dot_text: str, timeout: float = SVG_TIMEOUT_SECONDS) -> str:
 
 def add_dag_command(subparsers: Subparsers) -> None:
     """Register ``dag``."""
-    parser = add_subcommand(
-        subparsers,
-        "dag",
-        dag_command,
-        help="print the operator graph of a config",
-        config=True,
-        plugins=True,
-    )
+    parser = add_subcommand(subparsers, "dag", dag_command, config=True, plugins=True)
     parser.add_argument(
         "--format",
         choices=("dot", "mermaid", "svg"),
@@ -69,7 +62,12 @@ def add_dag_command(subparsers: Subparsers) -> None:
 
 
 def dag_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple dag``; exit 0, or 1 with the reason on stderr."""
+    """Print the operator graph of a config.
+
+    The graph the engine builds from CONFIG, as GET /dag shows it; svg pipes
+    the DOT text through Graphviz's dot. Exit 0, or 1 with the reason on
+    stderr.
+    """
     from pineapple import PineappleError, builtins
     from pineapple.engine import Engine
     from server._build import import_plugins

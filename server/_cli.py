@@ -24,16 +24,7 @@ __all__ = ["add_check_command", "add_max_config_bytes", "add_serve_command"]
 
 def add_serve_command(subparsers: Subparsers) -> None:
     """``pineapple serve CONFIG [--addr HOST:PORT] [--plugin MODULE]... [--workers N]``."""
-    parser = add_subcommand(
-        subparsers,
-        "serve",
-        serve_command,
-        help="serve a unified config over HTTP, reloading it when it changes",
-        description="Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or "
-        "POST /admin/reload; SIGTERM drains and exits 0.",
-        config=True,
-        plugins=True,
-    )
+    parser = add_subcommand(subparsers, "serve", serve_command, config=True, plugins=True)
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
     parser.add_argument(
         "--workers",
@@ -123,7 +114,11 @@ def _workers(text: str) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple serve``."""
+    """Serve a unified config over HTTP, reloading it when it changes.
+
+    Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or
+    POST /admin/reload; SIGTERM drains and exits 0.
+    """
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2
@@ -169,16 +164,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def add_check_command(subparsers: Subparsers) -> None:
     """``pineapple check CONFIG [--fetch] [--plugin MODULE]...``."""
-    parser = add_subcommand(
-        subparsers,
-        "check",
-        check_command,
-        help="validate a unified config like nginx -t",
-        description="Build the engine, register every resource (fetch them only with --fetch) "
-        "and validate operator -> resource dependencies. Exit 0 when valid, 1 otherwise.",
-        config=True,
-        plugins=True,
-    )
+    parser = add_subcommand(subparsers, "check", check_command, config=True, plugins=True)
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
     add_max_config_bytes(parser)
 
@@ -195,7 +181,12 @@ def add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple check``."""
+    """Validate a unified config like nginx -t.
+
+    Build the engine, register every resource (fetch them only with --fetch)
+    and validate operator -> resource dependencies. Exit 0 when valid, 1
+    otherwise.
+    """
     # Fetch failures are reported once, below; the manager's own warnings would repeat them.
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
     config = Config(

@@ -54,17 +54,7 @@ class RunError(Exception):
 
 def add_run_command(subparsers: Subparsers) -> None:
     """``pineapple run CONFIG --request FILE|- [--static-resources FILE] ...``."""
-    parser = add_subcommand(
-        subparsers,
-        "run",
-        run_command,
-        help="execute a unified config once on a request and print the response",
-        description="Build CONFIG, load its resources (or the --static-resources), run the "
-        "request once and print the response as indented JSON; exit 1 with the error on "
-        "failure (Go's pineapple-run).",
-        config=True,
-        plugins=True,
-    )
+    parser = add_subcommand(subparsers, "run", run_command, config=True, plugins=True)
     parser.add_argument(
         "--request", required=True, help='request JSON file ({"common", "items"}), - for stdin'
     )
@@ -100,7 +90,12 @@ def add_run_command(subparsers: Subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple run``; returns the exit code."""
+    """Execute a unified config once on a request and print the response.
+
+    Build CONFIG, load its resources (or the --static-resources), run the
+    request once and print the response as indented JSON; exit 1 with the
+    error on failure (Go's pineapple-run).
+    """
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
     if args.timeout_ms < 0 or args.max_request_bytes < 0:
         print("pineapple run: --timeout-ms and --max-request-bytes must be >= 0", file=sys.stderr)
