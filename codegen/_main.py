@@ -7,12 +7,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pineapple._subcommand import Subparsers, add_subcommand
 from pineapple.plugins import add_plugin_argument
 
 from ._errors import CodegenError
 from ._files import default_target, render_all, render_plugins, stale_files, write_files
 
-__all__ = ["add_arguments", "add_codegen_command", "main", "run"]
+__all__ = ["add_arguments", "add_codegen_command", "codegen_command", "main", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,16 +58,18 @@ def run(check: bool = False, out: Path | None = None, plugins: Sequence[str] = (
     return 0
 
 
-def add_codegen_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_codegen_command(subparsers: Subparsers) -> None:
     """Register ``codegen`` on the ``pineapple`` parser."""
-    parser = subparsers.add_parser(
-        "codegen",
-        help="write the typed DSL classes from the registries",
-        description="Write dsl/generated/resources.py and operators.py from the resource "
-        "and operator registries (built-ins, entry-point and --plugin plugins).",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=lambda args: run(check=args.check, out=args.out, plugins=args.plugin))
+    add_arguments(add_subcommand(subparsers, "codegen", codegen_command))
+
+
+def codegen_command(args: argparse.Namespace) -> int:
+    """Write the typed DSL classes from the registries.
+
+    Write dsl/generated/resources.py and operators.py from the resource and
+    operator registries (built-ins, entry-point and --plugin plugins).
+    """
+    return run(check=args.check, out=args.out, plugins=args.plugin)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pineapple.plugins import PluginError, add_plugin_argument, import_plugins
+from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.plugins import PluginError, import_plugins
 
 from ._compile import compile_json
 from ._errors import ValidationError
@@ -18,7 +19,12 @@ __all__ = ["add_compile_command", "run_compile"]
 
 
 def run_compile(args: argparse.Namespace) -> int:
-    """Compile ``args.flow``; write ``args.output`` (or stdout). 0 ok, 1 on a flow error."""
+    """Compile a flow (Python DSL) to a unified JSON config.
+
+    Compile FLOW.py, which defines `flow` (a dsl.Flow or a function returning
+    one), to the unified JSON config; write it to --output (or standard
+    output). Exit 0, or 1 on a flow error.
+    """
     try:
         import_plugins(args.plugin)
         text = compile_json(load_flow(args.flow, args.attr))
@@ -46,14 +52,9 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def add_compile_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_compile_command(subparsers: Subparsers) -> None:
     """Register ``compile`` on the ``pineapple`` parser."""
-    parser = subparsers.add_parser(
-        "compile",
-        help="compile a flow (Python DSL) to a unified JSON config",
-        description="Compile FLOW.py, which defines `flow` (a dsl.Flow or a function "
-        "returning one), to the unified JSON config.",
-    )
+    parser = add_subcommand(subparsers, "compile", run_compile, plugins=True)
     parser.add_argument(
         "flow", type=Path, metavar="FLOW.py", help="the Python file that defines the flow"
     )
@@ -68,5 +69,3 @@ def add_compile_command(subparsers: argparse._SubParsersAction[argparse.Argument
     parser.add_argument(
         "--attr", default="flow", help="the name the flow has in the file (default: flow)"
     )
-    add_plugin_argument(parser)
-    parser.set_defaults(func=run_compile)

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ._subcommand import Subparsers, add_subcommand
+
 __all__ = ["SVG_TIMEOUT_SECONDS", "GraphvizMissingError", "add_dag_command", "to_svg"]
 
 SVG_TIMEOUT_SECONDS = 30.0
@@ -45,10 +47,9 @@ def to_svg(dot_text: str, timeout: float = SVG_TIMEOUT_SECONDS) -> str:
     return done.stdout
 
 
-def add_dag_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_dag_command(subparsers: Subparsers) -> None:
     """Register ``dag``."""
-    parser = subparsers.add_parser("dag", help="print the operator graph of a config")
-    parser.add_argument("config", help="the unified config JSON")
+    parser = add_subcommand(subparsers, "dag", dag_command, config=True, plugins=True)
     parser.add_argument(
         "--format",
         choices=("dot", "mermaid", "svg"),
@@ -58,12 +59,15 @@ def add_dag_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.add_argument("--collapse", type=int, default=0, help="fold sub-flows (levels)")
     parser.add_argument("--group", default=None, help="pipeline group (default: main)")
     parser.add_argument("-o", "--output", default=None, help="write here instead of stdout")
-    parser.add_argument("--plugin", action="append", default=[], help="import MODULE first")
-    parser.set_defaults(func=dag_command)
 
 
 def dag_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple dag``; exit 0, or 1 with the reason on stderr."""
+    """Print the operator graph of a config.
+
+    The graph the engine builds from CONFIG, as GET /dag shows it; svg pipes
+    the DOT text through Graphviz's dot. Exit 0, or 1 with the reason on
+    stderr.
+    """
     from pineapple import PineappleError, builtins
     from pineapple.engine import Engine
     from server._build import import_plugins

@@ -13,10 +13,12 @@ import sys
 from collections.abc import Callable
 from typing import cast
 
+from ._subcommand import Subparsers
+
 __all__ = ["build_parser", "main"]
 
 
-def add_server_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_server_commands(subparsers: Subparsers) -> None:
     """``serve``, ``check``, ``run`` and ``admin`` (they live in the ``server`` package)."""
     from server._admin_cli import add_admin_command
     from server._cli import add_check_command, add_serve_command
@@ -28,7 +30,7 @@ def add_server_commands(subparsers: argparse._SubParsersAction[argparse.Argument
     add_admin_command(subparsers)
 
 
-def add_dsl_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_dsl_commands(subparsers: Subparsers) -> None:
     """``compile`` (in ``dsl``) and ``codegen`` (in ``codegen``)."""
     from codegen import add_codegen_command
     from dsl._cli import add_compile_command
@@ -49,8 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
     from ._dag_cli import add_dag_command
 
     add_dag_command(subparsers)
-    for sub in subparsers.choices.values():
-        sub.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     return parser
 
 

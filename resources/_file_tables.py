@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
+from pineapple._file_kind import file_kind
 from pineapple.resource import NOT_MODIFIED, redact, redact_value
 
 from ._errors import SourceError
@@ -163,7 +164,7 @@ class FileTableFetcher:
         """ConfigError unless ``st`` is a regular file of at most ``max_bytes``."""
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError(
-                f"{self.kind}_file {self.path}: is a {_file_kind(st.st_mode)}, not a regular "
+                f"{self.kind}_file {self.path}: is a {file_kind(st.st_mode)}, not a regular "
                 "file; refused without reading"
             )
         if st.st_size > self.max_bytes:
@@ -257,19 +258,6 @@ class FileTableFetcher:
                 raise self._fail(f"row {i} has no {column!r}")
             table[text] = row[column] if column is not None else row
         return table
-
-
-def _file_kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISDIR, "directory"),
-        (stat.S_ISSOCK, "socket"),
-    ):
-        if test(mode):
-            return name
-    return "special file"
 
 
 class FileTablePrinter:

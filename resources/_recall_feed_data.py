@@ -109,13 +109,7 @@ class RecallFeedData(Operator):
         }
         size = min(_non_negative_int(common.get(self.size_field), self.default_size), self.max_size)
         offset = _non_negative_int(common.get(self.page_field), 0) * size
-        provider = resource.from_context(ctx)
-        if provider is None:
-            raise LookupError("recall_feed_data: no resource provider in context")
-        handle = provider.get(self.resource_name)
-        if handle is None:
-            raise LookupError(f'recall_feed_data: resource "{self.resource_name}" not found')
-        with handle as table:
+        with resource.borrow(ctx, self.resource_name, "recall_feed_data") as table:
             if not isinstance(table, FeedTable):
                 raise TypeError(
                     f'recall_feed_data: resource "{self.resource_name}" is '

@@ -21,6 +21,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from pineapple._subcommand import Subparsers, add_subcommand
+
 from ._config import ADMIN_TOKEN_ENV
 
 __all__ = ["ACTIONS", "MAX_ANSWER_BYTES", "add_admin_command", "admin_command"]
@@ -30,14 +32,15 @@ MAX_ANSWER_BYTES = 1 << 20
 """Most bytes of a server's answer the command reads (a status is a few KiB)."""
 
 
-def add_admin_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+_DESCRIPTION = (
+    "POST /admin/resources/NAME/ACTION to a running server "
+    f"(token from ${ADMIN_TOKEN_ENV} when set); exit 0 on 2xx, 1 otherwise, 2 unreachable."
+)
+
+
+def add_admin_command(subparsers: Subparsers) -> None:
     """``pineapple admin ACTION NAME [--addr HOST:PORT] [--force] [--timeout S]``."""
-    parser = subparsers.add_parser(
-        "admin",
-        help="refresh, roll back, pin or unpin a resource of a running server",
-        description="POST /admin/resources/NAME/ACTION to a running server "
-        f"(token from ${ADMIN_TOKEN_ENV} when set); exit 0 on 2xx, 1 otherwise, 2 unreachable.",
-    )
+    parser = add_subcommand(subparsers, "admin", admin_command, description=_DESCRIPTION)
     parser.add_argument("action", choices=ACTIONS, help="what to do")
     parser.add_argument("name", help="the resource's name")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT of the server")
@@ -49,11 +52,10 @@ def add_admin_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for the answer"
     )
-    parser.set_defaults(func=admin_command)
 
 
 def admin_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple admin``."""
+    """Refresh, roll back, pin or unpin a resource of a running server."""
     if args.force and args.action != "refresh":
         print("pineapple admin: --force goes only with refresh", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar, cast
 import orjson
 
 from pineapple import PineappleError, builtins, plugins, resource
+from pineapple._file_kind import file_kind
 from pineapple.engine import Engine
 from pineapple.engine.http import respond
 
@@ -85,21 +86,6 @@ class ConfigFileError(BuildError):
 _READ_CHUNK = 1 << 20
 
 
-def _file_kind(mode: int) -> str:
-    """A word for a file type (``regular file``, ``FIFO``, ``directory``, ...)."""
-    for test, word in (
-        (stat.S_ISREG, "regular file"),
-        (stat.S_ISDIR, "directory"),
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-        (stat.S_ISSOCK, "socket"),
-    ):
-        if test(mode):
-            return word
-    return "special file"
-
-
 def describe_path(path: Path) -> dict[str, Any]:
     """What the config path is now (symlinks followed), for ``GET /config``; never blocks.
 
@@ -110,7 +96,7 @@ def describe_path(path: Path) -> dict[str, Any]:
         st = os.stat(path)  # a stat never opens the file: safe on a FIFO or a device
     except OSError as exc:
         return {"type": None, "regular": False, "error": exc.strerror or str(exc)}
-    kind = _file_kind(st.st_mode)
+    kind = file_kind(st.st_mode)
     return {"type": kind, "regular": kind == "regular file", "size": st.st_size}
 
 
@@ -129,7 +115,7 @@ def read_config_file(path: Path, max_bytes: int) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ConfigFileError(path, f"is not a regular file (it is a {_file_kind(mode)})")
+            raise ConfigFileError(path, f"is not a regular file (it is a {file_kind(mode)})")
         return _read_bounded(fd, path, max_bytes)
     finally:
         os.close(fd)

@@ -12,27 +12,20 @@ import logging
 import os
 import sys
 
-from pineapple.plugins import add_plugin_argument
+from pineapple._subcommand import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
 from ._build import BuildError, CheckError
 from ._config import Config
 from ._run import check, exit_within, run
 
-__all__ = ["add_check_command", "add_serve_command"]
+__all__ = ["add_check_command", "add_max_config_bytes", "add_serve_command"]
 
 
-def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_serve_command(subparsers: Subparsers) -> None:
     """``pineapple serve CONFIG [--addr HOST:PORT] [--plugin MODULE]... [--workers N]``."""
-    parser = subparsers.add_parser(
-        "serve",
-        help="serve a unified config over HTTP, reloading it when it changes",
-        description="Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or "
-        "POST /admin/reload; SIGTERM drains and exits 0.",
-    )
-    parser.add_argument("config", help="path of the unified config JSON")
+    parser = add_subcommand(subparsers, "serve", serve_command, config=True, plugins=True)
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
-    add_plugin_argument(parser)
     parser.add_argument(
         "--workers",
         type=_workers,
@@ -87,7 +80,7 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         choices=["critical", "error", "warning", "info", "debug"],
         help="log level of the server and its access log",
     )
-    _add_max_config_bytes(parser)
+    add_max_config_bytes(parser)
     parser.add_argument(
         "--resource-memory-budget-bytes",
         type=int,
@@ -104,7 +97,6 @@ def add_serve_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         help="read X-Forwarded-For only from peers in these networks; repeatable "
         "(default: never, admin routes judge the socket peer)",
     )
-    parser.set_defaults(func=serve_command)
 
 
 def _workers(text: str) -> int:
@@ -122,7 +114,11 @@ def _workers(text: str) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple serve``."""
+    """Serve a unified config over HTTP, reloading it when it changes.
+
+    Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or
+    POST /admin/reload; SIGTERM drains and exits 0.
+    """
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2
@@ -166,22 +162,15 @@ def serve_command(args: argparse.Namespace) -> int:
     return code
 
 
-def add_check_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_check_command(subparsers: Subparsers) -> None:
     """``pineapple check CONFIG [--fetch] [--plugin MODULE]...``."""
-    parser = subparsers.add_parser(
-        "check",
-        help="validate a unified config like nginx -t",
-        description="Build the engine, register every resource (fetch them only with --fetch) "
-        "and validate operator -> resource dependencies. Exit 0 when valid, 1 otherwise.",
-    )
-    parser.add_argument("config", help="path of the unified config JSON")
+    parser = add_subcommand(subparsers, "check", check_command, config=True, plugins=True)
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
-    add_plugin_argument(parser)
-    _add_max_config_bytes(parser)
-    parser.set_defaults(func=check_command)
+    add_max_config_bytes(parser)
 
 
-def _add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
+def add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
+    """The ``--max-config-bytes N`` option of every subcommand that reads a config."""
     parser.add_argument(
         "--max-config-bytes",
         type=int,
@@ -192,7 +181,12 @@ def _add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple check``."""
+    """Validate a unified config like nginx -t.
+
+    Build the engine, register every resource (fetch them only with --fetch)
+    and validate operator -> resource dependencies. Exit 0 when valid, 1
+    otherwise.
+    """
     # Fetch failures are reported once, below; the manager's own warnings would repeat them.
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
     config = Config(

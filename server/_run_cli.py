@@ -25,14 +25,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from pineapple import Context, PineappleError, builtins, resource
+from pineapple._json_object import JSONObjectError, loads_object
+from pineapple._subcommand import Subparsers, add_subcommand
 from pineapple.engine import Engine, OperatorRegistry
 from pineapple.engine.http import go_json
-from pineapple.plugins import add_plugin_argument
 
 from ._build import BuildError, import_plugins, read_config_file
+from ._cli import add_max_config_bytes
 from ._config import Config
 from ._json_indent import indent_json
 
@@ -52,16 +52,9 @@ class RunError(Exception):
         self.trace = trace
 
 
-def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_run_command(subparsers: Subparsers) -> None:
     """``pineapple run CONFIG --request FILE|- [--static-resources FILE] ...``."""
-    parser = subparsers.add_parser(
-        "run",
-        help="execute a unified config once on a request and print the response",
-        description="Build CONFIG, load its resources (or the --static-resources), run the "
-        "request once and print the response as indented JSON; exit 1 with the error on "
-        "failure (Go's pineapple-run).",
-    )
-    parser.add_argument("config", help="path of the unified config JSON")
+    parser = add_subcommand(subparsers, "run", run_command, config=True, plugins=True)
     parser.add_argument(
         "--request", required=True, help='request JSON file ({"common", "items"}), - for stdin'
     )
@@ -70,7 +63,6 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="FILE",
         help="JSON object name -> value used as the resources instead of the config's",
     )
-    add_plugin_argument(parser)
     parser.add_argument(
         "--timeout-ms",
         type=int,
@@ -84,13 +76,7 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         metavar="N",
         help="refuse a request (or static resources) file bigger than N bytes",
     )
-    parser.add_argument(
-        "--max-config-bytes",
-        type=int,
-        default=Config.max_config_bytes,
-        metavar="N",
-        help="refuse a config file bigger than N bytes",
-    )
+    add_max_config_bytes(parser)
     parser.add_argument(
         "--trace",
         action="store_true",
@@ -101,11 +87,15 @@ def add_run_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         action="store_true",
         help="build on the benchmark registry (the public engines' stub operators)",
     )
-    parser.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run ``pineapple run``; returns the exit code."""
+    """Execute a unified config once on a request and print the response.
+
+    Build CONFIG, load its resources (or the --static-resources), run the
+    request once and print the response as indented JSON; exit 1 with the
+    error on failure (Go's pineapple-run).
+    """
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
     if args.timeout_ms < 0 or args.max_request_bytes < 0:
         print("pineapple run: --timeout-ms and --max-request-bytes must be >= 0", file=sys.stderr)
@@ -210,9 +200,6 @@ def _read_stream(stream: BinaryIO, limit: int, what: str) -> bytes:
 
 def _parse_object(data: bytes, what: str) -> dict[str, Any]:
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        return loads_object(data)
+    except JSONObjectError as exc:
         raise RunError(f"error parsing {what}: {exc}") from None
-    if not isinstance(value, dict):
-        raise RunError(f"error parsing {what}: expected a JSON object")
-    return value

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pydantic
 
 from .._errors import ConfigError
+from ..resource._config import read_root_config
 from ._operator import RESERVED_KEYS
 
 __all__ = [
@@ -148,15 +148,10 @@ class PipelineConfig:
 
 
 def _load(data: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]:
-    if isinstance(data, Mapping):
-        return data
     try:
-        loaded = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        return read_root_config(data)
+    except ConfigError as exc:
         raise config_error(f"JSON parse error: {exc}") from None
-    if not isinstance(loaded, dict):
-        raise config_error("JSON parse error: the config must be a JSON object")
-    return loaded
 
 
 def _shape_error(where: str, exc: pydantic.ValidationError) -> ConfigError:

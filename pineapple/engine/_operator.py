@@ -54,16 +54,14 @@ Writing: ``out.set_common``, ``out.set_item``, ``out.set_column``,
 ``out.add_item(s)``, ``out.remove_item(s)``, ``out.set_item_order``,
 ``out.warn``; what a kind may write is listed on :class:`OperatorOutput`.
 
-Resources: borrow with ``pineapple.resource.from_context(ctx)`` and release
-every handle before returning, also when raising; the ``with`` form does
-both::
+Resources: borrow with ``pineapple.resource.borrow(ctx, name, operator)``
+(it raises ``ResourceUnavailableError`` naming both when the context cannot
+lend it) and release every handle before returning, also when raising; the
+``with`` form does both::
 
-    provider = resource.from_context(ctx)
-    handle = provider.get(self.resource_name) if provider is not None else None
-    if handle is None:
-        raise LookupError(f"my_op: resource {self.resource_name!r} not found")
-    with handle as table:               # released on return and on raise
-        ...                             # never keep `table` past the block
+    with resource.borrow(ctx, self.resource_name, "my_op") as table:
+        ...                             # released on return and on raise;
+                                        # never keep `table` past the block
 
 Row-set markers (class attributes) tell the DAG builder how the operator
 touches the set of items: ``consumes_row_set`` (iterates items: waits for
@@ -149,6 +147,9 @@ class Operator:
 
     name: str = ""
     meta: Metadata = Metadata()
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        """Build from the checked params (default: an operator that takes none)."""
 
     def bind(self, name: str, meta: Metadata) -> None:
         """Called once by the engine after construction; then calls ``prepare``."""

@@ -28,9 +28,6 @@ class FilterPaginate(Operator):
     consumes_row_set = True
     mutates_row_set = True
 
-    def __init__(self, params: dict[str, Any]) -> None:
-        pass
-
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         n = len(inp.items)
         fields = self.meta.common_input

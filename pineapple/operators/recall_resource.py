@@ -36,13 +36,7 @@ class RecallResource(Operator):
         self.resource_name = name
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        provider = resource.from_context(ctx)
-        if provider is None:
-            raise LookupError("recall_resource: no resource provider in context")
-        handle = provider.get(self.resource_name)
-        if handle is None:
-            raise LookupError(f'recall_resource: resource "{self.resource_name}" not found')
-        with handle as value:
+        with resource.borrow(ctx, self.resource_name, "recall_resource") as value:
             if not isinstance(value, list | tuple):
                 raise TypeError(
                     f'recall_resource: resource "{self.resource_name}" is '

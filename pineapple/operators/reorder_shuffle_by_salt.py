@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .._context import Context
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ._salted_hash import salt_text, salted_rank
@@ -22,9 +20,6 @@ class ReorderShuffleBySalt(Operator):
 
     consumes_row_set = True
     mutates_row_set = True
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        pass
 
     def prepare(self) -> None:
         # As Go: the field is needed (and its absence fails the request) only with items.

@@ -27,6 +27,7 @@ import orjson
 
 from .._context import Context
 from .._errors import DeadlineExceededError
+from .._json_object import JSONObjectError, loads_object
 from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ._guarded_http import call_deadline, guarded_client
@@ -296,11 +297,9 @@ class TransformByRemotePineapple(Operator):
 
     def _parse(self, raw: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         try:
-            answer = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
+            answer = loads_object(raw)
+        except JSONObjectError as exc:
             raise RemoteCallError(f"{NAME}: unmarshal response: {exc}") from None
-        if not isinstance(answer, dict):
-            raise RemoteCallError(f"{NAME}: unmarshal response: not a JSON object")
         error = answer.get("error")
         common = answer.get("common") or {}
         items = answer.get("items") or []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .._context import Context
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 
@@ -20,9 +18,6 @@ class TransformDispatch(Operator):
     """``item[item_output[0]] = common[common_input[0]]`` for every item."""
 
     concurrent_safe = True
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        pass
 
     def prepare(self) -> None:
         m = self.meta

@@ -77,15 +77,7 @@ class ResourceLookup(Operator):
         self.default = params.get("default_value")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        provider = resource.from_context(ctx)
-        if provider is None:
-            raise LookupError("transform_resource_lookup: no resource provider in context")
-        handle = provider.get(self.resource_name)
-        if handle is None:
-            raise LookupError(
-                f'transform_resource_lookup: resource "{self.resource_name}" not found'
-            )
-        with handle as table:
+        with resource.borrow(ctx, self.resource_name, "transform_resource_lookup") as table:
             if not isinstance(table, dict):
                 raise TypeError(
                     f'transform_resource_lookup: resource "{self.resource_name}" is '

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .._context import Context
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 
@@ -21,9 +19,6 @@ class TransformSize(Operator):
 
     concurrent_safe = True
     consumes_row_set = True
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        pass
 
     def prepare(self) -> None:
         if not self.meta.common_output:

@@ -31,7 +31,9 @@ from ._probe import ProbeReport as ProbeReport
 from ._probe import Reachability as Reachability
 from ._probe import probe_report_of as probe_report_of
 from ._provider import ResourceProvider as ResourceProvider
+from ._provider import ResourceUnavailableError as ResourceUnavailableError
 from ._provider import Static as Static
+from ._provider import borrow as borrow
 from ._provider import from_context as from_context
 from ._provider import with_resources as with_resources
 from ._redact import redact as redact
@@ -91,6 +93,7 @@ __all__ = [
     "ResourceProvider",
     "ResourceSchema",
     "ResourceStatus",
+    "ResourceUnavailableError",
     "StartError",
     "Static",
     "UnknownResourceError",
@@ -99,6 +102,7 @@ __all__ = [
     "Validator",
     "ValueRefusedError",
     "all_schemas",
+    "borrow",
     "default_registry",
     "flush_closes",
     "from_context",

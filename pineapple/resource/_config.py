@@ -22,9 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from .._errors import ConfigError
+from .._json_object import JSONObjectError, loads_object
 from ._interval import check_interval
 from ._redact import is_secret_value
 from ._validate import ValidationSpec
@@ -79,12 +78,9 @@ def read_root_config(data: bytes | str | Mapping[str, Any]) -> Mapping[str, Any]
     if isinstance(data, Mapping):
         return data
     try:
-        parsed = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"config is not valid JSON: {exc}") from None
-    if not isinstance(parsed, dict):
-        raise ConfigError(f"config must be a JSON object, got {type(parsed).__name__}")
-    return parsed
+        return loads_object(data)
+    except JSONObjectError as exc:
+        raise ConfigError(f"config is {exc}") from None
 
 
 def interpolate_env(

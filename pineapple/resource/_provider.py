@@ -6,9 +6,18 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from .._context import Context
+from .._errors import PineappleError
 from ._refvalue import ResourceHandle
 
-__all__ = ["ResourceProvider", "Static", "StaticHandle", "from_context", "with_resources"]
+__all__ = [
+    "ResourceProvider",
+    "ResourceUnavailableError",
+    "Static",
+    "StaticHandle",
+    "borrow",
+    "from_context",
+    "with_resources",
+]
 
 
 @runtime_checkable
@@ -84,3 +93,31 @@ def from_context(ctx: Context | None) -> ResourceProvider | None:
         return None
     provider: ResourceProvider | None = ctx.value(_KEY)
     return provider
+
+
+class ResourceUnavailableError(PineappleError, LookupError):
+    """An operator asked for a resource its context cannot lend: there is no
+    provider in the context, or the provider has no value of that name."""
+
+    def __init__(self, operator: str, name: str | None) -> None:
+        self.operator = operator
+        self.resource = name
+        if name is None:
+            super().__init__(f"{operator}: no resource provider in context")
+        else:
+            super().__init__(f'{operator}: resource "{name}" not found')
+
+
+def borrow(ctx: Context | None, name: str, operator: str) -> ResourceHandle | StaticHandle:
+    """A handle on resource ``name`` for ``operator``; use it as ``with handle as value``.
+
+    Raises :class:`ResourceUnavailableError` (naming the operator and the
+    resource) when the context has no provider or the provider lacks ``name``.
+    """
+    provider = from_context(ctx)
+    if provider is None:
+        raise ResourceUnavailableError(operator, None)
+    handle = provider.get(name)
+    if handle is None:
+        raise ResourceUnavailableError(operator, name)
+    return handle

@@ -9,7 +9,7 @@ their status flips.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Condition", "ConditionStatus", "ResourceStatus"]
@@ -28,13 +28,8 @@ class Condition:
     last_transition_time: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "status": self.status,
-            "reason": self.reason,
-            "message": self.message,
-            "last_transition_time": self.last_transition_time,
-        }
+        """A JSON-ready dict: every field under its own name."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -70,20 +65,5 @@ class ResourceStatus:
         return cond is not None and cond.status == "True"
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (what ``GET /resources`` shows)."""
-        return {
-            "name": self.name,
-            "type": self.type,
-            "interval": self.interval,
-            "version": self.version,
-            "generation": self.generation,
-            "loaded_at": self.loaded_at,
-            "last_attempt_at": self.last_attempt_at,
-            "last_error": self.last_error,
-            "consecutive_failures": self.consecutive_failures,
-            "conditions": [c.to_dict() for c in self.conditions],
-            "summary": self.summary,
-            "size_bytes": self.size_bytes,
-            "previous_size_bytes": self.previous_size_bytes,
-            "has_previous": self.has_previous,
-        }
+        """A JSON-ready dict (what ``GET /resources`` shows): every field under its own name."""
+        return {**asdict(self), "conditions": [c.to_dict() for c in self.conditions]}

@@ -116,3 +116,18 @@ def test_output_records_every_kind_of_write() -> None:
     assert out.used() == (True, True, True, True, True)
     assert out.removed == {2, 3, 7}
     assert out.warning == "first"
+
+
+def test_an_operator_without_params_needs_no_init() -> None:
+    class _Count(Operator):
+        def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+            out.set_common(self.meta.common_output[0], len(inp))
+
+    reg = OperatorRegistry()
+    reg.register(OperatorSchema(name="transform_count", kind="transform", description="n"), _Count)
+    op, _ = build_operator(
+        "transform_count", {}, {"common_output": ["n"]}, name="count", registry=reg
+    )
+    out = OperatorOutput()
+    op.execute(Context(), OperatorInput({}, [{}, {}]), out)
+    assert out.common_writes == {"n": 2}

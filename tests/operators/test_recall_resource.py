@@ -35,3 +35,16 @@ def test_missing_resource_or_provider() -> None:
         run("recall_resource", {"resource_name": "hot"})
     with pytest.raises(LookupError, match='resource "hot" not found'):
         run("recall_resource", {"resource_name": "hot"}, ctx=CountingProvider({}).context())
+
+
+@pytest.mark.parametrize("name", ["recall_resource", "transform_resource_lookup"])
+def test_an_unlendable_resource_is_a_named_error(name: str) -> None:
+    from pineapple.resource import ResourceUnavailableError
+
+    params = {"resource_name": "hot", "lookup_key": "id", "output_field": "v"}
+    with pytest.raises(ResourceUnavailableError, match=f'{name}: resource "hot" not found'):
+        run(
+            name,
+            params if name != "recall_resource" else {"resource_name": "hot"},
+            ctx=CountingProvider({}).context(),
+        )

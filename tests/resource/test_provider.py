@@ -1,7 +1,17 @@
 from __future__ import annotations
 
-from pineapple import Context
-from pineapple.resource import Manager, ResourceProvider, Static, from_context, with_resources
+import pytest
+
+from pineapple import Context, PineappleError
+from pineapple.resource import (
+    Manager,
+    ResourceProvider,
+    ResourceUnavailableError,
+    Static,
+    borrow,
+    from_context,
+    with_resources,
+)
 
 
 def test_static_provider_lends_values_and_release_is_a_no_op() -> None:
@@ -25,3 +35,15 @@ def test_context_carries_the_provider_without_changing_the_original() -> None:
     assert from_context(None) is None
     assert ctx.value("trace") == "t1"
     assert with_resources(None, provider).value("trace") is None
+
+
+def test_borrow_lends_a_handle_or_names_operator_and_resource() -> None:
+    ctx = with_resources(None, Static({"hot": [1]}))
+    with borrow(ctx, "hot", "my_op") as value:
+        assert value == [1]
+    with pytest.raises(ResourceUnavailableError, match='my_op: resource "cold" not found') as info:
+        borrow(ctx, "cold", "my_op")
+    assert (info.value.operator, info.value.resource) == ("my_op", "cold")
+    assert isinstance(info.value, PineappleError) and isinstance(info.value, LookupError)
+    with pytest.raises(ResourceUnavailableError, match="my_op: no resource provider in context"):
+        borrow(None, "hot", "my_op")

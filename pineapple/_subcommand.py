@@ -1,0 +1,58 @@
+"""How every package adds its subcommand to the ``pineapple`` command line.
+
+:func:`add_subcommand` is the one place that decides what a subcommand
+parser looks like: its ``--help`` shows each option's default, it runs
+``func(args) -> exit code``, its help is ``func``'s docstring (the first
+line in the list of subcommands, all of it above the options, as click
+does), and it takes the config path and the repeatable ``--plugin`` option
+when asked to, spelled alike everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Callable
+from typing import TypeAlias
+
+from .plugins import add_plugin_argument
+
+__all__ = ["Subparsers", "add_subcommand"]
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What ``ArgumentParser.add_subparsers()`` returns; each ``add_*_command`` takes it."""
+
+
+def add_subcommand(
+    subparsers: Subparsers,
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    *,
+    description: str | None = None,
+    config: bool = False,
+    plugins: bool = False,
+) -> argparse.ArgumentParser:
+    """Add subcommand ``name`` that runs ``func`` and return its parser.
+
+    ``func``'s docstring is the help: its first line (without the final
+    period) in ``pineapple --help``, the whole of it (or ``description``,
+    when given) in ``pineapple NAME --help``. ``config``: it takes the
+    unified config's path as its first positional argument
+    (``args.config``). ``plugins``: it takes ``--plugin`` (``args.plugin``,
+    see :func:`pineapple.plugins.add_plugin_argument`).
+    """
+    doc = inspect.cleandoc(func.__doc__ or "")
+    if not doc:
+        raise ValueError(f"subcommand {name!r}: {func!r} needs a docstring (its --help text)")
+    parser = subparsers.add_parser(
+        name,
+        help=doc.split("\n", 1)[0].rstrip("."),
+        description=doc if description is None else description,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.set_defaults(func=func)
+    if config:
+        parser.add_argument("config", help="path of the unified config JSON")
+    if plugins:
+        add_plugin_argument(parser)
+    return parser
