@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._context import Context
@@ -123,11 +123,14 @@ class Engine:
             for pipeline in pipelines.values():
                 _close_all(pipeline.steps)
             raise
-        self._pipelines = pipelines
         self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every)
         """Per-operator counters since this engine was built (``/stats``, ``/metrics``);
         they stay at zero with ``stats=False`` (a stats-free engine, for comparisons)."""
-        self._local: threading.local | None = self.stats.local if stats else None
+        pipelines = {
+            group: replace(p, done=self.stats.done[p.index]) for group, p in pipelines.items()
+        }
+        self._pipelines = pipelines
+        self._counting: EngineStats | None = self.stats if stats else None
         main = self._main = pipelines[self.default_group]
         self._steps: tuple[Step, ...] = main.steps
         self.graph: Graph = main.graph
@@ -220,22 +223,17 @@ class Engine:
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
-        # Counting costs one thread-local read, a countdown and one list add per
-        # run, all here (none inside the loop: see EngineStats). Clocks are read
-        # only on timed runs (one in time_every per thread) and traced runs.
-        local = self._local
-        if local is None:  # Engine(stats=False)
-            shard = None
-            timed = False
-        else:
-            try:
-                shard = local.shard
-            except AttributeError:
-                shard = self.stats.shard()
-            shard.countdown -= 1
-            timed = shard.countdown <= 0
+        # Counting costs a shared countdown here and one C call after the loop
+        # (none inside it: see EngineStats). Clocks are read only on timed runs
+        # (one in time_every) and traced runs.
+        stats = self._counting
+        timed = False
+        if stats is not None:  # None: Engine(stats=False)
+            left = stats.left - 1
+            stats.left = left
+            timed = left <= 0
         if timed or trace:
-            return self._run_observed(pipeline, ctx, common, items, warnings, shard, timed, trace)
+            return self._run_observed(pipeline, ctx, common, items, warnings, stats, timed, trace)
         # The plain loop (the observed one is _run.observe_steps: keep the two
         # alike; tests/engine/test_stats.py runs every case through both).
         # Bounded by the pipeline's length. The deadline costs one read here and
@@ -286,10 +284,11 @@ class Engine:
             if len(items) > PIECE:
                 release_frame(items, applied, out)
             items = applied
-        if shard is not None:
-            shard.reached[pipeline.index][end] += 1
-            if skipped is not None or error is not None:
-                shard.irregular(pipeline.index, end, skipped, failed, error is not None)
+        if stats is not None:
+            if skipped is None and error is None:
+                pipeline.done()
+            else:
+                stats.irregular(pipeline.index, end, skipped, failed, error is not None)
         contract = self.contract
         response = project(common, items, contract.common_output, contract.item_output)
         if len(items) > PIECE:
@@ -305,23 +304,27 @@ class Engine:
         common: dict[str, Any],
         items: list[dict[str, Any]],
         warnings: list[str],
-        shard: Shard | None,
+        stats: EngineStats | None,
         timed: bool,
         trace: bool,
     ) -> Result:
-        """A timed run (one in ``time_every``: durations into ``shard``) or a traced one."""
+        """A timed run (one in ``time_every``: durations into this thread's shard) or a
+        traced one."""
         traces: list[TraceEntry] | None = [] if trace else None
-        timer = shard if timed else None
+        timer: Shard | None = None
+        if timed and stats is not None:
+            stats.left = stats.time_every
+            timer = stats.shard()
         started = _clock()
         walk = observe_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
         if timer is not None:
-            timer.countdown = self.stats.time_every
             timer.timed_run(_clock() - started)
         error = walk.error
-        if shard is not None:
-            shard.reached[pipeline.index][walk.end] += 1
-            if walk.skipped is not None or error is not None:
-                shard.irregular(
+        if stats is not None:
+            if walk.skipped is None and error is None:
+                pipeline.done()
+            else:
+                stats.irregular(
                     pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
                 )
         contract = self.contract
@@ -387,6 +390,10 @@ class UnknownGroupError(PineappleError, LookupError):
         self.group = group
 
 
+def _nothing() -> None:
+    """The counter of a pipeline before its engine's stats exist."""
+
+
 @dataclass(frozen=True)
 class _Pipeline:
     steps: tuple[Step, ...]
@@ -396,6 +403,8 @@ class _Pipeline:
     """Its position among the engine's pipelines (its row in ``EngineStats``)."""
     parents: dict[str, str]
     """Each operator's direct parent sub-flow ("" at the top)."""
+    done: Callable[[], object] = _nothing
+    """Counts one regular run of this pipeline (``EngineStats.done``; set once stats exist)."""
 
 
 def _stats_for(pipelines: list[_Pipeline], time_every: int) -> EngineStats:

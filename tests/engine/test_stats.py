@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pineapple.engine import Engine
@@ -167,3 +169,71 @@ def test_stats_off_counts_nothing_and_answers_the_same() -> None:
     totals = off.stats.totals()
     assert totals.runs == 0 and totals.operators["recall"].exec_count == 0
     assert on.stats.totals().runs == 4
+
+
+def _hammer(engine: Engine, runs: int, reader: Callable[[], None] | None = None) -> None:
+    """Four threads, ``runs`` requests each (every other one skips ``size``), switching
+    threads as often as CPython allows; ``reader`` (if any) runs beside them until they end."""
+    barrier = threading.Barrier(5 if reader else 4)
+    done = threading.Event()
+
+    def work() -> None:
+        barrier.wait(10)
+        for i in range(runs):  # bounded: runs
+            engine.execute(None, {"common": {"_off": i % 2 == 0}, "items": []})
+
+    def read() -> None:
+        assert reader is not None
+        barrier.wait(10)
+        while not done.is_set():  # bounded: the writers end after 4 * runs requests
+            reader()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    watcher = threading.Thread(target=read) if reader else None
+    try:
+        for t in [*threads, *([watcher] if watcher else [])]:
+            t.start()
+        for t in threads:
+            t.join(60)
+        done.set()
+        if watcher:
+            watcher.join(60)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_counts_stay_exact_under_four_threads_switching_often() -> None:
+    engine = Engine(CONFIG, time_every=5)
+    _hammer(engine, 2000)
+    totals = engine.stats.totals()
+    ops = totals.operators
+    assert (ops["recall"].exec_count, ops["sort"].exec_count) == (8000, 8000)
+    assert (ops["size"].exec_count, ops["size"].skip_count) == (4000, 4000)
+    assert (totals.runs, totals.dag_success, totals.executed.count) == (8000, 8000, 8000)
+    assert totals.executed.sum == 4000 * 3 + 4000 * 2
+    # The shared sampling countdown is unlocked: about one run in five is timed.
+    assert 8000 // 5 // 2 <= ops["recall"].durations.count <= 8000 // 5 * 2
+
+
+def test_a_reader_never_sees_a_count_go_down() -> None:
+    """Each run is counted at once: a reader beside four writers sees every counter grow
+    (never an irregular run's end without its skip, which would count an execution of
+    the skipped operator and then take it back)."""
+    engine = Engine(CONFIG, time_every=10**9)
+    last: dict[str, tuple[int, int]] = {}
+    drops: list[str] = []
+
+    def read() -> None:
+        for name, op in engine.stats.totals().operators.items():
+            now = (op.exec_count, op.skip_count)
+            before = last.get(name, (0, 0))
+            if now[0] < before[0] or now[1] < before[1]:
+                drops.append(f"{name}: {before} -> {now}")
+            last[name] = now
+
+    _hammer(engine, 3000, read)
+    assert drops == []
+    assert engine.stats.totals().operators["size"].skip_count == 6000
