@@ -44,7 +44,7 @@ from ._run import (
     wrap_error,
 )
 from ._schema import OperatorRegistry, default_operator_registry
-from ._stats import TIME_EVERY, EngineStats, Shard
+from ._stats import TIME_EVERY, TIMED_PER_SECOND, EngineStats, Shard
 from ._step import Step, compile_step
 from ._template import resolve_templates
 from ._trace import TraceEntry
@@ -85,6 +85,9 @@ class Engine:
     (config-level) with the public engines' messages. The entry group is
     ``pipeline_group.main``, or the only group when there is exactly one;
     a request may name another group of the config (``execute(..., group=)``).
+    ``time_every`` and ``timed_per_second`` sample the durations of
+    :attr:`stats` (one run in ``time_every``, at most ``timed_per_second``
+    a second, 0: no cap); ``stats=False`` counts nothing.
 
     >>> engine = Engine({
     ...     "pipeline_config": {"operators": {"size": {
@@ -102,6 +105,7 @@ class Engine:
         *,
         registry: OperatorRegistry | None = None,
         time_every: int = TIME_EVERY,
+        timed_per_second: int = TIMED_PER_SECOND,
         stats: bool = True,
     ) -> None:
         if registry is None:
@@ -123,7 +127,7 @@ class Engine:
             for pipeline in pipelines.values():
                 _close_all(pipeline.steps)
             raise
-        self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every)
+        self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every, timed_per_second)
         """Per-operator counters since this engine was built (``/stats``, ``/metrics``);
         they stay at zero with ``stats=False`` (a stats-free engine, for comparisons)."""
         pipelines = {
@@ -225,13 +229,13 @@ class Engine:
         warnings: list[str] = []
         # Counting costs a shared countdown here and one C call after the loop
         # (none inside it: see EngineStats). Clocks are read only on timed runs
-        # (one in time_every) and traced runs.
+        # (one in time_every, at most timed_per_second a second) and traced runs.
         stats = self._counting
         timed = False
         if stats is not None:  # None: Engine(stats=False)
             left = stats.left - 1
             stats.left = left
-            timed = left <= 0
+            timed = left <= 0 and stats.may_time()
         if timed or trace:
             return self._run_observed(pipeline, ctx, common, items, warnings, stats, timed, trace)
         # The plain loop (the observed one is _run.observe_steps: keep the two
@@ -313,7 +317,6 @@ class Engine:
         traces: list[TraceEntry] | None = [] if trace else None
         timer: Shard | None = None
         if timed and stats is not None:
-            stats.left = stats.time_every
             timer = stats.shard()
         started = _clock()
         walk = observe_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
@@ -407,14 +410,17 @@ class _Pipeline:
     """Counts one regular run of this pipeline (``EngineStats.done``; set once stats exist)."""
 
 
-def _stats_for(pipelines: list[_Pipeline], time_every: int) -> EngineStats:
+def _stats_for(pipelines: list[_Pipeline], time_every: int, timed_per_second: int) -> EngineStats:
     """One stats slot per operator name; each step learns its slot."""
     slots: dict[str, int] = {}
     for pipeline in pipelines:
         for step in pipeline.steps:
             step.slot = slots.setdefault(step.name, len(slots))
     return EngineStats(
-        list(slots), [[s.slot for s in p.steps] for p in pipelines], time_every=time_every
+        list(slots),
+        [[s.slot for s in p.steps] for p in pipelines],
+        time_every=time_every,
+        timed_per_second=timed_per_second,
     )
 
 

@@ -8,9 +8,12 @@ GIL makes atomic); a run that skipped or failed an operator is recorded
 under ``_lock`` (``irregular``: rare on the request path). Per-operator
 executions are derived when read (a run that got past position *j* executed
 the operator there unless it skipped or failed it).
-Durations cost two clock reads per operator and a separate, observed loop,
-so they are *sampled*: one run in ``time_every`` (default 64) of the engine
-is timed (a shared countdown), every operator in it, plus every traced run;
+Durations cost two clock reads per operator and a separate, observed loop
+(measured: a timed run of small_010 costs about half a run more, spread over
+it and the runs after it), so they are *sampled*: one run in ``time_every``
+(default 64) of the engine is timed (a shared countdown), at most
+``timed_per_second`` (default 100) in each one-second window, every operator
+in it; every traced run is timed too;
 histograms, sums, averages and maxima come from those samples (their
 ``_count`` is the number of timed executions). The bucket bounds are the Go
 engine's (``engine_metrics.go``), so dashboards built for it read ours
@@ -26,8 +29,9 @@ Guarantees:
   adds to the calling thread's own :class:`Shard` (one writer per shard).
 - ``left`` (the sampling countdown) is shared and updated without a lock on
   purpose: a lost or doubled decrement only moves which run is timed, and a
-  run that finds it at or below zero is timed and resets it, so it never
-  sticks. Nothing exact depends on it.
+  run that finds it at or below zero resets it (:meth:`EngineStats.may_time`),
+  so it never sticks. The per-second cap's window is shared and unlocked
+  alike. Nothing exact depends on either.
 - Timed samples go to the timing thread's :class:`Shard` (found through the
   ``threading.local`` ``EngineStats.local``: one writer per shard, no lock on
   the request path).
@@ -46,6 +50,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import time
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +60,7 @@ __all__ = [
     "DAG_BUCKETS",
     "EXECUTED_BUCKETS",
     "OP_BUCKETS",
+    "TIMED_PER_SECOND",
     "TIME_EVERY",
     "EngineStats",
     "Histogram",
@@ -72,6 +78,9 @@ EXECUTED_BUCKETS = (1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300,
 """``pine_dag_operators_executed`` bucket bounds (operators per run)."""
 TIME_EVERY = 64
 """Default sampling of durations: one run in this many (per engine) is timed."""
+TIMED_PER_SECOND = 100
+"""Default cap on timed runs per engine and second (0: none): past a few thousand runs
+per second, one in 64 would spend more on timing than the bound allows."""
 GIL = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
 """False on a free-threaded build running without the GIL: counting then goes per thread."""
 
@@ -246,7 +255,8 @@ class EngineStats:
 
     ``names``: one slot per operator name; ``pipelines``: each pipeline's
     slots in execution order (a pipeline is identified by its index here).
-    ``time_every``: one run in this many is timed (>= 1). ``gil``: whether
+    ``time_every``: one run in this many is timed (>= 1), at most
+    ``timed_per_second`` in each second (0: no cap). ``gil``: whether
     the GIL makes a C call atomic (default: this interpreter's state).
     """
 
@@ -256,15 +266,21 @@ class EngineStats:
         pipelines: Sequence[Sequence[int]],
         time_every: int = TIME_EVERY,
         *,
+        timed_per_second: int = TIMED_PER_SECOND,
         gil: bool = GIL,
     ) -> None:
         if time_every < 1:
             raise ValueError(f"time_every must be >= 1, got {time_every}")
+        if timed_per_second < 0:
+            raise ValueError(f"timed_per_second must be >= 0, got {timed_per_second}")
         self.names: tuple[str, ...] = tuple(names)
         self.pipelines: tuple[tuple[int, ...], ...] = tuple(tuple(p) for p in pipelines)
         self.time_every = time_every
+        self.timed_per_second = timed_per_second
         self.left = 1
         """Runs until the next timed one (shared, unlocked: see the Guarantees); the first is."""
+        self._window = -1e18  # when the current one-second window began (monotonic)
+        self._in_window = 0  # timed runs in it
         self._lengths = [len(p) for p in self.pipelines]
         self.local = threading.local()
         """Each thread's :class:`Shard` as ``local.shard``."""
@@ -289,6 +305,21 @@ class EngineStats:
             self.shard().reached[pipeline][end] += 1
 
         return done
+
+    def may_time(self) -> bool:
+        """Called by a run that found the countdown run out: restart it, and True when
+        this run may be timed (the per-second cap allows it)."""
+        self.left = self.time_every
+        cap = self.timed_per_second
+        if cap == 0:
+            return True
+        now = time.monotonic()
+        if now - self._window >= 1.0:
+            self._window, self._in_window = now, 0
+        if self._in_window >= cap:
+            return False
+        self._in_window += 1
+        return True
 
     def irregular(
         self, pipeline: int, end: int, skipped: list[int] | None, failed: int, error: bool

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pineapple.engine import Engine
+from pineapple.engine import Engine, EngineStats
 
 CONFIG: dict[str, Any] = {
     "pipeline_config": {
@@ -206,7 +206,7 @@ def _hammer(engine: Engine, runs: int, reader: Callable[[], None] | None = None)
 
 
 def test_counts_stay_exact_under_four_threads_switching_often() -> None:
-    engine = Engine(CONFIG, time_every=5)
+    engine = Engine(CONFIG, time_every=5, timed_per_second=0)
     _hammer(engine, 2000)
     totals = engine.stats.totals()
     ops = totals.operators
@@ -237,3 +237,19 @@ def test_a_reader_never_sees_a_count_go_down() -> None:
     _hammer(engine, 3000, read)
     assert drops == []
     assert engine.stats.totals().operators["size"].skip_count == 6000
+
+
+def test_without_the_gil_regular_runs_count_per_thread() -> None:
+    """The free-threaded fallback: ``done`` adds to the calling thread's shard."""
+    stats = EngineStats(["a", "b"], [[0, 1]], gil=False)
+    threads = [
+        threading.Thread(target=lambda: [stats.done[0]() for _ in range(500)]) for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    stats.irregular(0, 2, [1], -1, False)
+    totals = stats.totals()
+    assert totals.runs == 2001
+    assert (totals.operators["a"].exec_count, totals.operators["b"].skip_count) == (2001, 1)
