@@ -134,7 +134,7 @@ class Engine:
             group: replace(p, done=self.stats.done[p.index]) for group, p in pipelines.items()
         }
         self._pipelines = pipelines
-        self._counting: EngineStats | None = self.stats if stats else None
+        self._tick: Callable[[], bool] | None = self.stats.tick if stats else None
         main = self._main = pipelines[self.default_group]
         self._steps: tuple[Step, ...] = main.steps
         self.graph: Graph = main.graph
@@ -227,16 +227,13 @@ class Engine:
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
-        # Counting costs a shared countdown here and one C call after the loop
-        # (none inside it: see EngineStats). Clocks are read only on timed runs
+        # Counting costs one C call here (the sampling tick) and one after the
+        # loop (none inside it: see EngineStats). Clocks are read only on timed runs
         # (one in time_every, at most timed_per_second a second) and traced runs.
-        stats = self._counting
-        timed = False
-        if stats is not None:  # None: Engine(stats=False)
-            left = stats.left - 1
-            stats.left = left
-            timed = left <= 0 and stats.may_time()
+        tick = self._tick  # None: Engine(stats=False)
+        timed = tick is not None and tick() and self.stats.may_time()
         if timed or trace:
+            stats = self.stats if tick is not None else None
             return self._run_observed(pipeline, ctx, common, items, warnings, stats, timed, trace)
         # The plain loop (the observed one is _run.observe_steps: keep the two
         # alike; tests/engine/test_stats.py runs every case through both).
@@ -288,11 +285,11 @@ class Engine:
             if len(items) > PIECE:
                 release_frame(items, applied, out)
             items = applied
-        if stats is not None:
+        if tick is not None:
             if skipped is None and error is None:
                 pipeline.done()
             else:
-                stats.irregular(pipeline.index, end, skipped, failed, error is not None)
+                self.stats.irregular(pipeline.index, end, skipped, failed, error is not None)
         contract = self.contract
         response = project(common, items, contract.common_output, contract.item_output)
         if len(items) > PIECE:

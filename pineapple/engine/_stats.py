@@ -11,8 +11,8 @@ the operator there unless it skipped or failed it).
 Durations cost two clock reads per operator and a separate, observed loop
 (measured: a timed run of small_010 costs about half a run more, spread over
 it and the runs after it), so they are *sampled*: one run in ``time_every``
-(default 64) of the engine is timed (a shared countdown), at most
-``timed_per_second`` (default 100) in each one-second window, every operator
+(default 64) of the engine is timed (a shared ticker), at most
+``timed_per_second`` (default 20) in each one-second window, every operator
 in it; every traced run is timed too;
 histograms, sums, averages and maxima come from those samples (their
 ``_count`` is the number of timed executions). The bucket bounds are the Go
@@ -27,11 +27,10 @@ Guarantees:
   run is counted in exactly one of the two, once. Without the GIL
   (``sys._is_gil_enabled()`` false, free-threaded builds) ``done`` instead
   adds to the calling thread's own :class:`Shard` (one writer per shard).
-- ``left`` (the sampling countdown) is shared and updated without a lock on
-  purpose: a lost or doubled decrement only moves which run is timed, and a
-  run that finds it at or below zero resets it (:meth:`EngineStats.may_time`),
-  so it never sticks. The per-second cap's window is shared and unlocked
-  alike. Nothing exact depends on either.
+- ``tick`` (the sampling choice) is shared: with the GIL its C chain is
+  atomic; without it a lost increment only moves which run is timed. The
+  per-second cap's window is shared and updated without a lock on purpose
+  (a race only times one run more or less). Nothing exact depends on either.
 - Timed samples go to the timing thread's :class:`Shard` (found through the
   ``threading.local`` ``EngineStats.local``: one writer per shard, no lock on
   the request path).
@@ -48,6 +47,7 @@ Guarantees:
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 import threading
 import time
@@ -78,7 +78,7 @@ EXECUTED_BUCKETS = (1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300,
 """``pine_dag_operators_executed`` bucket bounds (operators per run)."""
 TIME_EVERY = 64
 """Default sampling of durations: one run in this many (per engine) is timed."""
-TIMED_PER_SECOND = 100
+TIMED_PER_SECOND = 20
 """Default cap on timed runs per engine and second (0: none): past a few thousand runs
 per second, one in 64 would spend more on timing than the bound allows."""
 GIL = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
@@ -277,8 +277,9 @@ class EngineStats:
         self.pipelines: tuple[tuple[int, ...], ...] = tuple(tuple(p) for p in pipelines)
         self.time_every = time_every
         self.timed_per_second = timed_per_second
-        self.left = 1
-        """Runs until the next timed one (shared, unlocked: see the Guarantees); the first is."""
+        self.tick: Callable[[], bool] = _ticker(time_every, gil)
+        """True on one call in ``time_every``, the first included; one C call (see
+        :func:`_ticker` and the Guarantees)."""
         self._window = -1e18  # when the current one-second window began (monotonic)
         self._in_window = 0  # timed runs in it
         self._lengths = [len(p) for p in self.pipelines]
@@ -307,9 +308,8 @@ class EngineStats:
         return done
 
     def may_time(self) -> bool:
-        """Called by a run that found the countdown run out: restart it, and True when
-        this run may be timed (the per-second cap allows it)."""
-        self.left = self.time_every
+        """Called by a run that :attr:`tick` chose: True when the per-second cap lets it
+        be timed."""
         cap = self.timed_per_second
         if cap == 0:
             return True
@@ -400,6 +400,23 @@ class EngineStats:
             Histogram(DAG_BUCKETS, total.dag_buckets, total.dag_ns / 1e9),
             Histogram(tuple(float(b) for b in EXECUTED_BUCKETS), executed, float(executed_sum)),
         )
+
+
+CYCLE_MAX = 4096
+"""Up to this ``time_every`` the ticker cycles through a tuple (the cheapest C call)."""
+
+
+def _ticker(time_every: int, gil: bool) -> Callable[[], bool]:
+    """A callable returning True on its 1st, (1 + time_every)th, ... call.
+
+    With the GIL and a small ``time_every``: ``itertools.cycle`` over
+    ``(True, False, ...)`` (``time_every`` entries). Otherwise
+    ``not (n % time_every)`` over ``itertools.count``, still C calls only.
+    """
+    if gil and time_every <= CYCLE_MAX:
+        return itertools.cycle((True,) + (False,) * (time_every - 1)).__next__
+    chain = map(operator.mod, itertools.count(), itertools.repeat(time_every))
+    return map(operator.not_, chain).__next__
 
 
 def _value(counter: itertools.count[int]) -> int:

@@ -35,7 +35,7 @@ CONFIG: dict[str, Any] = {
 
 
 def test_counts_are_exact_across_threads() -> None:
-    engine = Engine(CONFIG, time_every=3)
+    engine = Engine(CONFIG, time_every=3, timed_per_second=0)  # 0: sampling not capped
     barrier = threading.Barrier(4)
 
     def work() -> None:
