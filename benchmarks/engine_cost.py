@@ -2,7 +2,7 @@
 
 Row 10, per-operator metrics: engine executions per second on the
 ``small_010`` fixture with the engine's counters on (``Engine()``: exact
-counts, durations sampled one run in 64) against a stats-free
+counts, durations sampled one run in 64, at most 20 a second) against a stats-free
 ``Engine(stats=False)``, interleaved in one process, CPU time, median of
 per-round ratios. Bound: the counting engine takes at most 1.05x the time.
 

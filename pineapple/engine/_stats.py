@@ -9,8 +9,8 @@ under ``_lock`` (``irregular``: rare on the request path). Per-operator
 executions are derived when read (a run that got past position *j* executed
 the operator there unless it skipped or failed it).
 Durations cost two clock reads per operator and a separate, observed loop
-(measured: a timed run of small_010 costs about half a run more, spread over
-it and the runs after it), so they are *sampled*: one run in ``time_every``
+(measured on small_010: a timed run costs from half a run to a few runs
+more, counting the runs after it that it slows), so they are *sampled*: one run in ``time_every``
 (default 64) of the engine is timed (a shared ticker), at most
 ``timed_per_second`` (default 20) in each one-second window, every operator
 in it; every traced run is timed too;
@@ -27,8 +27,9 @@ Guarantees:
   run is counted in exactly one of the two, once. Without the GIL
   (``sys._is_gil_enabled()`` false, free-threaded builds) ``done`` instead
   adds to the calling thread's own :class:`Shard` (one writer per shard).
-- ``tick`` (the sampling choice) is shared: with the GIL its C chain is
-  atomic; without it a lost increment only moves which run is timed. The
+- ``tick`` (the sampling choice) is shared: one C call (``itertools.cycle``,
+  or a ``count``/``map`` chain), atomic with the GIL; without it a lost
+  increment only moves which run is timed. The
   per-second cap's window is shared and updated without a lock on purpose
   (a race only times one run more or less). Nothing exact depends on either.
 - Timed samples go to the timing thread's :class:`Shard` (found through the
@@ -84,6 +85,7 @@ per second, one in 64 would spend more on timing than the bound allows."""
 GIL = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
 """False on a free-threaded build running without the GIL: counting then goes per thread."""
 
+_monotonic = time.monotonic
 _OP_NS = tuple(int(b * 1e9) for b in OP_BUCKETS)
 _DAG_NS = tuple(int(b * 1e9) for b in DAG_BUCKETS)
 
@@ -313,7 +315,7 @@ class EngineStats:
         cap = self.timed_per_second
         if cap == 0:
             return True
-        now = time.monotonic()
+        now = _monotonic()
         if now - self._window >= 1.0:
             self._window, self._in_window = now, 0
         if self._in_window >= cap:

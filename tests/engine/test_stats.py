@@ -7,7 +7,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pineapple.engine import Engine, EngineStats
+import pytest
+
+from pineapple.engine import Engine, EngineStats, _stats
 
 CONFIG: dict[str, Any] = {
     "pipeline_config": {
@@ -253,3 +255,17 @@ def test_without_the_gil_regular_runs_count_per_thread() -> None:
     totals = stats.totals()
     assert totals.runs == 2001
     assert (totals.operators["a"].exec_count, totals.operators["b"].skip_count) == (2001, 1)
+
+
+def test_timed_runs_are_capped_per_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(_stats, "_monotonic", lambda: now[0])
+    engine = Engine(CONFIG, time_every=2, timed_per_second=3)
+    for _ in range(20):  # ten runs chosen by the ticker, three timed
+        engine.execute(None, {"common": {}, "items": []})
+    assert engine.stats.totals().operators["recall"].durations.count == 3
+    now[0] = 101.0  # a new one-second window
+    for _ in range(20):
+        engine.execute(None, {"common": {}, "items": []})
+    totals = engine.stats.totals()
+    assert (totals.operators["recall"].durations.count, totals.runs) == (6, 40)
