@@ -394,8 +394,8 @@ REDIS_CONNECTION_SCHEMA = ResourceSchema(
             type="string",
             default="",
             description=(
-                "The name label of pine_redis_up and pine_redis_ping_duration_seconds; "
-                "empty: the resource name."
+                "The name label of the pine_redis_* families (up, ping duration, pool "
+                "connections, command counts and durations); empty: the resource name."
             ),
         ),
     },
