@@ -57,10 +57,10 @@ def _load(name: str) -> tuple[bytes, dict[str, Any]]:
 
 
 def _ours(config: bytes, request: dict[str, Any], registry: Any = None) -> Any:
-    from pineapple import Context
+    from pineapple import Context, builtins
     from pineapple.engine import Engine
 
-    engine = Engine(config, registry=registry)
+    engine = Engine(config, registry=registry or builtins.operator_registry())
     ctx = Context()
     probe = copy.deepcopy(request)
     engine.execute(ctx, probe)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pineapple.operators  # noqa: F401  (registers the built-in operators)
-from pineapple import Context, resource
+from pineapple import Context, builtins, resource
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
 
 from ._measure import Result, interleaved
@@ -28,6 +28,7 @@ def lookup_case(items: int = ITEMS) -> tuple[Any, Any]:
             "default_value": 0.0,
         },
         {"item_input": ["item_id"], "item_output": ["ctr"]},
+        registry=builtins.operator_registry(),
     )
     ctx = resource.with_resources(Context(), resource.Static({"item_ctr": table}))
 

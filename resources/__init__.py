@@ -39,6 +39,8 @@ from ._mapped_table import write_feed_snapshot as write_feed_snapshot
 from ._redis import REDIS_CONNECTION_SCHEMA as REDIS_CONNECTION_SCHEMA
 from ._redis import RedisConnection as RedisConnection
 from ._redis import RedisConnectionFetcher as RedisConnectionFetcher
+from ._redis_commands import CommandCell as CommandCell
+from ._redis_commands import CommandStats as CommandStats
 from ._shared import SHARED_TYPES as SHARED_TYPES
 from ._shared import open_snapshot as open_snapshot
 from ._shared import snapshot_files as snapshot_files
@@ -52,6 +54,8 @@ __all__ = [
     "REDIS_CONNECTION_SCHEMA",
     "SHARED_TYPES",
     "STATIC_SCHEMA",
+    "CommandCell",
+    "CommandStats",
     "FeedDataFetcher",
     "FeedQueryError",
     "FeedTable",

@@ -38,6 +38,7 @@ from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
 from pineapple.resource import ProbeReport, Reachability, redact
 
 from ._errors import SourceError
+from ._redis_commands import CommandStats
 
 __all__ = [
     "REDIS_CONNECTION_SCHEMA",
@@ -54,6 +55,8 @@ DEFAULT_TIMEOUT_MS = 2000
 DEFAULT_PROBE_INTERVAL_MS = 15_000
 """Go's fixed ``redisProbeInterval``."""
 MIN_PROBE_INTERVAL_MS = 100
+_LAZY_LOCK = threading.Lock()
+"""Guards the first creation of a client's :class:`CommandStats` (rare; never held long)."""
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -105,6 +108,33 @@ class RedisConnection(redis.Redis):
         if found is None:
             found = self._pineapple_reachability = Reachability("redis")
         return found
+
+    @property
+    def command_stats(self) -> CommandStats:
+        """Counts and latencies of the commands the operators sent (created on first use)."""
+        found: CommandStats | None = getattr(self, "_pineapple_commands", None)
+        if found is None:
+            with _LAZY_LOCK:  # two first users must not each keep their own counts
+                found = getattr(self, "_pineapple_commands", None)
+                if found is None:
+                    found = self._pineapple_commands = CommandStats()
+        return found
+
+    def record_command(self, command: str, seconds: float, status: str) -> None:
+        """One command sent by an operator: ``status`` is ``ok`` (a cache miss too),
+        ``timeout``, ``pool_timeout`` or ``error`` (the hook ``run_commands`` calls)."""
+        self.command_stats.record(command, seconds, status)
+
+    def pool_counts(self) -> tuple[int, int]:
+        """``(total, idle)`` connections of the pool now (Go's ``PoolStats``); no I/O."""
+        pool: Any = self.connection_pool
+        count = getattr(pool, "get_connection_count", None)
+        if count is not None:  # redis-py 8: [(idle, attrs), (in use, attrs)], under its lock
+            (idle, _), (used, _) = count()
+            return int(idle) + int(used), int(idle)
+        # Older redis-py: the same reading by hand, unlocked (a gauge may be one off).
+        idle = sum(1 for conn in list(pool.pool.queue) if conn is not None)  # bounded: pool size
+        return len(pool._connections), idle
 
     def probe_report(self) -> ProbeReport:
         """What the PING probes have seen (no I/O): see :mod:`pineapple.resource`'s ``Probed``."""
@@ -232,6 +262,7 @@ class RedisConnectionFetcher:
         client = RedisConnection.from_pool(pool)
         assert isinstance(client, RedisConnection)
         client.reachability.label = self.metrics_name
+        client._pineapple_commands = CommandStats()  # before any request can record
         return client
 
     def __call__(self) -> RedisConnection:
@@ -363,8 +394,8 @@ REDIS_CONNECTION_SCHEMA = ResourceSchema(
             type="string",
             default="",
             description=(
-                "The name label of pine_redis_up and pine_redis_ping_duration_seconds; "
-                "empty: the resource name."
+                "The name label of the pine_redis_* families (up, ping duration, pool "
+                "connections, command counts and durations); empty: the resource name."
             ),
         ),
     },

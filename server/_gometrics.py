@@ -182,7 +182,7 @@ class EngineTotals:
         )
         durations = HistogramMetricFamily(
             "pine_operator_exec_duration_seconds",
-            "Operator execution duration in seconds (sampled: one run in 16 per thread).",
+            "Operator execution duration in seconds (sampled: one run in 64, at most 20 a second).",
             labels=["operator"],
         )
         for name, op in sorted(self._ops.items()):
@@ -198,7 +198,7 @@ class EngineTotals:
         dag.add_metric(["error"], self._errors)
         dag_durations = HistogramMetricFamily(
             "pine_dag_execution_duration_seconds",
-            "DAG execution duration in seconds (sampled: one run in 16 per thread).",
+            "DAG execution duration in seconds (sampled: one run in 64, at most 20 a second).",
             buckets=_cumulative(dag_bounds, self._dag_buckets),
             sum_value=self._dag_sum,
         )

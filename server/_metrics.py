@@ -22,6 +22,7 @@ from pineapple import resource
 
 from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._probe_metrics import probe_families
+from ._redis_metrics import redis_families
 from ._snapshot import Snapshot
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics"]
@@ -247,3 +248,4 @@ class _SnapshotCollector(Collector):
         yield from (version, generation, age, success, ready, config)
         if snap is not None:
             yield from probe_families(snap.manager)
+            yield from redis_families(snap.manager)

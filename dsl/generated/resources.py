@@ -227,8 +227,9 @@ class RedisConnectionResource(BaseResource):
             is now the default). (bool)
         probe_interval_ms: Interval of the background PING probe that sets the Reachable
             condition and pine_redis_up, in ms (>= 100); 0: no probe. (int, default 15000)
-        metrics_name: The name label of pine_redis_up and pine_redis_ping_duration_seconds;
-            empty: the resource name. (string, default '')
+        metrics_name: The name label of the pine_redis_* families (up, ping duration, pool
+            connections, command counts and durations); empty: the resource name. (string,
+            default '')
         interval: seconds (or a timedelta) between refreshes; None: the type's default
             (never refreshed); 0: the manager default; -1: never.
     """

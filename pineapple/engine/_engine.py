@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._context import Context
@@ -44,7 +44,7 @@ from ._run import (
     wrap_error,
 )
 from ._schema import OperatorRegistry, default_operator_registry
-from ._stats import TIME_EVERY, EngineStats, Shard
+from ._stats import TIME_EVERY, TIMED_PER_SECOND, EngineStats, Shard
 from ._step import Step, compile_step
 from ._template import resolve_templates
 from ._trace import TraceEntry
@@ -85,6 +85,9 @@ class Engine:
     (config-level) with the public engines' messages. The entry group is
     ``pipeline_group.main``, or the only group when there is exactly one;
     a request may name another group of the config (``execute(..., group=)``).
+    ``time_every`` and ``timed_per_second`` sample the durations of
+    :attr:`stats` (one run in ``time_every``, at most ``timed_per_second``
+    a second, 0: no cap); ``stats=False`` counts nothing.
 
     Operator types come from ``registry``; without one, from the default
     registry as it is: the engine never imports operators itself, so import
@@ -108,6 +111,7 @@ class Engine:
         *,
         registry: OperatorRegistry | None = None,
         time_every: int = TIME_EVERY,
+        timed_per_second: int = TIMED_PER_SECOND,
         stats: bool = True,
     ) -> None:
         reg = registry if registry is not None else default_operator_registry()
@@ -127,11 +131,14 @@ class Engine:
             for pipeline in pipelines.values():
                 _close_all(pipeline.steps)
             raise
-        self._pipelines = pipelines
-        self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every)
+        self.stats: EngineStats = _stats_for(list(pipelines.values()), time_every, timed_per_second)
         """Per-operator counters since this engine was built (``/stats``, ``/metrics``);
         they stay at zero with ``stats=False`` (a stats-free engine, for comparisons)."""
-        self._local: threading.local | None = self.stats.local if stats else None
+        pipelines = {
+            group: replace(p, done=self.stats.done[p.index]) for group, p in pipelines.items()
+        }
+        self._pipelines = pipelines
+        self._tick: Callable[[], bool] | None = self.stats.tick if stats else None
         main = self._main = pipelines[self.default_group]
         self._steps: tuple[Step, ...] = main.steps
         self.graph: Graph = main.graph
@@ -224,22 +231,14 @@ class Engine:
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
-        # Counting costs one thread-local read, a countdown and one list add per
-        # run, all here (none inside the loop: see EngineStats). Clocks are read
-        # only on timed runs (one in time_every per thread) and traced runs.
-        local = self._local
-        if local is None:  # Engine(stats=False)
-            shard = None
-            timed = False
-        else:
-            try:
-                shard = local.shard
-            except AttributeError:
-                shard = self.stats.shard()
-            shard.countdown -= 1
-            timed = shard.countdown <= 0
+        # Counting costs one C call here (the sampling tick) and one after the
+        # loop (none inside it: see EngineStats). Clocks are read only on timed runs
+        # (one in time_every, at most timed_per_second a second) and traced runs.
+        tick = self._tick  # None: Engine(stats=False)
+        timed = tick is not None and tick() and self.stats.may_time()
         if timed or trace:
-            return self._run_observed(pipeline, ctx, common, items, warnings, shard, timed, trace)
+            stats = self.stats if tick is not None else None
+            return self._run_observed(pipeline, ctx, common, items, warnings, stats, timed, trace)
         # The plain loop (the observed one is _run.observe_steps: keep the two
         # alike; tests/engine/test_stats.py runs every case through both).
         # Bounded by the pipeline's length. The deadline costs one read here and
@@ -290,10 +289,11 @@ class Engine:
             if len(items) > PIECE:
                 release_frame(items, applied, out)
             items = applied
-        if shard is not None:
-            shard.reached[pipeline.index][end] += 1
-            if skipped is not None or error is not None:
-                shard.irregular(pipeline.index, end, skipped, failed, error is not None)
+        if tick is not None:
+            if skipped is None and error is None:
+                pipeline.done()
+            else:
+                self.stats.irregular(pipeline.index, end, skipped, failed, error is not None)
         contract = self.contract
         response = project(common, items, contract.common_output, contract.item_output)
         if len(items) > PIECE:
@@ -309,23 +309,26 @@ class Engine:
         common: dict[str, Any],
         items: list[dict[str, Any]],
         warnings: list[str],
-        shard: Shard | None,
+        stats: EngineStats | None,
         timed: bool,
         trace: bool,
     ) -> Result:
-        """A timed run (one in ``time_every``: durations into ``shard``) or a traced one."""
+        """A timed run (one in ``time_every``: durations into this thread's shard) or a
+        traced one."""
         traces: list[TraceEntry] | None = [] if trace else None
-        timer = shard if timed else None
+        timer: Shard | None = None
+        if timed and stats is not None:
+            timer = stats.shard()
         started = _clock()
         walk = observe_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
         if timer is not None:
-            timer.countdown = self.stats.time_every
             timer.timed_run(_clock() - started)
         error = walk.error
-        if shard is not None:
-            shard.reached[pipeline.index][walk.end] += 1
-            if walk.skipped is not None or error is not None:
-                shard.irregular(
+        if stats is not None:
+            if walk.skipped is None and error is None:
+                pipeline.done()
+            else:
+                stats.irregular(
                     pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
                 )
         contract = self.contract
@@ -391,6 +394,10 @@ class UnknownGroupError(PineappleError, LookupError):
         self.group = group
 
 
+def _nothing() -> None:
+    """The counter of a pipeline before its engine's stats exist."""
+
+
 @dataclass(frozen=True)
 class _Pipeline:
     steps: tuple[Step, ...]
@@ -400,16 +407,21 @@ class _Pipeline:
     """Its position among the engine's pipelines (its row in ``EngineStats``)."""
     parents: dict[str, str]
     """Each operator's direct parent sub-flow ("" at the top)."""
+    done: Callable[[], object] = _nothing
+    """Counts one regular run of this pipeline (``EngineStats.done``; set once stats exist)."""
 
 
-def _stats_for(pipelines: list[_Pipeline], time_every: int) -> EngineStats:
+def _stats_for(pipelines: list[_Pipeline], time_every: int, timed_per_second: int) -> EngineStats:
     """One stats slot per operator name; each step learns its slot."""
     slots: dict[str, int] = {}
     for pipeline in pipelines:
         for step in pipeline.steps:
             step.slot = slots.setdefault(step.name, len(slots))
     return EngineStats(
-        list(slots), [[s.slot for s in p.steps] for p in pipelines], time_every=time_every
+        list(slots),
+        [[s.slot for s in p.steps] for p in pipelines],
+        time_every=time_every,
+        timed_per_second=timed_per_second,
     )
 
 

@@ -1,28 +1,44 @@
 """``EngineStats``: per-operator and per-run counters of one Engine.
 
-Counts are exact and nearly free: a run adds one to "runs that got this
-far" (one list add per request, whatever the number of operators, done
-after the operator loop: the loop itself holds no counting code); a run
-that skipped or failed an operator also records those (``irregular``).
-Per-operator executions are derived when read (a run that got past
-position *j* executed the operator there unless it skipped or failed it).
-Durations cost two clock reads per operator and a separate, observed loop,
-so they are *sampled*: one run in ``time_every`` (default 64) per thread is
-timed, every operator in it, plus every traced run; histograms, sums,
-averages and maxima come from those samples (their ``_count`` is the
-number of timed executions). The bucket bounds are the Go engine's
-(``engine_metrics.go``), so dashboards built for it read ours unchanged.
-``benchmarks.engine_cost`` measures what this costs against an
+Counts are exact and nearly free: a run is counted once, after the operator
+loop (the loop itself holds no counting code). A *regular* run (nothing
+skipped, nothing failed) costs one call of its pipeline's counter
+(``EngineStats.done``: ``itertools.count().__next__``, one C call that the
+GIL makes atomic); a run that skipped or failed an operator is recorded
+under ``_lock`` (``irregular``: rare on the request path). Per-operator
+executions are derived when read (a run that got past position *j* executed
+the operator there unless it skipped or failed it).
+Durations cost two clock reads per operator and a separate, observed loop
+(measured on small_010: a timed run costs from half a run to a few runs
+more, counting the runs after it that it slows), so they are *sampled*: one run in ``time_every``
+(default 64) of the engine is timed (a shared ticker), at most
+``timed_per_second`` (default 20) in each one-second window, every operator
+in it; every traced run is timed too;
+histograms, sums, averages and maxima come from those samples (their
+``_count`` is the number of timed executions). The bucket bounds are the Go
+engine's (``engine_metrics.go``), so dashboards built for it read ours
+unchanged. ``benchmarks.engine_cost`` measures what this costs against an
 ``Engine(stats=False)`` (bound: 1.05x on small_010).
 
 Guarantees:
-- Each thread writes only its own :class:`Shard` (found through the
-  ``threading.local`` ``EngineStats.local``), so no increment is lost, with or without the GIL,
-  and the request path takes no lock.
-- ``_lock`` guards the list of shards: a thread registers its shard under
-  it (once per thread and engine), and a reader sums under it. A reader may
-  see a run half-counted (its skips but not yet its end); every count it
-  reports is at least the previous read's.
+- Exact counts with the GIL: each regular run is one ``next`` of its
+  pipeline's ``itertools.count`` (C code, not interrupted by another
+  thread), each irregular run one update of ``_rare`` under ``_lock``. Every
+  run is counted in exactly one of the two, once. Without the GIL
+  (``sys._is_gil_enabled()`` false, free-threaded builds) ``done`` instead
+  adds to the calling thread's own :class:`Shard` (one writer per shard).
+- ``tick`` (the sampling choice) is shared: one C call (``itertools.cycle``,
+  or a ``count``/``map`` chain), atomic with the GIL; without it a lost
+  increment only moves which run is timed. The
+  per-second cap's window is shared and updated without a lock on purpose
+  (a race only times one run more or less). Nothing exact depends on either.
+- Timed samples go to the timing thread's :class:`Shard` (found through the
+  ``threading.local`` ``EngineStats.local``: one writer per shard, no lock on
+  the request path).
+- ``_lock`` also guards the list of shards: a thread registers its shard
+  under it (once per thread and engine), and a reader sums under it, so a
+  reader never sees an irregular run half-recorded; counters only grow
+  between reads.
 - The shard of a thread that has ended can no longer change: a reader folds
   it into ``_retired`` and drops it, so the list holds at most one shard per
   live thread (bounded by the worker pools' sizes), however many threads
@@ -31,9 +47,13 @@ Guarantees:
 
 from __future__ import annotations
 
+import itertools
+import operator
+import sys
 import threading
+import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +61,7 @@ __all__ = [
     "DAG_BUCKETS",
     "EXECUTED_BUCKETS",
     "OP_BUCKETS",
+    "TIMED_PER_SECOND",
     "TIME_EVERY",
     "EngineStats",
     "Histogram",
@@ -57,8 +78,14 @@ DAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 EXECUTED_BUCKETS = (1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 450)
 """``pine_dag_operators_executed`` bucket bounds (operators per run)."""
 TIME_EVERY = 64
-"""Default sampling of durations: one run in this many, per thread, is timed."""
+"""Default sampling of durations: one run in this many (per engine) is timed."""
+TIMED_PER_SECOND = 20
+"""Default cap on timed runs per engine and second (0: none): past a few thousand runs
+per second, one in 64 would spend more on timing than the bound allows."""
+GIL = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
+"""False on a free-threaded build running without the GIL: counting then goes per thread."""
 
+_monotonic = time.monotonic
 _OP_NS = tuple(int(b * 1e9) for b in OP_BUCKETS)
 _DAG_NS = tuple(int(b * 1e9) for b in DAG_BUCKETS)
 
@@ -131,13 +158,10 @@ class StatsTotals:
 
 
 class Shard:
-    """One thread's counters (only that thread writes them).
-
-    The engine writes ``countdown`` and ``reached`` directly (the request
-    path: one add per run); everything else goes through the methods."""
+    """One thread's counters (only that thread writes them), or the irregular runs'
+    (written under ``EngineStats._lock``), or a sum of them (a reader's)."""
 
     __slots__ = (
-        "countdown",
         "dag_buckets",
         "dag_errors",
         "dag_ns",
@@ -154,7 +178,6 @@ class Shard:
 
     def __init__(self, n: int, lengths: Sequence[int], thread: threading.Thread | None) -> None:
         self.thread = thread
-        self.countdown = 1  # the first run of every thread is timed
         # Per pipeline: runs that stopped after k steps (k = 0..len). A run that
         # skipped or failed an operator executed fewer than k: those runs are
         # also counted in ``uneven_runs`` by (pipeline, k, executed).
@@ -234,26 +257,85 @@ class EngineStats:
 
     ``names``: one slot per operator name; ``pipelines``: each pipeline's
     slots in execution order (a pipeline is identified by its index here).
-    ``time_every``: one run in this many per thread is timed (>= 1).
+    ``time_every``: one run in this many is timed (>= 1), at most
+    ``timed_per_second`` in each second (0: no cap). ``gil``: whether
+    the GIL makes a C call atomic (default: this interpreter's state).
     """
 
     def __init__(
-        self, names: Sequence[str], pipelines: Sequence[Sequence[int]], time_every: int = TIME_EVERY
+        self,
+        names: Sequence[str],
+        pipelines: Sequence[Sequence[int]],
+        time_every: int = TIME_EVERY,
+        *,
+        timed_per_second: int = TIMED_PER_SECOND,
+        gil: bool = GIL,
     ) -> None:
         if time_every < 1:
             raise ValueError(f"time_every must be >= 1, got {time_every}")
+        if timed_per_second < 0:
+            raise ValueError(f"timed_per_second must be >= 0, got {timed_per_second}")
         self.names: tuple[str, ...] = tuple(names)
         self.pipelines: tuple[tuple[int, ...], ...] = tuple(tuple(p) for p in pipelines)
         self.time_every = time_every
+        self.timed_per_second = timed_per_second
+        self.tick: Callable[[], bool] = _ticker(time_every, gil)
+        """True on one call in ``time_every``, the first included; one C call (see
+        :func:`_ticker` and the Guarantees)."""
+        self._window = -1e18  # when the current one-second window began (monotonic)
+        self._in_window = 0  # timed runs in it
         self._lengths = [len(p) for p in self.pipelines]
         self.local = threading.local()
-        """Each thread's :class:`Shard` as ``local.shard`` (the engine reads it directly)."""
+        """Each thread's :class:`Shard` as ``local.shard``."""
         self._lock = threading.Lock()
         self._shards: list[Shard] = []
         self._retired = Shard(len(self.names), self._lengths, None)
+        self._rare = Shard(len(self.names), self._lengths, None)
+        self._regular: list[itertools.count[int]] = []
+        done: list[Callable[[], object]]
+        if gil:
+            self._regular = [itertools.count() for _ in self.pipelines]
+            done = [c.__next__ for c in self._regular]
+        else:
+            done = [self._per_thread(p) for p in range(len(self.pipelines))]
+        self.done: tuple[Callable[[], object], ...] = tuple(done)
+        """Per pipeline: count one regular run (nothing skipped or failed) of it."""
+
+    def _per_thread(self, pipeline: int) -> Callable[[], object]:
+        end = self._lengths[pipeline]
+
+        def done() -> None:
+            self.shard().reached[pipeline][end] += 1
+
+        return done
+
+    def may_time(self) -> bool:
+        """Called by a run that :attr:`tick` chose: True when the per-second cap lets it
+        be timed."""
+        cap = self.timed_per_second
+        if cap == 0:
+            return True
+        now = _monotonic()
+        if now - self._window >= 1.0:
+            self._window, self._in_window = now, 0
+        if self._in_window >= cap:
+            return False
+        self._in_window += 1
+        return True
+
+    def irregular(
+        self, pipeline: int, end: int, skipped: list[int] | None, failed: int, error: bool
+    ) -> None:
+        """Count a run of ``pipeline`` that stopped after ``end`` steps, skipped the
+        operators in slots ``skipped``, failed the one in slot ``failed`` (-1: none)
+        or ended in an error (see :meth:`Shard.irregular`)."""
+        with self._lock:
+            rare = self._rare
+            rare.reached[pipeline][end] += 1
+            rare.irregular(pipeline, end, skipped, failed, error)
 
     def shard(self) -> Shard:
-        """The calling thread's shard (created and registered on its first run)."""
+        """The calling thread's shard (created and registered on first use)."""
         try:
             shard: Shard = self.local.shard
         except AttributeError:
@@ -277,6 +359,9 @@ class EngineStats:
                     total.fold(shard)
             self._shards = live
             total.fold(self._retired)
+            total.fold(self._rare)
+            for p, counter in enumerate(self._regular):  # bounded: one per pipeline
+                total.reached[p][self._lengths[p]] += _value(counter)
         return self._totals(total)
 
     def _totals(self, total: Shard) -> StatsTotals:
@@ -317,6 +402,29 @@ class EngineStats:
             Histogram(DAG_BUCKETS, total.dag_buckets, total.dag_ns / 1e9),
             Histogram(tuple(float(b) for b in EXECUTED_BUCKETS), executed, float(executed_sum)),
         )
+
+
+CYCLE_MAX = 4096
+"""Up to this ``time_every`` the ticker cycles through a tuple (the cheapest C call)."""
+
+
+def _ticker(time_every: int, gil: bool) -> Callable[[], bool]:
+    """A callable returning True on its 1st, (1 + time_every)th, ... call.
+
+    With the GIL and a small ``time_every``: ``itertools.cycle`` over
+    ``(True, False, ...)`` (``time_every`` entries). Otherwise
+    ``not (n % time_every)`` over ``itertools.count``, still C calls only.
+    """
+    if gil and time_every <= CYCLE_MAX:
+        return itertools.cycle((True,) + (False,) * (time_every - 1)).__next__
+    chain = map(operator.mod, itertools.count(), itertools.repeat(time_every))
+    return map(operator.not_, chain).__next__
+
+
+def _value(counter: itertools.count[int]) -> int:
+    """What ``next(counter)`` would return now, without advancing it (``count(N)``)."""
+    text = repr(counter)
+    return int(text[text.index("(") + 1 : -1])
 
 
 def stats_dict(totals: StatsTotals) -> dict[str, Any]:

@@ -15,10 +15,17 @@ A timeout once the deadline has passed raises
 own path (its timeouts and retry) runs unchanged. The wait for a free pooled
 connection and a new connection's TCP connect stay bounded by the resource's
 ``pool_timeout_ms`` and ``dial_timeout_ms``.
+
+Metrics: :func:`run_commands` times each round trip and reports every command
+in it to the client's ``record_command`` hook when it has one (the
+``redis_connection`` value does; ``pineapple.operators`` does not import
+``resources``), classified as Go does: ``ok`` (a nil reply too), ``timeout``,
+``pool_timeout`` or ``error``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +43,7 @@ __all__ = [
     "KEY_PREFIX_PARAM",
     "RESOURCE_NAME_PARAM",
     "borrow_redis",
+    "command_status",
     "key_suffix",
     "run_commands",
     "text",
@@ -91,6 +99,18 @@ _MIN_WAIT = 0.001
 """The shortest reply wait handed to a socket (0 would make it non-blocking)."""
 _SLACK = 0.01
 """A timeout this close to the deadline is the deadline's."""
+_POOL_EXHAUSTED = "No connection available"
+"""How redis-py's ``BlockingConnectionPool`` says every connection stayed busy past its timeout."""
+
+
+def command_status(exc: BaseException) -> str:
+    """Go's ``status`` label of a failed command: ``timeout`` (a socket timeout or the
+    request's deadline), ``pool_timeout`` (no pooled connection freed in time) or ``error``."""
+    if isinstance(exc, redis.TimeoutError | DeadlineExceededError):
+        return "timeout"
+    if isinstance(exc, redis.ConnectionError) and str(exc).startswith(_POOL_EXHAUSTED):
+        return "pool_timeout"
+    return "error"
 
 
 def run_commands(
@@ -100,20 +120,58 @@ def run_commands(
 
     Within ``ctx``'s deadline when it has one (see the module docs); the first
     error reply raises ``redis.ResponseError`` after every reply was read.
+    When the client has a ``record_command(command, seconds, status)`` hook
+    (``resources.RedisConnection``), every command is reported through it with
+    the round trip's time and its status (see :func:`command_status`; an error
+    reply is ``error``, a nil reply ``ok``).
     """
+    record = getattr(client, "record_command", None)
+    started = time.monotonic() if record is not None else 0.0
+    try:
+        replies = _round_trip(client, ctx, operator, commands)
+    except Exception as exc:
+        if record is not None:
+            took, status = time.monotonic() - started, command_status(exc)
+            for command in commands:  # bounded: the operator's commands
+                record(_command_name(command), took, status)
+        raise
+    error: redis.ResponseError | None = None
+    took = time.monotonic() - started
+    for command, reply in zip(commands, replies, strict=True):  # bounded: as above
+        failed = isinstance(reply, redis.ResponseError)
+        if failed and error is None:
+            error = reply
+        if record is not None:
+            record(_command_name(command), took, "error" if failed else "ok")
+    if error is not None:
+        raise error
+    return replies
+
+
+def _command_name(command: Sequence[Any]) -> str:
+    name = command[0] if command else ""
+    return name.decode("ascii", "replace") if isinstance(name, bytes) else str(name)
+
+
+def _round_trip(
+    client: redis.Redis, ctx: Context, operator: str, commands: Sequence[Sequence[Any]]
+) -> list[Any]:
+    """The replies of ``commands``, an error reply in place as its ``redis.ResponseError``."""
     untyped: Any = client  # redis-py's command methods carry no annotations
     if ctx.deadline is None:
         if len(commands) == 1:
-            return [untyped.execute_command(*commands[0])]
+            try:
+                return [untyped.execute_command(*commands[0])]
+            except redis.ResponseError as exc:
+                return [exc]
         pipe = untyped.pipeline(transaction=False)
         for command in commands:
             pipe.execute_command(*command)
-        return list(pipe.execute())
+        return list(pipe.execute(raise_on_error=False))
     ctx.check_deadline(operator)
     pool = client.connection_pool
     conn: Any = pool.get_connection()
     replies: list[Any] = []
-    error: redis.ResponseError | None = None
     try:
         conn.send_packed_command(conn.pack_commands(commands), check_health=False)
         for _ in commands:  # bounded: one reply per command, each within the deadline
@@ -121,7 +179,6 @@ def run_commands(
             try:
                 replies.append(conn.read_response(timeout=wait))
             except redis.ResponseError as exc:  # the connection stays in step
-                error = error or exc
                 replies.append(exc)
     except redis.TimeoutError as exc:
         # Socket timeouts may fire a hair before the monotonic clock reaches the deadline.
@@ -136,6 +193,4 @@ def run_commands(
         raise
     finally:
         pool.release(conn)
-    if error is not None:
-        raise error
     return replies

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,12 @@ GO_FAMILIES = {
     "pine_config_reload_total": set(),
     "pine_config_reload_errors_total": set(),
     "pine_config_reload_duration_seconds_bucket": {"le"},
+    "pine_redis_pool_total_conns": {"name"},
+    "pine_redis_pool_idle_conns": {"name"},
+    "pine_redis_ping_duration_seconds_bucket": {"name", "le"},
+    "pine_redis_up": {"name"},
+    "pine_redis_command_duration_seconds_bucket": {"name", "command", "status", "le"},
+    "pine_redis_command_total": {"name", "command", "status"},
 }
 
 
@@ -82,6 +89,29 @@ def server(tmp_path: Path) -> Iterator[ServeProcess]:
     config = tmp_path / "pipeline.json"
     config.write_bytes(orjson.dumps(CONFIG))
     proc = ServeProcess(config, tmp_path / "closes.log")
+    try:
+        yield proc
+    finally:
+        proc.close()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path, redis_addr: str) -> Iterator[ServeProcess]:
+    """The same config plus a ``redis_connection`` and a group ``redis`` that reads it."""
+    config: dict[str, Any] = orjson.loads(orjson.dumps(CONFIG))
+    config["resource_config"] = {
+        "cache": {"type": "redis_connection", "params": {"addr": redis_addr}},
+    }
+    config["pipeline_config"]["operators"]["get"] = {
+        "type_name": "transform_redis_get",
+        "resource_name": "cache",
+        "key_prefix": "pineapple:test:parity:",
+        "$metadata": {"common_output": ["val", "hit"]},
+    }
+    config["pipeline_group"]["redis"] = {"pipeline": ["get"]}
+    path = tmp_path / "pipeline.json"
+    path.write_bytes(orjson.dumps(config))
+    proc = ServeProcess(path, tmp_path / "closes.log")
     try:
         yield proc
     finally:
@@ -172,11 +202,20 @@ def test_dag_dot_and_mermaid(server: ServeProcess) -> None:
     assert httpx.get(server.url + "/dag?group=nope", timeout=10).status_code == 404
 
 
-def test_metrics_has_every_go_family_with_go_labels(server: ServeProcess) -> None:
+@pytest.mark.redis
+def test_metrics_has_every_go_family_with_go_labels(redis_server: ServeProcess) -> None:
+    server = redis_server
     for common in ({"_no_size": True}, {"_no_size": None}):
         assert _execute(server.url, common).status_code == 200
+    redis_get = httpx.post(server.url + "/execute/redis", content=b'{"common": {}}', timeout=10)
+    assert redis_get.status_code == 200, redis_get.text
     httpx.get(server.url + "/stats", timeout=10)
-    text = httpx.get(server.url + "/metrics", timeout=10).text
+    # Bounded: the first PING probe runs at start; scrape until it has answered (10 s).
+    deadline = time.monotonic() + 10
+    text = ""
+    while "pine_redis_up{" not in text and time.monotonic() < deadline:
+        text = httpx.get(server.url + "/metrics", timeout=10).text
+        time.sleep(0.05)  # a scrape interval, not a wait for a side effect: we re-check
     seen: dict[str, set[str]] = {}
     for line in text.splitlines():
         m = re.match(r"^(pine_[a-z_]+)(?:\{(.*)\})? ", line)
@@ -188,7 +227,8 @@ def test_metrics_has_every_go_family_with_go_labels(server: ServeProcess) -> Non
         assert seen[family] == labels, family
     assert 'pine_operator_exec_total{operator="recall_a"} 2.0' in text
     assert 'pine_operator_skip_total{operator="maybe_size"} 1.0' in text
-    assert 'pine_dag_executions_total{status="success"} 2.0' in text
-    assert 'pine_http_requests_total{method="POST",path="/execute",status="2xx"} 2.0' in text
+    assert 'pine_dag_executions_total{status="success"} 3.0' in text  # main x2, redis
+    assert 'pine_http_requests_total{method="POST",path="/execute",status="2xx"} 3.0' in text
     assert 'pine_lua_pool_borrow_total{operator="boost"} 2.0' in text
+    assert 'pine_redis_command_total{command="GET",name="cache",status="ok"} 1.0' in text
     assert "pineapple_http_requests_total" in text  # ours stay beside them
