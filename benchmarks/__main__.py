@@ -14,6 +14,7 @@ from ._measure import Result
 SUITES: list[tuple[str, str]] = [
     ("benchmarks.borrow", "uncontended_borrow"),
     ("benchmarks.borrow", "contended_borrow"),
+    ("benchmarks.borrow", "mapped_borrow"),
     ("benchmarks.reload", "reload_carry_over"),
     ("benchmarks.refresh", "refresh_cost"),
     ("benchmarks.starvation", "refresh_starvation"),

@@ -11,7 +11,7 @@ from pineapple.resource._refvalue import IMPLEMENTATION
 
 from ._measure import Result, interleaved_stmts
 
-__all__ = ["contended_borrow", "uncontended_borrow"]
+__all__ = ["contended_borrow", "mapped_borrow", "uncontended_borrow"]
 
 
 class _Value:
@@ -138,5 +138,42 @@ def contended_borrow(seconds: float = 2.0) -> list[Result]:
             2.0,
             f"{1e9 / contended:.0f} ns vs {1e9 / alone:.0f} ns per borrow; "
             f"use-after-close: {misuse}",
+        )
+    ]
+
+
+def mapped_borrow() -> list[Result]:
+    """Target 1 in a worker: borrowing a mapped shared table (as ``--workers`` does)."""
+    import tempfile
+    from pathlib import Path
+
+    from resources import build_feed_table
+    from server._shared import MappedFetcher, PublishingFetcher, SharedStore
+
+    rows = [(i, f"c{i % 2}", float(i)) for i in range(10_000)]
+    table = build_feed_table(["id", "cat", "score"], [rows], "id", ["cat"])
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SharedStore.create(Path(tmp))
+        PublishingFetcher(lambda: table, store, "feed_data-b", "feed_data")()
+        rm = _manager(MappedFetcher(store, "feed_data-b"))
+        try:
+            t = interleaved_stmts(
+                {
+                    "borrow": "with rm.get('features') as v: pass",
+                    "floor": "with nullcontext(x) as v: pass",
+                },
+                {"rm": rm, "nullcontext": contextlib.nullcontext, "x": table},
+            )
+        finally:
+            rm.stop()
+            store.remove()
+    floor = t["floor"]
+    return [
+        Result(
+            1,
+            "borrow in a worker: a mapped shared table / `with nullcontext(x) as v`",
+            t["borrow"] / floor,
+            1.5,
+            f"{t['borrow'] * 1e9:.0f} ns vs {floor * 1e9:.0f} ns (MappedFeedTable, 10,000 rows)",
         )
     ]
