@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import selectors
 import signal
 import socket
@@ -30,6 +29,8 @@ from pineapple.engine import (
     register_operator,
 )
 from tests.server.fakes import file_gate
+
+from .._serve import wait_for_url
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "tests.reliability._deadline"
@@ -91,14 +92,7 @@ class Serve:
         self._drain.start()
 
     def _wait_for_url(self) -> str:
-        assert self.proc.stderr is not None
-        # Bounded: the process writes a finite log before listening, or exits (EOF).
-        for line in self.proc.stderr:
-            self.log.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError("serve exited before listening:\n" + "".join(self.log))
+        return wait_for_url(self.proc, self.log)
 
     def _read_rest(self) -> None:
         assert self.proc.stderr is not None

@@ -9,7 +9,6 @@ machine's OOM killer, and every wait on a child has a timeout, so a hang
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from typing import Any
 import httpx
 
 from tests.server.fakes import dump, unified_config
+
+from .._serve import LISTENING
 
 __all__ = [
     "CHILD_TIMEOUT",
@@ -124,7 +125,7 @@ class Serve:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:  # ends when the child closes stderr (exit or kill)
             self.log.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            found = LISTENING.search(line)
             if found and self.url is None:
                 self.url = found.group(1)
                 self._listening.set()

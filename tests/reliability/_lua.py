@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import orjson
 
+from .._serve import wait_for_url
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPTS: dict[str, str] = {
@@ -92,14 +94,7 @@ class LuaServer:
         self.client = httpx.Client(base_url=self.url, timeout=10.0)
 
     def _wait_for_url(self) -> str:
-        assert self.proc.stderr is not None
-        # Bounded: the process either logs its address or exits (EOF ends the loop).
-        for line in self.proc.stderr:
-            self.log.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError("serve exited before listening:\n" + "".join(self.log))
+        return wait_for_url(self.proc, self.log)
 
     def _read_rest(self) -> None:
         assert self.proc.stderr is not None

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -35,6 +34,8 @@ from pineapple.engine import (
     default_operator_registry,
     register_operator,
 )
+
+from .._serve import LISTENING
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "tests.reliability._masking"
@@ -104,7 +105,7 @@ class Serve:
         for line in self.proc.stderr:  # bounded: ends when the process closes stderr
             with self._lock:
                 self._lines.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            found = LISTENING.search(line)
             if found and not self.url:
                 self.url = found.group(1)
                 self._listening.set()

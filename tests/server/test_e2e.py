@@ -18,6 +18,7 @@ import httpx
 import orjson
 import pytest
 
+from .._serve import wait_for_url
 from .fakes import dump, items_resource, unified_config
 
 pytestmark = pytest.mark.e2e
@@ -58,13 +59,7 @@ class ServeProcess:
         self._drain.start()
 
     def _wait_for_url(self) -> str:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-            if found:
-                return found.group(1)
-        raise AssertionError("serve exited before listening:\n" + "".join(self.log))
+        return wait_for_url(self.proc, self.log)
 
     def _read_rest(self) -> None:
         assert self.proc.stderr is not None

@@ -9,7 +9,6 @@ budget is refused. Every wait is bounded (process timeouts, deadlines).
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+
+from .._serve import LISTENING
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +54,7 @@ class Server:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:  # bounded: the process ends or listens
             self.log.append(line)
-            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            found = LISTENING.search(line)
             if found:
                 self.url = found.group(1)
                 break
