@@ -23,6 +23,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from pineapple import builtins
+
+# The built-in operator and resource types, registered once for the whole suite
+# (the server and CLI do the same through pineapple.builtins), so that no test
+# depends on another having imported them first. Tests of the bare layers
+# (tests/test_layers.py) run in fresh interpreters and are not affected.
+builtins.load()
+
 
 def service_unavailable(what: str, exc: BaseException) -> NoReturn:
     """Skip (or, with PINEAPPLE_REQUIRE_SERVICES=1, fail) because ``what`` is unreachable."""

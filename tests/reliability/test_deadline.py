@@ -18,7 +18,7 @@ import orjson
 import pytest
 import redis
 
-from pineapple import Context, resource
+from pineapple import Context, builtins, resource
 from pineapple.engine import Engine
 
 from ._deadline import PausableProxy, Serve, pipeline_config
@@ -214,7 +214,7 @@ def test_redis_operators_round_trip_within_a_deadline(
     client = redis.Redis(host=host, port=int(port))
     try:
         ctx = resource.with_resources(Context(), resource.Static({"rc": client})).with_timeout(5)
-        with Engine(config) as engine:
+        with Engine(config, registry=builtins.operator_registry()) as engine:
             out = engine.execute(ctx, {"common": {"uid": "u1", "payload": value}, "items": []})
         assert out["common"] == {"val": value if expected is None else expected, "hit": True}
         assert 0 < client.ttl(redis_key) <= 60
