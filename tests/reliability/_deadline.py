@@ -19,31 +19,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pineapple import Context, ParamSpec
+from pineapple import ParamSpec
 from pineapple.engine import (
-    Operator,
-    OperatorInput,
-    OperatorOutput,
     OperatorSchema,
     default_operator_registry,
     register_operator,
 )
-from tests.server.fakes import file_gate
+from tests.server.process_plugin import FileGateOperator
 
 from .._serve import wait_for_url
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "tests.reliability._deadline"
-
-
-class InlineGateOperator(Operator):
-    """Holds a request until ``<folder>/go`` exists; not blocking, so it may run inline."""
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        self.folder = params["folder"]
-
-    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        file_gate(self.folder)
 
 
 if default_operator_registry().get("test_inline_gate") is None:
@@ -54,7 +41,7 @@ if default_operator_registry().get("test_inline_gate") is None:
             description="Test only: holds a request until a file appears (not blocking).",
             params={"folder": ParamSpec(type="string", required=True)},
         ),
-        InlineGateOperator,
+        FileGateOperator,  # the same gate, registered without blocking=True: it runs inline
     )
 
 
