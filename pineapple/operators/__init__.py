@@ -2,7 +2,12 @@
 
 Each module holds one operator: its ``OperatorSchema`` (``SCHEMA``), its
 class, and the ``register_operator`` call. The Lua runtime behind
-``transform_by_lua`` is the private package ``_lua``.
+``transform_by_lua`` is the private package ``_lua``; the private modules
+hold what several operators share: ``_redis`` (borrowing a client, running
+commands within the deadline) and ``_redis_operator`` (the Redis operators'
+base class and common params), ``_resource_param``, ``_salted_hash``, and
+``_ssrf`` / ``_guarded_http`` (``transform_by_remote_pineapple``'s guarded
+HTTP client).
 
 This package imports only :mod:`pineapple.engine` and the core below it (never
 ``resources`` or a server); :mod:`pineapple.builtins` is the one place that

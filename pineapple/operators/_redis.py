@@ -4,6 +4,8 @@ Contract with the ``redis_connection`` resource type: the resource's value
 IS a ``redis.Redis`` client. A borrow that fails (no provider in the
 context, resource unknown or not loaded, value of another type) yields
 ``None`` and the operator degrades silently; the handle is always released.
+What the operators share beyond talking to Redis (params, key, error
+reporting) is :mod:`._redis_operator`.
 
 Deadline: when the request's context has one, :func:`run_commands` sends the
 commands on a pooled connection itself and waits for each reply at most the
@@ -35,37 +37,9 @@ import redis
 from .. import resource
 from .._context import Context
 from .._errors import DeadlineExceededError
-from .._params import ParamSpec
 from ..engine._gofmt import format_value
 
-__all__ = [
-    "DATA_TYPE_PARAM",
-    "KEY_PREFIX_PARAM",
-    "RESOURCE_NAME_PARAM",
-    "borrow_redis",
-    "command_status",
-    "key_suffix",
-    "run_commands",
-    "text",
-]
-
-RESOURCE_NAME_PARAM = ParamSpec(
-    type="string",
-    required=True,
-    description="Name of a redis_connection resource to borrow the client from.",
-)
-KEY_PREFIX_PARAM = ParamSpec(
-    type="string",
-    required=True,
-    templatable=True,
-    description="Key prefix prepended to the suffix built from common_input fields. "
-    "Supports {{field}} interpolation.",
-)
-DATA_TYPE_PARAM = ParamSpec(
-    type="string",
-    default="string",
-    description='Redis data type: "set", "string", or "list".',
-)
+__all__ = ["borrow_redis", "command_status", "key_suffix", "run_commands", "text"]
 
 
 @contextmanager

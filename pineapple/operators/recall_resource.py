@@ -6,9 +6,9 @@ from typing import Any
 
 from .. import resource
 from .._context import Context
-from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ..engine._gofmt import go_type_name
+from ._resource_param import RESOURCE_NAME_PARAM
 
 __all__ = ["SCHEMA", "RecallResource"]
 
@@ -17,9 +17,7 @@ SCHEMA = OperatorSchema(
     kind="recall",
     description="Recalls items from a named resource.",
     params={
-        "resource_name": ParamSpec(
-            type="string", required=True, description="Name of the resource to read."
-        ),
+        "resource_name": RESOURCE_NAME_PARAM,
     },
 )
 

@@ -56,6 +56,7 @@ SCHEMA = OperatorSchema(
     name="transform_by_lua",
     kind="transform",
     description="Executes a Lua script for per-item or per-common computation.",
+    blocking=True,
     params={
         "lua_script": ParamSpec(
             type="string",
@@ -86,7 +87,6 @@ SCHEMA = OperatorSchema(
             "max_states * max_memory_mb.",
         ),
     },
-    blocking=True,
 )
 
 

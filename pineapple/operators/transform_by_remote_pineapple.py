@@ -46,6 +46,15 @@ INIT_RESOLVE_TIMEOUT_S = 2.0
 """How long the load-time SSRF check waits for DNS (the connect-time check is the real guard)."""
 _FORBIDDEN_HOST_CHARS = frozenset("/?#@ \t\r\n\\")
 
+
+def _rename_param(downstream: str, local: str) -> ParamSpec:
+    """Downstream field names that rename the ``local`` ``$metadata`` list, by position."""
+    return ParamSpec(
+        type="list",
+        description=f"Downstream {downstream} field names, positionally mapped to {local}.",
+    )
+
+
 SCHEMA = OperatorSchema(
     name=NAME,
     kind="transform",
@@ -78,23 +87,10 @@ SCHEMA = OperatorSchema(
             default=False,
             description="Allow connections to private/loopback addresses (dev/internal use).",
         ),
-        "common_request": ParamSpec(
-            type="list",
-            description="Downstream common field names, positionally mapped to common_input.",
-        ),
-        "item_request": ParamSpec(
-            type="list",
-            description="Downstream item field names, positionally mapped to item_input.",
-        ),
-        "common_response": ParamSpec(
-            type="list",
-            description="Downstream common response field names, positionally mapped to "
-            "common_output.",
-        ),
-        "item_response": ParamSpec(
-            type="list",
-            description="Downstream item response field names, positionally mapped to item_output.",
-        ),
+        "common_request": _rename_param("common", "common_input"),
+        "item_request": _rename_param("item", "item_input"),
+        "common_response": _rename_param("common response", "common_output"),
+        "item_response": _rename_param("item response", "item_output"),
     },
 )
 

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import redis
 
 from .._context import Context
-from .._params import ParamSpec
-from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
-from ..engine._template import is_template
-from ._redis import (
-    DATA_TYPE_PARAM,
-    KEY_PREFIX_PARAM,
-    RESOURCE_NAME_PARAM,
-    borrow_redis,
-    key_suffix,
-    run_commands,
-    text,
-)
+from ..engine import OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ._redis import borrow_redis, run_commands, text
+from ._redis_operator import VALUE_PARAMS, RedisOperator, data_type, fail_on_error_param
 
 __all__ = ["SCHEMA", "TransformRedisGet"]
-
-_log = logging.getLogger("pineapple.operators.redis")
 
 SCHEMA = OperatorSchema(
     name="transform_redis_get",
@@ -32,36 +20,23 @@ SCHEMA = OperatorSchema(
     "and a cache-hit flag.",
     blocking=True,
     params={
-        "resource_name": RESOURCE_NAME_PARAM,
-        "key_prefix": KEY_PREFIX_PARAM,
-        "data_type": DATA_TYPE_PARAM,
-        "fail_on_error": ParamSpec(
-            type="bool",
-            default=False,
-            description="Fail the request on a Redis error instead of treating it as a cache miss.",
-        ),
+        **VALUE_PARAMS,
+        "fail_on_error": fail_on_error_param("instead of treating it as a cache miss"),
     },
 )
 
 _COMMANDS = {"string": "Get", "set": "SMembers", "list": "LRange"}
 
 
-class TransformRedisGet(Operator):
+class TransformRedisGet(RedisOperator):
     """``common_output = [result, cache_hit]``; key = prefix + common inputs joined by ':'.
 
     Set members are returned sorted (Redis sets have no order).
     """
 
-    concurrent_safe = True
-
     def __init__(self, params: dict[str, Any]) -> None:
-        self.resource_name = str(params["resource_name"])
-        prefix = params["key_prefix"]
-        self.key_prefix = "" if is_template(prefix) else str(prefix)
-        self.data_type = params.get("data_type") or "string"
-        if self.data_type not in _COMMANDS:
-            raise ValueError(f'transform_redis_get: unsupported data_type "{self.data_type}"')
-        self.fail_on_error = params.get("fail_on_error") is True
+        super().__init__(params)
+        self.data_type = data_type(params, "transform_redis_get")
 
     def prepare(self) -> None:
         if len(self.meta.common_output) < 2:
@@ -75,17 +50,12 @@ class TransformRedisGet(Operator):
             if client is None:
                 out.set_common(self.hit_field, False)
                 return
-            prefix = inp.templated.get("key_prefix", self.key_prefix)
-            key = f"{prefix}{key_suffix(inp.common, self.meta.common_input)}"
+            key = self.key(inp, self.meta.common_input)
             try:
                 value = self._read(client, ctx, key)
             except redis.RedisError as exc:
                 command = _COMMANDS[self.data_type]
-                message = f"transform_redis_get: {command}({key}): {exc}"
-                _log.warning("%s", message)
-                out.warn(message)
-                if self.fail_on_error:
-                    raise RuntimeError(message) from exc
+                self.redis_failed(out, f"transform_redis_get: {command}({key}): {exc}", exc)
                 out.set_common(self.hit_field, False)
                 return
         if value:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -10,13 +9,11 @@ import redis
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
-from ..engine._template import is_template
-from ._redis import RESOURCE_NAME_PARAM, borrow_redis, key_suffix, run_commands, text
+from ..engine import OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ._redis import borrow_redis, run_commands, text
+from ._redis_operator import RESOURCE_NAME_PARAM, RedisOperator, fail_on_error_param
 
 __all__ = ["SCHEMA", "TransformRedisZrangebyscore"]
-
-_log = logging.getLogger("pineapple.operators.redis")
 
 SCHEMA = OperatorSchema(
     name="transform_redis_zrangebyscore",
@@ -37,9 +34,7 @@ SCHEMA = OperatorSchema(
             default=0,
             description="Only scores >= now - window_seconds; 0 reads the whole set.",
         ),
-        "fail_on_error": ParamSpec(
-            type="bool", default=False, description="Fail the request on a Redis error."
-        ),
+        "fail_on_error": fail_on_error_param(),
         "redis_addr": ParamSpec(type="string", description="Legacy; ignored."),
         "redis_password": ParamSpec(type="string", description="Legacy; ignored."),
         "bench_profile": ParamSpec(type="any", description="Accepted for compatibility; ignored."),
@@ -47,24 +42,19 @@ SCHEMA = OperatorSchema(
 )
 
 
-class TransformRedisZrangebyscore(Operator):
+class TransformRedisZrangebyscore(RedisOperator):
     """``common_output = [members, cache_hit, count]`` (count optional).
 
     Borrow failure or a Redis error (without ``fail_on_error``) yields
     ``[]``, ``false``, ``0``.
     """
 
-    concurrent_safe = True
-
     def __init__(self, params: dict[str, Any]) -> None:
-        self.resource_name = str(params["resource_name"])
-        prefix = params.get("key_prefix", "")
-        self.key_prefix = "" if is_template(prefix) else str(prefix)
+        super().__init__(params)
         window = params.get("window_seconds", 0)
         if isinstance(window, bool) or not isinstance(window, int | float):
             raise ValueError("transform_redis_zrangebyscore: window_seconds must be numeric")
         self.window = int(window)
-        self.fail_on_error = params.get("fail_on_error") is True
 
     def prepare(self) -> None:
         outs = self.meta.common_output
@@ -85,8 +75,7 @@ class TransformRedisZrangebyscore(Operator):
         members: list[str] = []
         with borrow_redis(ctx, self.resource_name) as client:
             if client is not None:
-                prefix = inp.templated.get("key_prefix", self.key_prefix)
-                key = f"{prefix}{key_suffix(inp.common, self.meta.common_input)}"
+                key = self.key(inp, self.meta.common_input)
                 low: float | str = time.time() - self.window if self.window > 0 else "-inf"
                 try:
                     (raw,) = run_commands(
@@ -95,10 +84,7 @@ class TransformRedisZrangebyscore(Operator):
                     members = [text(m) for m in raw]
                 except redis.RedisError as exc:
                     message = f"transform_redis_zrangebyscore: ZRangeByScore({key}): {exc}"
-                    _log.warning("%s", message)
-                    out.warn(message)
-                    if self.fail_on_error:
-                        raise RuntimeError(message) from exc
+                    self.redis_failed(out, message, exc)
         self._emit(out, members)
 
 

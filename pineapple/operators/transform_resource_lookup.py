@@ -11,6 +11,7 @@ from .._context import Context
 from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ..engine._gofmt import format_f, format_value, go_type_name
+from ._resource_param import RESOURCE_NAME_PARAM
 
 __all__ = ["SCHEMA", "ResourceLookup", "lookup_key_text"]
 
@@ -19,9 +20,7 @@ SCHEMA = OperatorSchema(
     kind="transform",
     description="Enriches items by looking up values from a named resource.",
     params={
-        "resource_name": ParamSpec(
-            type="string", required=True, description="Name of the resource to read."
-        ),
+        "resource_name": RESOURCE_NAME_PARAM,
         "lookup_key": ParamSpec(
             type="string",
             required=True,
