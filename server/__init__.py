@@ -23,8 +23,8 @@ from ._config import Config as Config
 from ._config import EngineLike as EngineLike
 from ._config import HandResource as HandResource
 from ._config import Responder as Responder
+from ._reload_policy import ReloadOutcome as ReloadOutcome
 from ._reloader import Reloader as Reloader
-from ._reloader import ReloadOutcome as ReloadOutcome
 from ._run import check as check
 from ._run import run as run
 from ._service import Service as Service

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from server._follower import Follower
-from server._reloader import ReloadOutcome
+from server._reload_policy import ReloadOutcome
 from server._shared import SharedStore
 from server._snapshot import SnapshotHolder
 from server._supervisor_link import SharedConfigSource
