@@ -8,12 +8,19 @@ Layers (each imports only the ones above it):
     _config, _admin              Config, the engine/responder contracts; who may use admin routes
     _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
     _build                       building a snapshot step by step (Engine, Manager, checks)
-    _metrics, _reloader          Prometheus metrics; reload = build + swap, serialised
+    _metrics, _reload_policy     Prometheus metrics; the reload decision (ReloadOutcome)
+    _reloader                    reload = build + swap, serialised
     _watcher, _service           the directory watcher; the service that owns all of it
     _execute, _routes            HTTP: /execute, the other routes
     _app, _run, _cli             the Starlette app; run()/check(); the CLI subcommands
 
-Read the "Guarantees:" blocks of ``_snapshot``, ``_reloader`` and ``_watcher``.
+``--workers N`` (``_run`` imports it when asked): the supervisor's ``_authority``
+(its reload decisions, publishing) and ``_workers`` (its processes); a worker's
+``_worker_main``, ``_follower`` and ``_supervisor_link``; between them ``_shared``
+(the store) and ``_control`` (the channel).
+
+Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`` and
+``_watcher``.
 """
 
 from ._app import create_app as create_app
@@ -23,8 +30,8 @@ from ._config import Config as Config
 from ._config import EngineLike as EngineLike
 from ._config import HandResource as HandResource
 from ._config import Responder as Responder
+from ._reload_policy import ReloadOutcome as ReloadOutcome
 from ._reloader import Reloader as Reloader
-from ._reloader import ReloadOutcome as ReloadOutcome
 from ._run import check as check
 from ._run import run as run
 from ._service import Service as Service

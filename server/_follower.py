@@ -7,9 +7,10 @@ refreshes every shared resource of the serving snapshot's Manager, whose
 ``MappedFetcher`` opens the new generation (or answers ``NOT_MODIFIED``).
 So a publish reaches every worker within ``poll_seconds`` plus one open.
 
-The same pass follows the config: when the manifest names a config
-generation newer than the one this worker serves, the worker rebuilds from
-exactly those bytes (its Reloader reads them through ``SharedConfigSource``).
+The same pass follows the config (:class:`ConfigFollow`): when the manifest
+names a config generation newer than the one this worker serves, the worker
+rebuilds from exactly those bytes (its Reloader reads them through
+``SharedConfigSource``).
 The supervisor built and validated them first, so a failure here is a fault
 of this worker alone: it logs why, keeps serving the old generation while it
 drains, and stops itself (SIGTERM); the supervisor starts a new worker, which
@@ -39,6 +40,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import resources
@@ -49,7 +51,7 @@ from ._shared import CONFIG_ENTRY, PINS_ENTRY, SharedStore, SnapshotMissingError
 from ._snapshot import SnapshotHolder
 from ._supervisor_link import SharedConfigSource
 
-__all__ = ["FOLLOW_POLL_SECONDS", "Follower"]
+__all__ = ["FOLLOW_POLL_SECONDS", "ConfigFollow", "Follower"]
 
 FOLLOW_POLL_SECONDS = 0.2
 """How often a worker looks for a newly published snapshot."""
@@ -57,8 +59,52 @@ FOLLOW_POLL_SECONDS = 0.2
 _log = logging.getLogger("pineapple.server")
 
 
+def _stop_this_process() -> None:
+    """Drain and exit (SIGTERM to this process); the supervisor starts a new worker."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class ConfigFollow:
+    """How a worker follows config generations: ``reloader`` rebuilds from ``source``.
+
+    :meth:`follow` runs only within a :class:`Follower` pass, so ``source.served``
+    has one writer.
+    """
+
+    reloader: Reloader
+    source: SharedConfigSource
+    on_fault: Callable[[], None] = _stop_this_process
+    """Called when this worker cannot build an accepted config (default: SIGTERM itself)."""
+
+    def follow(self, manifest: dict[str, dict[str, object]]) -> bool:
+        """Rebuild from a newer accepted config; False when that failed (this worker stops)."""
+        entry = manifest.get(CONFIG_ENTRY)
+        if entry is None:
+            return True
+        generation = int(str(entry["generation"]))
+        if generation <= self.source.served:
+            return True
+        outcome = self.reloader.reload("supervisor", force=True)
+        if outcome.result == "error":
+            _log.error(
+                "this worker cannot build config generation %d, which the supervisor accepted "
+                "(%s); it keeps serving generation %d while it drains, then a new worker starts",
+                generation,
+                outcome.error,
+                self.source.served,
+            )
+            self.on_fault()
+            return False
+        self.source.served = self.source.last_read
+        return True
+
+
 class Follower:
-    """Maps new generations into ``holder``'s Manager; stops the process when the parent dies."""
+    """Maps new generations into ``holder``'s Manager; stops the process when the parent dies.
+
+    With ``config``, each pass first follows the config generations.
+    """
 
     def __init__(
         self,
@@ -67,21 +113,16 @@ class Follower:
         parent: Connection,
         poll_seconds: float = FOLLOW_POLL_SECONDS,
         *,
-        reloader: Reloader | None = None,
-        source: SharedConfigSource | None = None,
+        config: ConfigFollow | None = None,
         pass_timeout: float = 60.0,
-        on_fault: Callable[[], None] | None = None,
     ) -> None:
         self._store = store
         self._holder = holder
         self._parent = parent
         self._poll = poll_seconds
-        self._reloader = reloader
-        self._source = source
+        self._config = config
         self._pass = threading.Lock()
         self._pass_timeout = pass_timeout
-        self._on_fault = on_fault or _stop_this_process
-        """Called when this worker cannot build an accepted config (default: SIGTERM itself)."""
         self._stop = threading.Event()
         self._seen: tuple[int, int, int] | None = None
         self._thread = threading.Thread(target=self._run, name="pineapple-follower", daemon=True)
@@ -132,32 +173,10 @@ class Follower:
             except (SnapshotMissingError, ValueError) as exc:
                 _log.warning("cannot read %s: %s", self._store.manifest_path, exc)
                 return
-            if self._follow_config(manifest):
+            if self._config is None or self._config.follow(manifest):
                 self._follow_data(manifest)
         finally:
             self._pass.release()
-
-    def _follow_config(self, manifest: dict[str, dict[str, object]]) -> bool:
-        """Rebuild from a newer accepted config; False when that failed (this worker stops)."""
-        entry = manifest.get(CONFIG_ENTRY)
-        if entry is None or self._reloader is None or self._source is None:
-            return True
-        generation = int(str(entry["generation"]))
-        if generation <= self._source.served:
-            return True
-        outcome = self._reloader.reload("supervisor", force=True)
-        if outcome.result == "error":
-            _log.error(
-                "this worker cannot build config generation %d, which the supervisor accepted "
-                "(%s); it keeps serving generation %d while it drains, then a new worker starts",
-                generation,
-                outcome.error,
-                self._source.served,
-            )
-            self._on_fault()
-            return False
-        self._source.served = self._source.last_read
-        return True
 
     def _follow_data(self, manifest: dict[str, dict[str, object]]) -> None:
         pins = {str(k): str(v) for k, v in (manifest.get(PINS_ENTRY) or {}).items()}
@@ -193,9 +212,4 @@ class Follower:
         if self._stop.is_set():
             return
         _log.error("the supervisor is gone; this worker stops (it would serve stale data)")
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _stop_this_process() -> None:
-    """Drain and exit (SIGTERM to this process); the supervisor starts a new worker."""
-    os.kill(os.getpid(), signal.SIGTERM)
+        _stop_this_process()

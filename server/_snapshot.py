@@ -143,6 +143,7 @@ class Snapshot:
         return f"Snapshot({self.serial}, refs={self.refs}, config={self.info.content_hash[:12]})"
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class _Teardown:
     """The snapshot's counted "value": its ``close()`` (on the closer thread)
     starts the teardown on a thread of its own.
@@ -152,21 +153,12 @@ class _Teardown:
     as its last borrower lets go, without waiting for the cycle collector.
     """
 
-    __slots__ = ("_closed", "_info", "engine", "manager", "serial")
-
-    def __init__(
-        self,
-        engine: EngineLike,
-        manager: resource.Manager,
-        info: ConfigInfo,
-        serial: int,
-        closed: threading.Event,
-    ) -> None:
-        self.engine = engine
-        self.manager = manager
-        self._info = info
-        self.serial = serial
-        self._closed = closed
+    engine: EngineLike
+    manager: resource.Manager
+    info: ConfigInfo
+    serial: int
+    closed: threading.Event
+    """Set once the teardown has finished (the snapshot's ``wait_closed`` waits on it)."""
 
     def close(self) -> None:
         threading.Thread(
@@ -184,11 +176,11 @@ class _Teardown:
         except Exception:
             _log.exception("snapshot %d: closing its engine failed", self.serial)
         finally:
-            self._closed.set()
+            self.closed.set()
         _log.info(
             "snapshot %d (config %s) retired in %.3fs",
             self.serial,
-            self._info.content_hash[:12],
+            self.info.content_hash[:12],
             time.monotonic() - started,
         )
 

@@ -34,7 +34,7 @@ from pathlib import Path
 # pyproject.toml; the watcher tests exercise it).
 from watchfiles._rust_notify import RustNotify
 
-from ._reloader import Trigger
+from ._reload_policy import Trigger
 
 __all__ = ["ConfigWatcher"]
 

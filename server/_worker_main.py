@@ -20,7 +20,7 @@ from pineapple import resource
 from ._build import import_plugins
 from ._config import Config
 from ._control import CONTROL_READ_SECONDS
-from ._follower import Follower
+from ._follower import ConfigFollow, Follower
 from ._service import Service
 from ._shared import SharedStore, mapped_registry
 from ._supervisor_link import SharedConfigSource, SupervisorLink
@@ -74,8 +74,7 @@ def worker_main(
             store,
             service.holder,
             parent,
-            reloader=service.reloader,
-            source=source,
+            config=ConfigFollow(service.reloader, source),
             pass_timeout=2 * config.start_timeout,
         )
         link.catch_up = follower.follow

@@ -6,8 +6,8 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from server._follower import Follower
-from server._reloader import ReloadOutcome
+from server._follower import ConfigFollow, Follower
+from server._reload_policy import ReloadOutcome
 from server._shared import SharedStore
 from server._snapshot import SnapshotHolder
 from server._supervisor_link import SharedConfigSource
@@ -40,9 +40,11 @@ def _follower(
         store,
         SnapshotHolder(),
         reader,
-        reloader=reloader,  # type: ignore[arg-type]
-        source=source,
-        on_fault=lambda: faults.append("stop"),
+        config=ConfigFollow(
+            reloader,  # type: ignore[arg-type]
+            source,
+            on_fault=lambda: faults.append("stop"),
+        ),
     )
     return follower, store, source, reloader, faults
 

@@ -87,6 +87,16 @@ def _unrolled_head(nc: int, ni: int) -> list[str]:
     return lines
 
 
+def _unrolled_return(prefix: str, nret: int) -> str:
+    """``run``'s last line: the negative-zero positions, then one local per output column."""
+    outs = "".join(f", {prefix}{j}" for j in range(1, nret + 1))
+    return f"  return nz, z{outs}\nend\n"
+
+
+_LOOPED_HEAD = "local function run(n, cvals, cols)\n  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
+"""``run``'s signature and the common globals set, for the drivers that loop over field lists."""
+
+
 def _unrolled_item(nc: int, ni: int, nret: int) -> str:
     lines = _unrolled_head(nc, ni)
     lines.append("  local fn = G[fname]\n  local z, nz = nil, 0\n")
@@ -102,15 +112,12 @@ def _unrolled_item(nc: int, ni: int, nret: int) -> str:
     else:
         lines.append("    fn()\n")
     lines.append("  end\n  reset()\n")
-    outs = "".join(f", o{j}" for j in range(1, nret + 1))
-    lines.append(f"  return nz, z{outs}\nend\n")
+    lines.append(_unrolled_return("o", nret))
     return "".join(lines)
 
 
 def _looped_item() -> str:
-    return (
-        "local function run(n, cvals, cols)\n"
-        "  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
+    return _LOOPED_HEAD + (
         "  local fn = G[fname]\n  local z, nz = nil, 0\n"
         "  local outs = {}\n  for j = 1, nret do outs[j] = {} end\n"
         "  for i = 1, n do\n    where = i\n"
@@ -133,15 +140,12 @@ def _unrolled_common(nc: int, ni: int, nret: int) -> str:
     lines.append("  reset()\n  local z, nz = nil, 0\n")
     for j in range(1, nret + 1):
         lines.append("  " + _negz(f"r{j}", str(j - 1)))
-    outs = "".join(f", r{j}" for j in range(1, nret + 1))
-    lines.append(f"  return nz, z{outs}\nend\n")
+    lines.append(_unrolled_return("r", nret))
     return "".join(lines)
 
 
 def _looped_common() -> str:
-    return (
-        "local function run(n, cvals, cols)\n"
-        "  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
+    return _LOOPED_HEAD + (
         "  for k = 1, ni do G[IK[k]] = cols[k] end\n"
         "  where = 1\n  local r = {G[fname]()}\n  reset()\n"
         "  local z, nz = nil, 0\n"

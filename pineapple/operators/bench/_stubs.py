@@ -10,7 +10,8 @@ default one: our real ``recall_feed_data`` keeps its name there.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from ..._context import Context
 from ..._params import ParamSpec, ParamType
@@ -52,6 +53,46 @@ class _Stub(Operator):
         """The stub's deterministic output."""
 
 
+_StubT = TypeVar("_StubT", bound=_Stub)
+
+_STUBS: list[tuple[OperatorSchema, type[_Stub]]] = []
+
+
+def _schema(name: str, kind: Any, what: str, **params: ParamSpec) -> OperatorSchema:
+    return OperatorSchema(
+        name=name,
+        kind=kind,
+        description=f"Benchmark stub: {what}",
+        params={**params, "bench_profile": _PROFILE},
+        blocking=True,  # it sleeps or computes for its sampled latency
+    )
+
+
+def _stub(
+    name: str, kind: Any, what: str, **params: ParamSpec
+) -> Callable[[type[_StubT]], type[_StubT]]:
+    """Class decorator: list the class in ``STUBS`` under the schema these arguments make."""
+
+    def add(cls: type[_StubT]) -> type[_StubT]:
+        _STUBS.append((_schema(name, kind, what, **params), cls))
+        return cls
+
+    return add
+
+
+def _ignored(type_: ParamType = "string") -> ParamSpec:
+    return ParamSpec(type=type_, description=_IGNORED)
+
+
+@_stub(
+    "recall_feed_data",
+    "recall",
+    "adds synthetic feed items.",
+    bench_item_count=ParamSpec(
+        type="int", default=FEED_ITEMS, description="Number of items to add."
+    ),
+    resource_name=_ignored(),
+)
 class RecallFeedDataStub(_Stub):
     """Adds ``bench_item_count`` synthetic feed items (id, item_id, type, score, created_at)."""
 
@@ -82,6 +123,16 @@ class RecallFeedDataStub(_Stub):
         out.add_items([dict(row) for row in self.items])
 
 
+@_stub(
+    "transform_redis_zrangebyscore",
+    "transform",
+    "an empty Redis ZRANGEBYSCORE answer.",
+    resource_name=_ignored(),
+    key_prefix=_ignored(),
+    window_seconds=_ignored("int"),
+    redis_addr=_ignored(),
+    redis_password=_ignored(),
+)
 class TransformRedisZrangebyscoreStub(_Stub):
     """An empty impression history: ``impression_ids`` [], cache hit, length 0."""
 
@@ -91,6 +142,7 @@ class TransformRedisZrangebyscoreStub(_Stub):
         out.set_common("impression_ids_len", 0)
 
 
+@_stub("transform_hydrate", "transform", "MySQL hydration.", mysql_dsn=_ignored())
 class TransformHydrateStub(_Stub):
     """Writes ``creator_id = index % 1000`` to every item."""
 
@@ -100,6 +152,12 @@ class TransformHydrateStub(_Stub):
         out.set_column("creator_id", [i % 1000 for i in range(len(inp.items))])
 
 
+@_stub(
+    "transform_query_blocked_creators",
+    "transform",
+    "a MySQL blocked-creators query.",
+    mysql_dsn=_ignored(),
+)
 class TransformQueryBlockedCreatorsStub(_Stub):
     """Writes an empty ``blocked_creator_ids``."""
 
@@ -107,6 +165,12 @@ class TransformQueryBlockedCreatorsStub(_Stub):
         out.set_common("blocked_creator_ids", [])
 
 
+@_stub(
+    "filter_impression",
+    "filter",
+    "impression filtering (drops every fifth item).",
+    min_remaining_ratio=ParamSpec(type="float", default=1.5, description=_IGNORED),
+)
 class FilterImpressionStub(_Stub):
     """Removes every fifth item (indices 0, 5, 10, ...)."""
 
@@ -117,6 +181,7 @@ class FilterImpressionStub(_Stub):
         out.remove_items(range(0, len(inp.items), 5))
 
 
+@_stub("filter_blocked_creator", "filter", "blocked-creator filtering.")
 class FilterBlockedCreatorStub(_Stub):
     """Removes nothing (no creator is blocked)."""
 
@@ -124,24 +189,12 @@ class FilterBlockedCreatorStub(_Stub):
     mutates_row_set = True
 
 
-class ObserveDatahubStub(_Stub):
-    """Writes nothing (a DataHub producer that drops every record)."""
-
-
-class TransformGenerateRequestIdStub(_Stub):
-    """Writes the fixed ``request_id`` ``<prefix>:550e8400-e29b-41d4-a716-446655440000``."""
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        super().__init__(params)
-        prefix = params.get("prefix", "bench")
-        self.request_id = f"{prefix if isinstance(prefix, str) else 'bench'}:" + (
-            "550e8400-e29b-41d4-a716-446655440000"
-        )
-
-    def work(self, inp: OperatorInput, out: OperatorOutput) -> None:
-        out.set_common("request_id", self.request_id)
-
-
+@_stub(
+    "reorder_topn_boost",
+    "reorder",
+    "the real top-N boost plus a simulated latency.",
+    size=ParamSpec(type="int", default=10, description="Number of items to boost."),
+)
 class ReorderTopnBoostStub(_Stub):
     """The real ``reorder_topn_boost`` followed by its profile's latency."""
 
@@ -158,100 +211,37 @@ class ReorderTopnBoostStub(_Stub):
             self.latency.apply(ctx, self.name)
 
 
-def _schema(name: str, kind: Any, what: str, **params: ParamSpec) -> OperatorSchema:
-    return OperatorSchema(
-        name=name,
-        kind=kind,
-        description=f"Benchmark stub: {what}",
-        params={**params, "bench_profile": _PROFILE},
-        blocking=True,  # it sleeps or computes for its sampled latency
-    )
-
-
-def _ignored(type_: ParamType = "string") -> ParamSpec:
-    return ParamSpec(type=type_, description=_IGNORED)
-
-
-STUBS: tuple[tuple[OperatorSchema, type[_Stub]], ...] = (
-    (
-        _schema(
-            "recall_feed_data",
-            "recall",
-            "adds synthetic feed items.",
-            bench_item_count=ParamSpec(
-                type="int", default=FEED_ITEMS, description="Number of items to add."
-            ),
-            resource_name=_ignored(),
-        ),
-        RecallFeedDataStub,
-    ),
-    (
-        _schema(
-            "transform_redis_zrangebyscore",
-            "transform",
-            "an empty Redis ZRANGEBYSCORE answer.",
-            resource_name=_ignored(),
-            key_prefix=_ignored(),
-            window_seconds=_ignored("int"),
-            redis_addr=_ignored(),
-            redis_password=_ignored(),
-        ),
-        TransformRedisZrangebyscoreStub,
-    ),
-    (
-        _schema("transform_hydrate", "transform", "MySQL hydration.", mysql_dsn=_ignored()),
-        TransformHydrateStub,
-    ),
-    (
-        _schema(
-            "transform_query_blocked_creators",
-            "transform",
-            "a MySQL blocked-creators query.",
-            mysql_dsn=_ignored(),
-        ),
-        TransformQueryBlockedCreatorsStub,
-    ),
-    (
-        _schema(
-            "filter_impression",
-            "filter",
-            "impression filtering (drops every fifth item).",
-            min_remaining_ratio=ParamSpec(type="float", default=1.5, description=_IGNORED),
-        ),
-        FilterImpressionStub,
-    ),
-    (
-        _schema("filter_blocked_creator", "filter", "blocked-creator filtering."),
-        FilterBlockedCreatorStub,
-    ),
-    (
-        _schema(
-            "reorder_topn_boost",
-            "reorder",
-            "the real top-N boost plus a simulated latency.",
-            size=ParamSpec(type="int", default=10, description="Number of items to boost."),
-        ),
-        ReorderTopnBoostStub,
-    ),
-    (
-        _schema(
-            "observe_datahub",
-            "observe",
-            "a DataHub write that drops the record.",
-            resource_name=_ignored(),
-            mode=_ignored(),
-            key_fields=_ignored("list"),
-        ),
-        ObserveDatahubStub,
-    ),
-    (
-        _schema(
-            "transform_generate_request_id",
-            "transform",
-            "a fixed request id.",
-            prefix=ParamSpec(type="string", default="bench", description="Request id prefix."),
-        ),
-        TransformGenerateRequestIdStub,
-    ),
+@_stub(
+    "observe_datahub",
+    "observe",
+    "a DataHub write that drops the record.",
+    resource_name=_ignored(),
+    mode=_ignored(),
+    key_fields=_ignored("list"),
 )
+class ObserveDatahubStub(_Stub):
+    """Writes nothing (a DataHub producer that drops every record)."""
+
+
+@_stub(
+    "transform_generate_request_id",
+    "transform",
+    "a fixed request id.",
+    prefix=ParamSpec(type="string", default="bench", description="Request id prefix."),
+)
+class TransformGenerateRequestIdStub(_Stub):
+    """Writes the fixed ``request_id`` ``<prefix>:550e8400-e29b-41d4-a716-446655440000``."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        super().__init__(params)
+        prefix = params.get("prefix", "bench")
+        self.request_id = f"{prefix if isinstance(prefix, str) else 'bench'}:" + (
+            "550e8400-e29b-41d4-a716-446655440000"
+        )
+
+    def work(self, inp: OperatorInput, out: OperatorOutput) -> None:
+        out.set_common("request_id", self.request_id)
+
+
+STUBS: tuple[tuple[OperatorSchema, type[_Stub]], ...] = tuple(_STUBS)
 """Every stub: (schema, class), as the public engines' ``pine_bench`` build registers them."""
