@@ -20,12 +20,20 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ._pacing import Pause, no_pause, pieces
 
-__all__ = ["SortRanks"]
+__all__ = ["Columns", "SortRanks"]
+
+
+class Columns(Protocol):
+    """What ranks are built from: a table's columns by name."""
+
+    def column(self, name: str) -> Sequence[Any]:
+        """The values of one column, by row number."""
+        ...
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
@@ -77,19 +85,19 @@ class SortRanks:
         self,
         column: str,
         descending: bool,
-        values: Callable[[str], Sequence[Any]],
+        table: Columns,
         pause: Pause = no_pause,
     ) -> Sequence[int]:
-        """The ranks of ``column`` in one direction, built from ``values(column)`` on first use."""
+        """The ranks of ``column`` one way, built from ``table.column(column)`` on first use."""
         key = (column, descending)
         rank = self._ranks.get(key)
         if rank is not None:
             return rank
-        column_values = values(column)
+        values = table.column(column)
         with self._lock:
             ascending = self._ranks.get((column, False))
             if ascending is None:
-                ascending, self._null_ranks[column] = _ascending_rank(column_values, pause)
+                ascending, self._null_ranks[column] = _ascending_rank(values, pause)
                 self._ranks[(column, False)] = ascending
             if descending and key not in self._ranks:
                 self._ranks[key] = _reverse_rank(ascending, self._null_ranks[column], pause)

@@ -160,7 +160,7 @@ class FeedTable:
                 ordered = list(reversed(rows))
                 return ordered[offset:end]
             return list(rows[offset:end]) if end is not None else list(rows)[offset:]
-        rank = self._ranks.rank(order_by, descending, self.column)
+        rank = self._ranks.rank(order_by, descending, self)
         if end is not None and end < len(rows) // 4:
             return heapq.nsmallest(end, rows, key=rank.__getitem__)[offset:]
         return sorted(rows, key=rank.__getitem__)[offset:end]
@@ -181,7 +181,7 @@ class FeedTable:
 
     def prepare_order(self, column: str, pause: Pause = no_pause) -> None:
         """Build the sort ranks of ``column`` now (at load) instead of on first use."""
-        self._ranks.rank(column, descending=True, values=self.column, pause=pause)
+        self._ranks.rank(column, descending=True, table=self, pause=pause)
 
     def prepared_ranks(self) -> dict[tuple[str, bool], Sequence[int]]:
         """The sort ranks built so far, by ``(column, descending)`` (do not mutate)."""

@@ -17,23 +17,41 @@ COLUMNS: dict[str, Sequence[Any]] = {
 }
 
 
+class Table:
+    """The columns ranks are built from; ``reads`` counts the reads of a column."""
+
+    def __init__(self) -> None:
+        self.reads = threading.Semaphore(0)
+
+    def column(self, name: str) -> Sequence[Any]:
+        self.reads.release()
+        return COLUMNS[name]
+
+
+class Unreadable:
+    """Columns that fail the test if read."""
+
+    def column(self, name: str) -> Sequence[Any]:
+        pytest.fail(f"column {name!r} read: a rank was built again")
+
+
 def test_ranks_are_dense_with_null_last_in_both_directions() -> None:
     ranks = SortRanks()
-    assert list(ranks.rank("score", False, COLUMNS.__getitem__)) == [1, 3, 2, 0, 1]
-    assert list(ranks.rank("score", True, COLUMNS.__getitem__)) == [1, 3, 0, 2, 1]
+    assert list(ranks.rank("score", False, Table())) == [1, 3, 2, 0, 1]
+    assert list(ranks.rank("score", True, Table())) == [1, 3, 0, 2, 1]
     assert ranks.null_ranks() == {"score": 3}
     assert set(ranks.built()) == {("score", False), ("score", True)}
 
 
 def test_numbers_rank_before_text_and_are_never_compared_with_it() -> None:
     ranks = SortRanks()
-    assert list(ranks.rank("mixed", False, COLUMNS.__getitem__)) == [3, 0, 4, 2, 1]
+    assert list(ranks.rank("mixed", False, Table())) == [3, 0, 4, 2, 1]
 
 
 def test_loaded_ranks_are_served_without_a_build() -> None:
     ranks = SortRanks()
     ranks.load({("score", True): (0, 1)}, {"score": 2})
-    assert list(ranks.rank("score", True, lambda name: pytest.fail("built again"))) == [0, 1]
+    assert list(ranks.rank("score", True, Unreadable())) == [0, 1]
     assert ranks.null_ranks() == {"score": 2}
     ranks.clear()
     assert ranks.built() == {}
@@ -41,18 +59,14 @@ def test_loaded_ranks_are_served_without_a_build() -> None:
 
 def test_each_rank_is_built_once_while_every_reader_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     readers = 8
-    missed = threading.Semaphore(0)  # one release per reader that found no rank
+    table = Table()  # a reader that finds no rank reads the column, then waits for the lock
     builds: list[str] = []
     real_ascending = _feed_ranks._ascending_rank
-
-    def values(name: str) -> Sequence[Any]:
-        missed.release()
-        return COLUMNS[name]
 
     def ascending(column: Sequence[Any], pause: Any) -> Any:
         # Hold the lock until every reader has missed the cache and waits for it.
         for _ in range(readers):
-            assert missed.acquire(timeout=5)
+            assert table.reads.acquire(timeout=5)
         builds.append("ascending")
         return real_ascending(column, pause)
 
@@ -62,7 +76,7 @@ def test_each_rank_is_built_once_while_every_reader_waits(monkeypatch: pytest.Mo
     lock = threading.Lock()
 
     def reader() -> None:
-        got = list(ranks.rank("score", True, values))
+        got = list(ranks.rank("score", True, table))
         with lock:
             results.append(got)
 
