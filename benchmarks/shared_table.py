@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from resources import FeedTable, build_feed_table, open_mapped_table, write_feed_snapshot
-from resources._feed_table import _build_index
+from resources._feed_index import build_index
 from resources._mapped_table import _read_indices
 
 from ._measure import Result, interleaved
@@ -103,7 +103,7 @@ def shared_table() -> list[Result]:
         deserialize = time.perf_counter() - started
         started = time.perf_counter()
         for column in ("cat", "region", "tag"):
-            _build_index(mapped.column(column))
+            build_index(mapped.column(column))
         rebuild = time.perf_counter() - started
         results.append(
             Result(

@@ -19,13 +19,13 @@ from . import _feed_data, _file_tables, _recall_feed_data, _redis, _static
 from ._dsn import MySQLDSN as MySQLDSN
 from ._dsn import parse_mysql_dsn as parse_mysql_dsn
 from ._errors import SourceError as SourceError
+from ._feed_builder import build_feed_table as build_feed_table
 from ._feed_data import FEED_DATA_SCHEMA as FEED_DATA_SCHEMA
 from ._feed_data import FeedDataFetcher as FeedDataFetcher
 from ._feed_source import MySQLSource as MySQLSource
 from ._feed_source import SQLiteSource as SQLiteSource
 from ._feed_table import FeedQueryError as FeedQueryError
 from ._feed_table import FeedTable as FeedTable
-from ._feed_table import build_feed_table as build_feed_table
 from ._file_tables import CSV_FILE_SCHEMA as CSV_FILE_SCHEMA
 from ._file_tables import JSON_FILE_SCHEMA as JSON_FILE_SCHEMA
 from ._file_tables import FileMapping as FileMapping

@@ -17,8 +17,9 @@ from pineapple.resource import NOT_MODIFIED, redact
 
 from ._dsn import parse_mysql_dsn
 from ._errors import SourceError
+from ._feed_builder import build_feed_table
 from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
-from ._feed_table import FeedTable, build_feed_table
+from ._feed_table import FeedTable
 from ._pacing import Pacer
 from ._printing import human_bytes
 

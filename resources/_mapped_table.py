@@ -48,7 +48,8 @@ from pyroaring import FrozenBitMap
 
 from pineapple import PineappleError
 
-from ._feed_table import FeedTable, Index
+from ._feed_index import Index
+from ._feed_table import FeedTable
 
 __all__ = [
     "MappedFeedTable",
@@ -386,8 +387,7 @@ class MappedFeedTable(FeedTable):
         )
         self._mapped: list[_Column] = [*columns.values(), *ranks.values()]
         # The ranks are the mapped int64 views themselves: ``order`` indexes them per row.
-        self._ranks.update({key: rank.view for key, rank in ranks.items()})
-        self._null_ranks.update(info["null_ranks"])
+        self._ranks.load({key: rank.view for key, rank in ranks.items()}, info["null_ranks"])
         self._source_file: pa.MemoryMappedFile | None = source
         self._batch: pa.RecordBatch | None = batch
         self._file_bytes = source.size()
@@ -423,8 +423,7 @@ class MappedFeedTable(FeedTable):
 
     def close(self) -> None:
         """Release every view into the mapping and unmap the file (idempotent)."""
-        with self._rank_lock:
-            self._ranks.clear()
+        self._ranks.clear()
         for column in self._mapped:
             column.release()
         self._mapped.clear()

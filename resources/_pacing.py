@@ -6,7 +6,8 @@ that releases the interpreter for a syscall gets it back only when the
 loading thread lets go: after CPython's switch interval (5 ms) at worst, so
 every socket call of a request can cost 5 ms, and an event loop making a few
 per request is starved while the load runs. The loader therefore calls a
-``Pacer`` at bounded points of its work (every few hundred rows); the pacer:
+``Pacer`` at bounded points of its work (every few hundred rows; a pass over
+a whole column walks it in ``pieces`` of ``PIECE_ROWS``); the pacer:
 
 - returns at once until ``slice_seconds`` (1 ms) of work have passed since
   the last pause (calling it often is cheap);
@@ -33,16 +34,27 @@ and touches no shared state, so pausing can never block another thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-__all__ = ["Pacer", "Pause", "no_pause"]
+__all__ = ["PIECE_ROWS", "Pacer", "Pause", "no_pause", "pieces"]
 
 Pause = Callable[[], None]
 """A yield point called between bounded pieces of a long load."""
 
+PIECE_ROWS = 2048
+"""Rows handled between two pauses of a build."""
+
 
 def no_pause() -> None:
     """A yield point that never yields (the default of the table builders)."""
+
+
+def pieces(values: Sequence[Any], pause: Pause) -> Iterator[tuple[int, Sequence[Any]]]:
+    """``(start, values[start:start + PIECE_ROWS])`` for the whole column, pausing before each."""
+    for start in range(0, len(values), PIECE_ROWS):
+        pause()
+        yield start, values[start : start + PIECE_ROWS]
 
 
 class Pacer:

@@ -112,7 +112,7 @@ def test_query_and_order_columns(db: Path) -> None:
         table = fetcher()
         assert isinstance(table, resources.FeedTable)
         assert table.columns == ("id", "category", "score")
-        assert len(table._ranks) == 2  # built at load, not on the first request
+        assert len(table.prepared_ranks()) == 2  # built at load, not on the first request
         assert [r["id"] for r in table.match(order_by="score", descending=True)] == [2, 3]
     finally:
         fetcher.close()

@@ -119,4 +119,4 @@ def test_sort_rank_is_built_once_under_concurrency() -> None:
     for t in threads:
         t.join(10)
     assert results == [[96, 193, 290]] * 8
-    assert len(table._ranks) == 2  # ascending (the base) and descending, once each
+    assert set(table.prepared_ranks()) == {("score", False), ("score", True)}  # base, descending

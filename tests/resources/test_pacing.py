@@ -9,8 +9,7 @@ import pytest
 
 from pineapple import resource
 from resources import build_feed_table
-from resources._feed_table import PIECE_ROWS
-from resources._pacing import Pacer
+from resources._pacing import PIECE_ROWS, Pacer
 
 
 class FakeTime:
