@@ -331,6 +331,17 @@ class RedisConnectionPrinter:
         return "\n".join(lines)
 
 
+def _timeout_ms(description: str) -> ParamSpec:
+    """A timeout param in milliseconds; every one defaults to ``DEFAULT_TIMEOUT_MS``."""
+    return ParamSpec(type="int", default=DEFAULT_TIMEOUT_MS, description=description)
+
+
+_SOCKET_TIMEOUT_MS = _timeout_ms(
+    "Per-command socket timeout in ms (max of read and write is used)."
+)
+"""``read_timeout_ms`` and ``write_timeout_ms``: one socket timeout, as redis-py has."""
+
+
 REDIS_CONNECTION_SCHEMA = ResourceSchema(
     name="redis_connection",
     description=(
@@ -349,23 +360,11 @@ REDIS_CONNECTION_SCHEMA = ResourceSchema(
             default=0,
             description=f"Maximum connections in the pool; 0: {DEFAULT_POOL_SIZE}.",
         ),
-        "dial_timeout_ms": ParamSpec(
-            type="int", default=DEFAULT_TIMEOUT_MS, description="TCP connect timeout in ms."
-        ),
-        "read_timeout_ms": ParamSpec(
-            type="int",
-            default=DEFAULT_TIMEOUT_MS,
-            description="Per-command socket timeout in ms (max of read and write is used).",
-        ),
-        "write_timeout_ms": ParamSpec(
-            type="int",
-            default=DEFAULT_TIMEOUT_MS,
-            description="Per-command socket timeout in ms (max of read and write is used).",
-        ),
-        "pool_timeout_ms": ParamSpec(
-            type="int",
-            default=DEFAULT_TIMEOUT_MS,
-            description="How long a borrower waits for a free pooled connection, in ms.",
+        "dial_timeout_ms": _timeout_ms("TCP connect timeout in ms."),
+        "read_timeout_ms": _SOCKET_TIMEOUT_MS,
+        "write_timeout_ms": _SOCKET_TIMEOUT_MS,
+        "pool_timeout_ms": _timeout_ms(
+            "How long a borrower waits for a free pooled connection, in ms."
         ),
         "ping_at_start": ParamSpec(
             type="bool",
