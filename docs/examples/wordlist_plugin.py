@@ -136,9 +136,7 @@ class FilterWordList(Operator):
         self.resource_name: str = params["resource_name"]
 
     def prepare(self) -> None:
-        if len(self.meta.item_input) != 1:
-            raise ValueError("filter_word_list: $metadata.item_input needs one field")
-        self.field = self.meta.item_input[0]
+        self.field = self.meta.first("item_input", "filter_word_list")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         provider = resource.from_context(ctx)

@@ -136,6 +136,18 @@ class Metadata:
             item_output=tuple(data.get("item_output") or ()),
         )
 
+    def first(self, kind: str, operator: str) -> str:
+        """The first field of the ``kind`` list (``"item_input"``, ...): an operator needs one.
+
+        Raises ``ValueError`` naming ``operator`` (its type name) and the list
+        when the list is empty: call it from ``prepare`` and the config is
+        refused at build with that message.
+        """
+        fields: tuple[str, ...] = getattr(self, kind)
+        if not fields:
+            raise ValueError(f"{operator}: $metadata.{kind} needs one field")
+        return fields[0]
+
 
 class Operator:
     """Base class of every operator (see the module docstring for a how-to)."""

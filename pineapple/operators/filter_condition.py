@@ -33,9 +33,7 @@ class FilterCondition(Operator):
         self.want = format_value(params["value"])
 
     def prepare(self) -> None:
-        if not self.meta.item_input:
-            raise ValueError("filter_condition: $metadata.item_input needs one field")
-        self.field = self.meta.item_input[0]
+        self.field = self.meta.first("item_input", "filter_condition")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         want = self.want

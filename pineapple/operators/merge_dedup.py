@@ -62,9 +62,7 @@ class MergeDedup(Operator):
 
     def prepare(self) -> None:
         # Go fails every request without the field (even with no items): refuse the config.
-        if not self.meta.item_input:
-            raise ValueError("merge_dedup: $metadata.item_input needs one field")
-        self.field = self.meta.item_input[0]
+        self.field = self.meta.first("item_input", "merge_dedup")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         col = inp.column(self.field)

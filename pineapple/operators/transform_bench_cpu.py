@@ -66,9 +66,7 @@ class TransformBenchCPU(Operator):
         self.iterations = iterations
 
     def prepare(self) -> None:
-        if not self.meta.item_output:
-            raise ValueError("transform_bench_cpu: $metadata.item_output needs one field")
-        self.dst = self.meta.item_output[0]
+        self.dst = self.meta.first("item_output", "transform_bench_cpu")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         n = len(inp.items)

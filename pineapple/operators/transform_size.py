@@ -21,9 +21,7 @@ class TransformSize(Operator):
     consumes_row_set = True
 
     def prepare(self) -> None:
-        if not self.meta.common_output:
-            raise ValueError("transform_size: $metadata.common_output needs one field")
-        self.dst = self.meta.common_output[0]
+        self.dst = self.meta.first("common_output", "transform_size")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         out.set_common(self.dst, len(inp.items))
