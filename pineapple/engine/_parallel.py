@@ -2,14 +2,20 @@
 
 Shards run one after the other in the calling thread (results are identical
 to a threaded run, and CPU-bound Python gains nothing from threads); the
-offsets of the merged writes refer to the whole item list.
+offsets of the merged writes refer to the whole item list. A step with
+``data_parallel`` > 1 has ``execute_sharded`` bound as its ``execute``
+(see ``compile_step``), so the run loops call every step the same way.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._context import Context
 from ._io import OperatorInput, OperatorOutput
-from ._step import Step
+
+if TYPE_CHECKING:
+    from ._step import Step
 
 __all__ = ["ShardError", "execute_sharded"]
 
@@ -18,19 +24,19 @@ class ShardError(Exception):
     """A shard wrote something a sharded transform must not write."""
 
 
-def execute_sharded(step: Step, ctx: Context, inp: OperatorInput) -> OperatorOutput:
-    """Execute ``step`` on ``step.data_parallel`` shards of ``inp`` and merge."""
+def execute_sharded(step: Step, ctx: Context, inp: OperatorInput, merged: OperatorOutput) -> None:
+    """Execute ``step``'s operator on ``step.data_parallel`` shards of ``inp``; merge into
+    ``merged``."""
+    execute = step.op.execute
     items = inp.items
     total = len(items)
     n = min(step.data_parallel, total)
     if n <= 1:
-        out = OperatorOutput()
-        step.execute(ctx, inp, out)
-        return out
+        execute(ctx, inp, merged)
+        return
     base, rem = divmod(total, n)
-    merged = OperatorOutput()
     start = 0
-    for k in range(n):
+    for k in range(n):  # bounded: step.data_parallel
         size = base + (1 if k < rem else 0)
         shard = OperatorInput(
             inp.common,
@@ -39,10 +45,9 @@ def execute_sharded(step: Step, ctx: Context, inp: OperatorInput) -> OperatorOut
             item_defaults=inp.item_defaults,
         )
         out = OperatorOutput()
-        step.execute(ctx, shard, out)
+        execute(ctx, shard, out)
         _merge(step, merged, out, start)
         start += size
-    return merged
 
 
 def _merge(step: Step, merged: OperatorOutput, out: OperatorOutput, offset: int) -> None:

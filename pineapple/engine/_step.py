@@ -7,6 +7,7 @@ only plain attributes of a ``Step``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from .._context import Context
@@ -15,6 +16,7 @@ from ._config import OperatorConfig
 from ._dag import NodeTraits
 from ._io import OperatorInput, OperatorOutput
 from ._operator import Metadata, Operator, build_operator
+from ._parallel import execute_sharded
 from ._schema import OperatorRegistry, OperatorSchema
 from ._template import TemplatedParam, plan_templates
 
@@ -69,6 +71,7 @@ class Step:
     kind: str
     op: Operator
     execute: Callable[[Context, OperatorInput, OperatorOutput], None]
+    """The operator's ``execute``, or its sharded run when ``data_parallel`` > 1."""
     recall: bool
     blocking: bool
     skip: tuple[str, ...]
@@ -163,9 +166,9 @@ def compile_step(cfg: OperatorConfig, registry: OperatorRegistry) -> Step:
     step.type_name = cfg.type_name
     step.kind = schema.kind
     step.op = op
-    step.execute = op.execute
     step.blocking = schema.blocking
     step.data_parallel = _check_data_parallel(cfg, schema, op)
+    step.execute = op.execute if step.data_parallel == 1 else partial(execute_sharded, step)
     step.traits = _traits(cfg, schema, op)
     step.recall = cfg.recall or schema.kind == "recall"
     step.skip = cfg.skip
