@@ -7,7 +7,6 @@ only plain attributes of a ``Step``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any
 
 from .._context import Context
@@ -16,7 +15,7 @@ from ._config import OperatorConfig
 from ._dag import NodeTraits
 from ._io import OperatorInput, OperatorOutput
 from ._operator import Metadata, Operator, build_operator
-from ._parallel import execute_sharded
+from ._parallel import ShardedExecute
 from ._schema import OperatorRegistry, OperatorSchema
 from ._template import TemplatedParam, plan_templates
 
@@ -168,7 +167,11 @@ def compile_step(cfg: OperatorConfig, registry: OperatorRegistry) -> Step:
     step.op = op
     step.blocking = schema.blocking
     step.data_parallel = _check_data_parallel(cfg, schema, op)
-    step.execute = op.execute if step.data_parallel == 1 else partial(execute_sharded, step)
+    step.execute = (
+        op.execute
+        if step.data_parallel == 1
+        else ShardedExecute(cfg.name, op.execute, step.data_parallel)
+    )
     step.traits = _traits(cfg, schema, op)
     step.recall = cfg.recall or schema.kind == "recall"
     step.skip = cfg.skip
