@@ -31,7 +31,6 @@ from ._config import FlowContract, PipelineConfig, default_group, expand_sequenc
 from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
 from ._io import OperatorInput, OperatorOutput
-from ._parallel import execute_sharded
 from ._pieces import PIECE, release
 from ._render import render_dag
 from ._run import (
@@ -268,11 +267,8 @@ class Engine:
                 break
             inp = OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
             try:
-                if step.data_parallel > 1:
-                    out = execute_sharded(step, ctx, inp)
-                else:
-                    out = OperatorOutput()
-                    step.execute(ctx, inp, out)
+                out = OperatorOutput()
+                step.execute(ctx, inp, out)
             except Exception as exc:
                 error, end, failed = failure_error(step, exc), step.position + 1, step.slot
                 break

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from types import UnionType
 from typing import Any
 
 import orjson
@@ -112,20 +113,24 @@ def format_value(v: Any) -> str:
     return str(v)
 
 
+# Go's type of each JSON value (as ``encoding/json`` decodes into ``any``), by
+# the Python type the same JSON decodes to here; bool before int (a subclass).
+_GO_TYPES: tuple[tuple[type | UnionType, str], ...] = (
+    (bool, "bool"),
+    (int | float, "float64"),
+    (str, "string"),
+    (list | tuple, "[]interface {}"),
+    (dict, "map[string]interface {}"),
+)
+
+
 def go_type_name(v: Any) -> str:
     """Go's ``%T`` of the value a JSON decode would have produced."""
     if v is None:
         return "<nil>"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int | float):
-        return "float64"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list | tuple):
-        return "[]interface {}"
-    if isinstance(v, dict):
-        return "map[string]interface {}"
+    for python_type, go_type in _GO_TYPES:  # bounded: the table's rows
+        if isinstance(v, python_type):
+            return go_type
     return type(v).__name__
 
 

@@ -2,53 +2,69 @@
 
 Shards run one after the other in the calling thread (results are identical
 to a threaded run, and CPU-bound Python gains nothing from threads); the
-offsets of the merged writes refer to the whole item list.
+offsets of the merged writes refer to the whole item list. A step with
+``data_parallel`` > 1 has a :class:`ShardedExecute` as its ``execute`` (see
+``compile_step``), so the run loops call every step the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .._context import Context
 from ._io import OperatorInput, OperatorOutput
-from ._step import Step
 
-__all__ = ["ShardError", "execute_sharded"]
+__all__ = ["ShardError", "ShardedExecute"]
 
 
 class ShardError(Exception):
     """A shard wrote something a sharded transform must not write."""
 
 
-def execute_sharded(step: Step, ctx: Context, inp: OperatorInput) -> OperatorOutput:
-    """Execute ``step`` on ``step.data_parallel`` shards of ``inp`` and merge."""
-    items = inp.items
-    total = len(items)
-    n = min(step.data_parallel, total)
-    if n <= 1:
-        out = OperatorOutput()
-        step.execute(ctx, inp, out)
-        return out
-    base, rem = divmod(total, n)
-    merged = OperatorOutput()
-    start = 0
-    for k in range(n):
-        size = base + (1 if k < rem else 0)
-        shard = OperatorInput(
-            inp.common,
-            items[start : start + size],
-            templated=inp.templated,
-            item_defaults=inp.item_defaults,
-        )
-        out = OperatorOutput()
-        step.execute(ctx, shard, out)
-        _merge(step, merged, out, start)
-        start += size
-    return merged
+class ShardedExecute:
+    """A ``data_parallel`` step's ``execute``: the operator's own on ``shards`` slices of
+    the items, the outputs merged into the one the caller passes."""
+
+    __slots__ = ("execute", "name", "shards")
+
+    def __init__(
+        self,
+        name: str,
+        execute: Callable[[Context, OperatorInput, OperatorOutput], None],
+        shards: int,
+    ) -> None:
+        self.name = name
+        self.execute = execute
+        self.shards = shards
+
+    def __call__(self, ctx: Context, inp: OperatorInput, merged: OperatorOutput) -> None:
+        execute = self.execute
+        items = inp.items
+        total = len(items)
+        n = min(self.shards, total)
+        if n <= 1:
+            execute(ctx, inp, merged)
+            return
+        base, rem = divmod(total, n)
+        start = 0
+        for k in range(n):  # bounded: the shard count
+            size = base + (1 if k < rem else 0)
+            shard = OperatorInput(
+                inp.common,
+                items[start : start + size],
+                templated=inp.templated,
+                item_defaults=inp.item_defaults,
+            )
+            out = OperatorOutput()
+            execute(ctx, shard, out)
+            _merge(self.name, merged, out, start)
+            start += size
 
 
-def _merge(step: Step, merged: OperatorOutput, out: OperatorOutput, offset: int) -> None:
+def _merge(name: str, merged: OperatorOutput, out: OperatorOutput, offset: int) -> None:
     if out.added_items or out.item_order is not None or out.common_writes:
         raise ShardError(
-            f'pine: panic in operator "{step.name}": data_parallel shard emitted added_items, '
+            f'pine: panic in operator "{name}": data_parallel shard emitted added_items, '
             "item_order, or common writes; only item_writes / removed_items / warnings "
             "are allowed"
         )

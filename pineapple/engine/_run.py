@@ -21,7 +21,7 @@ from .._context import Context
 from .._errors import DeadlineExceededError, ExecutionError
 from ._frame import FrameError, apply_output, build_common, check_items
 from ._io import OperatorInput, OperatorOutput
-from ._parallel import ShardError, execute_sharded
+from ._parallel import ShardError
 from ._pieces import PIECE, batches, release
 from ._step import Step
 from ._template import resolve_templates
@@ -99,11 +99,8 @@ def observe_steps(
             if traces is not None and step.debug:
                 snap_in = snapshot_input(inp, step.item_input)
             try:
-                if step.data_parallel > 1:
-                    out = execute_sharded(step, ctx, inp)
-                else:
-                    out = OperatorOutput()
-                    step.execute(ctx, inp, out)
+                out = OperatorOutput()
+                step.execute(ctx, inp, out)
             except Exception as exc:
                 error, out = failure_error(step, exc), _NO_OUTPUT
             else:

@@ -15,6 +15,7 @@ from ._config import OperatorConfig
 from ._dag import NodeTraits
 from ._io import OperatorInput, OperatorOutput
 from ._operator import Metadata, Operator, build_operator
+from ._parallel import ShardedExecute
 from ._schema import OperatorRegistry, OperatorSchema
 from ._template import TemplatedParam, plan_templates
 
@@ -69,6 +70,7 @@ class Step:
     kind: str
     op: Operator
     execute: Callable[[Context, OperatorInput, OperatorOutput], None]
+    """The operator's ``execute``, or its sharded run when ``data_parallel`` > 1."""
     recall: bool
     blocking: bool
     skip: tuple[str, ...]
@@ -163,9 +165,13 @@ def compile_step(cfg: OperatorConfig, registry: OperatorRegistry) -> Step:
     step.type_name = cfg.type_name
     step.kind = schema.kind
     step.op = op
-    step.execute = op.execute
     step.blocking = schema.blocking
     step.data_parallel = _check_data_parallel(cfg, schema, op)
+    step.execute = (
+        op.execute
+        if step.data_parallel == 1
+        else ShardedExecute(cfg.name, op.execute, step.data_parallel)
+    )
     step.traits = _traits(cfg, schema, op)
     step.recall = cfg.recall or schema.kind == "recall"
     step.skip = cfg.skip

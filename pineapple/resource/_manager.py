@@ -216,7 +216,14 @@ class Manager:
         if spec is None:
             spec = ValidationSpec.parse(name, validate)
         slot = self._add_slot(
-            name, fetcher, _seconds(interval), type_name, printer, secrets, None, 1
+            Slot(
+                name,
+                fetcher,
+                _seconds(interval),
+                type_name=type_name,
+                printer=printer,
+                secrets=frozenset(secrets),
+            )
         )
         slot.owns_fetcher = owns_fetcher
         _set_safety(slot, spec, validator, keep_previous)
@@ -224,38 +231,20 @@ class Manager:
         if old is not None and old.fetcher is fetcher and old.interval == slot.interval:
             self._adopt(slot, old)
 
-    def _add_slot(
-        self,
-        name: str,
-        fetcher: Fetcher,
-        interval: float,
-        type_name: str,
-        printer: Printer | None,
-        secrets: Iterable[str],
-        fingerprint: str | None,
-        generation: int,
-    ) -> Slot:
+    def _add_slot(self, slot: Slot) -> Slot:
+        """Check ``slot`` (its interval as given: 0 becomes the default) and add it."""
+        name = slot.name
         if not name:
             raise ConfigError("resource name must not be empty")
-        if not callable(fetcher):
+        if not callable(slot.fetcher):
             raise TypeError(f"resource {name!r}: fetcher must be callable")
-        interval = check_interval(name, interval, minimum=self._min_interval)
-        resolved = DEFAULT_INTERVAL if interval == 0 else interval
+        interval = check_interval(name, slot.interval, minimum=self._min_interval)
+        slot.interval = DEFAULT_INTERVAL if interval == 0 else interval
         with self._state_lock:
             if self._state != "new":
                 raise ManagerStateError(f"cannot register {name!r}: the manager is {self._state}")
             if name in self._slots:
                 raise DuplicateRegistrationError(f"resource {name!r} is already registered")
-            slot = Slot(
-                name,
-                fetcher,
-                resolved,
-                type_name=type_name,
-                printer=printer,
-                secrets=frozenset(secrets),
-                fingerprint=fingerprint,
-                generation=generation,
-            )
             self._slots[name] = slot
         return slot
 
@@ -309,14 +298,16 @@ class Manager:
             if old is not None and old.fingerprint != fingerprint:
                 generation, old = old.generation + 1, None  # changed: fetch it anew
             slot = self._add_slot(
-                entry.name,
-                b.fetcher,
-                entry.interval,
-                entry.type,
-                b.printer,
-                b.secrets,
-                fingerprint,
-                generation,
+                Slot(
+                    entry.name,
+                    b.fetcher,
+                    entry.interval,
+                    type_name=entry.type,
+                    printer=b.printer,
+                    secrets=frozenset(b.secrets),
+                    fingerprint=fingerprint,
+                    generation=generation,
+                )
             )
             self._entries[entry.name] = entry
             _set_safety(slot, entry.validate, b.validator, entry.keep_previous)

@@ -9,10 +9,11 @@ status gets a ``Reachable`` condition, and the server exports
 ``pine_<kind>_up`` and ``pine_<kind>_ping_duration_seconds``.
 
 Guarantees:
-- ``record`` and ``report`` take the recorder's lock, so a report is one
-  consistent view (last result, its time, the latency counts and their sum)
-  even while a probe thread records concurrently; nothing under the lock does
-  I/O or calls out.
+- The recorder holds its latest report as one frozen :class:`ProbeReport`;
+  ``record`` builds the next one from it under the recorder's lock and swaps
+  it in, so a report is one consistent view (last result, its time, the
+  latency counts and their sum) even while a probe thread records
+  concurrently; nothing under the lock does I/O or calls out.
 - ``wait_for(n, timeout)`` returns once ``n`` probes have been recorded or
   after ``timeout`` seconds, whichever is first (a ``threading.Condition``
   notified by ``record``); it never waits unbounded.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["LATENCY_BUCKETS", "ProbeReport", "Probed", "Reachability", "probe_report_of"]
@@ -89,44 +90,44 @@ class Reachability:
         self.kind = kind
         self.label = label
         self._cond = threading.Condition(threading.Lock())
-        self._up: bool | None = None
-        self._checked_at: float | None = None
-        self._message = "not probed yet"
-        self._probes = 0
-        self._buckets = [0] * len(LATENCY_BUCKETS)
-        self._count = 0
-        self._sum = 0.0
+        self._report = ProbeReport(
+            kind=kind,
+            label=label,
+            up=None,
+            checked_at=None,
+            message="not probed yet",
+            probes=0,
+            bucket_counts=(0,) * len(LATENCY_BUCKETS),
+            count=0,
+            sum_seconds=0.0,
+        )
 
     def record(self, ok: bool, seconds: float, message: str) -> None:
         """One probe finished: ``ok`` or not, after ``seconds``; ``message`` says why."""
         first = bisect.bisect_left(LATENCY_BUCKETS, seconds)
         with self._cond:
-            self._up = ok
-            self._checked_at = time.time()
-            self._message = message
-            self._probes += 1
-            for i in range(first, len(self._buckets)):  # bounded: the fixed bucket count
-                self._buckets[i] += 1
-            self._count += 1
-            self._sum += seconds
+            last = self._report
+            counts = last.bucket_counts  # cumulative: each bucket from ``first`` on counts it
+            self._report = replace(
+                last,
+                up=ok,
+                checked_at=time.time(),
+                message=message,
+                probes=last.probes + 1,
+                bucket_counts=counts[:first] + tuple(n + 1 for n in counts[first:]),
+                count=last.count + 1,
+                sum_seconds=last.sum_seconds + seconds,
+            )
             self._cond.notify_all()
 
     def report(self) -> ProbeReport:
-        """A consistent snapshot of what was recorded."""
+        """A consistent snapshot of what was recorded, under ``kind`` and ``label`` as they
+        are now (a value may set its label after creating its recorder)."""
         with self._cond:
-            return ProbeReport(
-                kind=self.kind,
-                label=self.label,
-                up=self._up,
-                checked_at=self._checked_at,
-                message=self._message,
-                probes=self._probes,
-                bucket_counts=tuple(self._buckets),
-                count=self._count,
-                sum_seconds=self._sum,
-            )
+            last = self._report
+        return replace(last, kind=self.kind, label=self.label)
 
     def wait_for(self, probes: int, timeout: float) -> bool:
         """Wait until ``probes`` probes were recorded, at most ``timeout`` s; True if they were."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._probes >= probes, timeout)
+            return self._cond.wait_for(lambda: self._report.probes >= probes, timeout)

@@ -46,8 +46,8 @@ class Slot:
         type_name: str,
         printer: Printer | None,
         secrets: frozenset[str],
-        fingerprint: str | None,
-        generation: int,
+        fingerprint: str | None = None,
+        generation: int = 1,
     ) -> None:
         self.name = name
         self.fetcher = fetcher

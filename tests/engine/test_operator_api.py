@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+import textwrap
 
 import pytest
 
-from pineapple import Context, ParamSpec, RegistryError
+from pineapple import Context, RegistryError
 from pineapple import engine as eng
 from pineapple.engine import (
     Metadata,
@@ -17,39 +17,18 @@ from pineapple.engine import (
     OperatorSchema,
     build_operator,
 )
-
-
-class _Scale(Operator):
-    concurrent_safe = True
-
-    def __init__(self, params: dict[str, Any]) -> None:
-        factor = params["factor"]
-        if not isinstance(factor, (int, float)):
-            raise ValueError(f"transform_scale: factor must be numeric, got {factor!r}")
-        self.factor = float(factor)
-
-    def prepare(self) -> None:
-        self.src = self.meta.item_input[0]
-        self.dst = self.meta.item_output[0]
-
-    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        out.set_column(self.dst, [v * self.factor for v in inp.column(self.src)])
+from pineapple.engine import _operator as operator_api
 
 
 def _registry() -> OperatorRegistry:
+    """A registry holding the operator API's own example (``transform_scale`` in the
+    docs of ``pineapple.engine._operator``): the tests below keep that example working."""
+    doc = operator_api.__doc__ or ""
+    example = textwrap.dedent(doc.split("::\n", 1)[1].split("\nReading:", 1)[0])
     reg = OperatorRegistry()
-    reg.register(
-        OperatorSchema(
-            name="transform_scale",
-            kind="transform",
-            description="Multiplies a field.",
-            params={
-                "factor": ParamSpec(type="float", required=True, description="multiplier"),
-                "unused": ParamSpec(type="int", default=3, description="has a default"),
-            },
-        ),
-        _Scale,
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(eng, "register_operator", reg.register)  # not the default registry
+        exec(compile(example, "<pineapple.engine._operator example>", "exec"), {})
     return reg
 
 
