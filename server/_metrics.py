@@ -31,22 +31,8 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _GO_RELOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
-_LATENCY_BUCKETS = (
-    0.0002,
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    10.0,
-)
+_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.0025, *resource.LATENCY_BUCKETS)
+"""Request latency bounds: sub-millisecond ones for `/execute`, then Go's defaults (5 ms-10 s)."""
 
 
 @dataclass(frozen=True)
