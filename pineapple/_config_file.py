@@ -6,7 +6,8 @@ to :data:`DEFAULT_MAX_CONFIG_BYTES` (also ``server.Config.max_config_bytes``),
 and reads the file with :func:`read_config_file`, which never blocks on the
 path's type and never reads more than the limit (plus one byte). It lives
 here, below ``server``, so that ``pineapple dag`` reads configs the same way
-without importing the server.
+without importing the server. Other small files that must never block are
+read with it too (``run``'s request file, a snapshot directory's owner mark).
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def read_config_file(path: Path, max_bytes: int, limit_name: str = MAX_CONFIG_BY
     (opening a FIFO for reading would otherwise wait for a writer forever),
     then ``fstat`` refuses anything but a regular file (FIFO, device,
     directory, socket) and a file over ``max_bytes`` before reading a byte.
-    ``limit_name`` (the flag that sets ``max_bytes``) is named when the file
-    is too big.
+    ``limit_name`` (what sets ``max_bytes``: its flag, or ``fixed``) is named
+    when the file is too big.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
