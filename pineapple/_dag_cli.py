@@ -1,7 +1,9 @@
 """``pineapple dag CONFIG [--format dot|mermaid|svg] [--collapse N] [--group G] [-o FILE]``.
 
 Prints (or writes) the operator graph the engine builds from CONFIG, the
-same picture as ``GET /dag``; ``svg`` pipes the DOT text through Graphviz's
+same picture as ``GET /dag``. CONFIG is read as ``check`` and ``serve`` read
+it (:mod:`pineapple._config_file`: regular files only, at most
+``--max-config-bytes``); ``svg`` pipes the DOT text through Graphviz's
 ``dot`` program, which must be installed (Debian/Ubuntu: ``apt-get install
 graphviz``; macOS: ``brew install graphviz``).
 """
@@ -14,13 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ._config_file import read_config_file
 from ._subcommand import Subparsers, add_subcommand
 
 __all__ = ["SVG_TIMEOUT_SECONDS", "GraphvizMissingError", "add_dag_command", "to_svg"]
 
 SVG_TIMEOUT_SECONDS = 30.0
 """How long ``dot -Tsvg`` may run before it is killed."""
-_MAX_CONFIG_BYTES = 64 * 1024 * 1024  # the same bound as `pineapple check`'s default
 
 
 class GraphvizMissingError(RuntimeError):
@@ -68,16 +70,14 @@ def dag_command(args: argparse.Namespace) -> int:
     the DOT text through Graphviz's dot. Exit 0, or 1 with the reason on
     stderr.
     """
-    from pineapple import PineappleError, builtins
+    from pineapple import PineappleError, builtins, plugins
     from pineapple.engine import Engine
-    from server._build import import_plugins
 
     try:
-        import_plugins(args.plugin)
-        path = Path(args.config)
-        if path.stat().st_size > _MAX_CONFIG_BYTES:
-            raise ValueError(f"{path}: larger than {_MAX_CONFIG_BYTES} bytes")
-        with Engine(path.read_bytes(), registry=builtins.operator_registry()) as engine:
+        builtins.load()
+        plugins.import_plugins(args.plugin)
+        data = read_config_file(Path(args.config), args.max_config_bytes)
+        with Engine(data, registry=builtins.operator_registry()) as engine:
             fmt = "dot" if args.format == "svg" else args.format
             text = engine.render_dag(fmt, collapse=args.collapse, group=args.group)
         if args.format == "svg":

@@ -4,8 +4,9 @@
 parser looks like: its ``--help`` shows each option's default, it runs
 ``func(args) -> exit code``, its help is ``func``'s docstring (the first
 line in the list of subcommands, all of it above the options, as click
-does), and it takes the config path and the repeatable ``--plugin`` option
-when asked to, spelled alike everywhere.
+does), and it takes the config path (with ``--max-config-bytes``, the bound
+of its read) and the repeatable ``--plugin`` option when asked to, spelled
+alike everywhere.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import TypeAlias
 
+from ._config_file import add_max_config_bytes
 from .plugins import add_plugin_argument
 
 __all__ = ["Subparsers", "add_subcommand"]
@@ -38,8 +40,10 @@ def add_subcommand(
     period) in ``pineapple --help``, the whole of it (or ``description``,
     when given) in ``pineapple NAME --help``. ``config``: it takes the
     unified config's path as its first positional argument
-    (``args.config``). ``plugins``: it takes ``--plugin`` (``args.plugin``,
-    see :func:`pineapple.plugins.add_plugin_argument`).
+    (``args.config``) and ``--max-config-bytes`` (``args.max_config_bytes``,
+    see :func:`pineapple._config_file.add_max_config_bytes`). ``plugins``:
+    it takes ``--plugin`` (``args.plugin``, see
+    :func:`pineapple.plugins.add_plugin_argument`).
     """
     doc = inspect.cleandoc(func.__doc__ or "")
     if not doc:
@@ -53,6 +57,7 @@ def add_subcommand(
     parser.set_defaults(func=func)
     if config:
         parser.add_argument("config", help="path of the unified config JSON")
+        add_max_config_bytes(parser)
     if plugins:
         add_plugin_argument(parser)
     return parser

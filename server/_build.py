@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any, Literal, TypeVar, cast
 import orjson
 
 from pineapple import PineappleError, builtins, plugins, resource
+from pineapple import _config_file as config_file
+from pineapple._config_file import MAX_CONFIG_BYTES_FLAG
 from pineapple._file_kind import file_kind
 from pineapple.engine import Engine
 from pineapple.engine.http import respond
@@ -83,9 +84,6 @@ class ConfigFileError(BuildError):
         self.path = path
 
 
-_READ_CHUNK = 1 << 20
-
-
 def describe_path(path: Path) -> dict[str, Any]:
     """What the config path is now (symlinks followed), for ``GET /config``; never blocks.
 
@@ -100,46 +98,16 @@ def describe_path(path: Path) -> dict[str, Any]:
     return {"type": kind, "regular": kind == "regular file", "size": st.st_size}
 
 
-def read_config_file(path: Path, max_bytes: int) -> bytes:
-    """The file's bytes (symlinks followed); :class:`ConfigFileError` (step ``read``) otherwise.
+def read_config_file(path: Path, max_bytes: int, limit_name: str = MAX_CONFIG_BYTES_FLAG) -> bytes:
+    """The file's bytes, or :class:`ConfigFileError` (step ``read``) saying why not.
 
-    Never blocks on the path's type: the file is opened with ``O_NONBLOCK``
-    (opening a FIFO for reading would otherwise wait for a writer forever),
-    then ``fstat`` refuses anything but a regular file (FIFO, device,
-    directory, socket) and a file over ``max_bytes`` before reading a byte.
+    Read by :func:`pineapple._config_file.read_config_file`: never blocks on
+    the path's type (a FIFO, a device), never reads past ``max_bytes``.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigFileError(path, f"cannot be read: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ConfigFileError(path, f"is not a regular file (it is a {file_kind(mode)})")
-        return _read_bounded(fd, path, max_bytes)
-    finally:
-        os.close(fd)
-
-
-def _read_bounded(fd: int, path: Path, limit: int) -> bytes:
-    """Read ``fd`` to its end, refusing more than ``limit`` bytes (it may grow as we read)."""
-    size = os.fstat(fd).st_size
-    if size > limit:
-        raise ConfigFileError(path, f"is {size} bytes, over the limit of {limit} bytes")
-    chunks: list[bytes] = []
-    total = 0
-    # Bounded by bytes: each pass reads at least one byte or ends, and stops past ``limit``.
-    while True:
-        try:
-            chunk = os.read(fd, min(_READ_CHUNK, limit + 1 - total))
-        except OSError as exc:
-            raise ConfigFileError(path, f"cannot be read: {exc.strerror or exc}") from None
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            raise ConfigFileError(path, f"grew past the limit of {limit} bytes while being read")
+        return config_file.read_config_file(path, max_bytes, limit_name)
+    except config_file.ConfigReadError as exc:
+        raise ConfigFileError(path, exc.reason) from None
 
 
 def secrets_in(data: bytes, env: Mapping[str, str] | None = None) -> set[str]:

@@ -19,7 +19,7 @@ from ._build import BuildError, CheckError
 from ._config import Config
 from ._run import check, exit_within, run
 
-__all__ = ["add_check_command", "add_max_config_bytes", "add_serve_command"]
+__all__ = ["add_check_command", "add_serve_command"]
 
 
 def add_serve_command(subparsers: Subparsers) -> None:
@@ -80,7 +80,6 @@ def add_serve_command(subparsers: Subparsers) -> None:
         choices=["critical", "error", "warning", "info", "debug"],
         help="log level of the server and its access log",
     )
-    add_max_config_bytes(parser)
     parser.add_argument(
         "--resource-memory-budget-bytes",
         type=int,
@@ -166,18 +165,6 @@ def add_check_command(subparsers: Subparsers) -> None:
     """``pineapple check CONFIG [--fetch] [--plugin MODULE]...``."""
     parser = add_subcommand(subparsers, "check", check_command, config=True, plugins=True)
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
-    add_max_config_bytes(parser)
-
-
-def add_max_config_bytes(parser: argparse.ArgumentParser) -> None:
-    """The ``--max-config-bytes N`` option of every subcommand that reads a config."""
-    parser.add_argument(
-        "--max-config-bytes",
-        type=int,
-        default=Config.max_config_bytes,
-        metavar="N",
-        help="refuse a config file bigger than N bytes",
-    )
 
 
 def check_command(args: argparse.Namespace) -> int:

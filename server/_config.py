@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pineapple import Context, resource
+from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
 from pineapple.resource._closer import close_now  # the closer, not part of the face
 
 __all__ = [
@@ -150,7 +151,7 @@ class Config:
     responder: Responder | None = None
     env: Mapping[str, str] | None = None
     log_level: str = "info"
-    max_config_bytes: int = 16 * 1024 * 1024
+    max_config_bytes: int = DEFAULT_MAX_CONFIG_BYTES
     """A config file bigger than this is refused at step ``read`` (``--max-config-bytes``)."""
     resource_memory_budget_bytes: int = 0
     """Most bytes resource values may hold, counting current, kept previous and

@@ -32,7 +32,6 @@ from pineapple.engine import Engine, OperatorRegistry
 from pineapple.engine.http import go_json
 
 from ._build import BuildError, import_plugins, read_config_file
-from ._cli import add_max_config_bytes
 from ._config import Config
 from ._json_indent import indent_json
 
@@ -76,7 +75,6 @@ def add_run_command(subparsers: Subparsers) -> None:
         metavar="N",
         help="refuse a request (or static resources) file bigger than N bytes",
     )
-    add_max_config_bytes(parser)
     parser.add_argument(
         "--trace",
         action="store_true",
@@ -185,7 +183,7 @@ def _read_input(spec: str, limit: int, what: str) -> bytes:
     if spec == "-":
         return _read_stream(sys.stdin.buffer, limit, what)
     try:
-        return read_config_file(Path(spec), limit)
+        return read_config_file(Path(spec), limit, "--max-request-bytes")
     except BuildError as exc:
         raise RunError(f"error reading {what}: {exc.reason}") from None
 

@@ -19,6 +19,8 @@ import os
 import shutil
 from pathlib import Path
 
+from pineapple._config_file import ConfigReadError, read_config_file
+
 __all__ = ["MAX_STALE_SCAN", "OWNER_FILE", "STORE_PREFIX", "mark_owner", "remove_stale_dirs"]
 
 STORE_PREFIX = "pineapple-"
@@ -65,10 +67,11 @@ def mark_owner(path: Path) -> None:
 def _owner_alive(path: Path) -> bool | None:
     """Whether the owner named in ``path/owner`` still runs; None without a readable mark."""
     try:
-        with open(path / OWNER_FILE, "rb") as source:
-            text = source.read(_OWNER_MAX_BYTES).decode("ascii", "replace")
-    except OSError:
+        # Never blocks: an ``owner`` that is a FIFO or a device is no mark, not a hang.
+        raw = read_config_file(path / OWNER_FILE, _OWNER_MAX_BYTES, "fixed")
+    except ConfigReadError:
         return None
+    text = raw.decode("ascii", "replace")
     parts = text.split()
     if len(parts) != 2 or not parts[0].isdigit():
         return None

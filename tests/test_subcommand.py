@@ -6,6 +6,8 @@ import argparse
 
 import pytest
 
+import server
+from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
 from pineapple._subcommand import add_subcommand
 from pineapple.cli import build_parser
 
@@ -40,6 +42,7 @@ def test_add_subcommand_shows_defaults_and_sets_func_config_and_plugin() -> None
     assert "Do a thing\n" in root.format_help().replace("  ", "")
     args = root.parse_args(["thing", "c.json", "--plugin", "p"])
     assert (args.config, args.plugin, args.func(args)) == ("c.json", ["p"], 7)
+    assert args.max_config_bytes == DEFAULT_MAX_CONFIG_BYTES
 
 
 def test_a_subcommand_without_a_docstring_is_refused() -> None:
@@ -59,3 +62,15 @@ def test_config_and_plugin_are_spelled_alike_in_every_subcommand() -> None:
             configs.add(config.help)
     assert len(plugins) == 1, plugins
     assert configs == {"path of the unified config JSON"}
+
+
+def test_every_subcommand_reading_a_config_bounds_it_with_the_one_default() -> None:
+    readers = {}
+    for name, parser in _subcommands().items():
+        if _option(parser, "config") is not None:
+            limit = _option(parser, "max_config_bytes")
+            assert limit is not None, f"pineapple {name} reads a config without --max-config-bytes"
+            readers[name] = (tuple(limit.option_strings), limit.default)
+    assert set(readers) == {"serve", "check", "run", "dag"}
+    assert set(readers.values()) == {(("--max-config-bytes",), DEFAULT_MAX_CONFIG_BYTES)}
+    assert server.Config.max_config_bytes == DEFAULT_MAX_CONFIG_BYTES

@@ -736,7 +736,8 @@ class OperatorMethods(OperatorRecorder):
             max_memory_mb: Memory one Lua state may allocate, in MiB (default 64); past it the
                 call fails and the state is discarded. (int)
             max_states: Lua states the operator keeps at most (default 8; concurrent calls
-                beyond wait); its Lua memory stays below max_states * max_memory_mb. (int)
+                beyond wait for one, within timeout_ms); its Lua memory stays below max_states *
+                max_memory_mb. (int)
             name: the operator's name in the config (default: type and a hash).
             sources: names of earlier operators this one reads the items of.
             common_input: common fields the operator reads.

@@ -17,9 +17,11 @@ Value mapping, sandbox and formatting: see ``_lua`` (``_values`` and
 once (``concurrent_safe``, so ``data_parallel`` is allowed); each call
 borrows its own Lua state from the operator's pool.
 
-Bounds (``_lua._state``, ``_lua._pool``): a call stops at the request's
-deadline or after ``timeout_ms``, whichever comes first
-(``DeadlineExceededError`` naming the operator); a state may allocate
+Bounds (``_lua._state``, ``_lua._pool``): a call, its wait for a free
+state included, stops at the request's deadline or after ``timeout_ms``,
+whichever comes first (``DeadlineExceededError`` naming the operator), so a
+request without a deadline waits at most ``timeout_ms`` while every state is
+lent; a state may allocate
 ``max_memory_mb`` and the operator keeps at most ``max_states`` states, so
 its Lua memory stays below ``max_states * max_memory_mb``; error texts are
 capped at 4 KiB. The schema is ``blocking``: a server runs pipelines with
@@ -83,7 +85,7 @@ SCHEMA = OperatorSchema(
         "max_states": ParamSpec(
             type="int",
             description=f"Lua states the operator keeps at most (default {DEFAULT_MAX_STATES}; "
-            "concurrent calls beyond wait); its Lua memory stays below "
+            "concurrent calls beyond wait for one, within timeout_ms); its Lua memory stays below "
             "max_states * max_memory_mb.",
         ),
     },

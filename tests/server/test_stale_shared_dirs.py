@@ -51,6 +51,19 @@ def test_only_directories_whose_owner_is_gone_are_removed(tmp_path: Path) -> Non
     assert live.exists() and unmarked.exists() and garbage.exists() and other.exists()
 
 
+@pytest.mark.timeout(30)
+def test_an_owner_file_that_is_no_regular_file_is_no_mark_and_never_blocks(
+    tmp_path: Path,
+) -> None:
+    fifo = _dir(tmp_path, "pineapple-fifo", None)
+    os.mkfifo(fifo / OWNER_FILE)  # no writer ever comes: a blocking open would wait forever
+    device = _dir(tmp_path, "pineapple-device", None)
+    (device / OWNER_FILE).symlink_to("/dev/zero")
+    big = _dir(tmp_path, "pineapple-big", f"{_dead_pid()} 12345" + " " * 100)
+    assert remove_stale_dirs(tmp_path) == []
+    assert fifo.exists() and device.exists() and big.exists()
+
+
 def test_a_new_store_sweeps_its_parent_and_marks_itself(tmp_path: Path) -> None:
     stale = _dir(tmp_path, "pineapple-old", f"{_dead_pid()} 12345\n")
     store = SharedStore.create(tmp_path)

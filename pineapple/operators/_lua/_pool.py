@@ -9,7 +9,9 @@ state is built once and reused for many requests) and keeps at most
 Memory: at most ``max_states`` states exist at once (lent, idle or being
 built), each capped by its own ``max_memory``, so an operator's Lua memory
 never exceeds ``max_states * max_memory``. A borrower finding all of them
-lent waits for one until its deadline. A state that hit its memory limit or
+lent waits for one until its deadline, or at most ``max_wait`` seconds when
+it has none (so a caller without a deadline cannot wait forever behind
+states lent to requests stuck elsewhere). A state that hit its memory limit or
 its deadline is discarded: closed, and the freed heap handed back to the
 operating system (``malloc_trim``), so the process's RSS comes back down.
 """
@@ -26,10 +28,14 @@ from ..._errors import DeadlineExceededError
 from ._errors import LuaRuntimeError
 from ._state import LuaState
 
-__all__ = ["DEFAULT_MAX_IDLE", "DEFAULT_MAX_STATES", "LuaStatePool"]
+__all__ = ["DEFAULT_MAX_IDLE", "DEFAULT_MAX_STATES", "DEFAULT_MAX_WAIT", "LuaStatePool"]
 
 DEFAULT_MAX_IDLE = 32
 DEFAULT_MAX_STATES = 8
+DEFAULT_MAX_WAIT = 1.0
+"""Seconds ``borrow`` waits for a free state when the caller gives no deadline: the
+server's default request deadline and ``transform_by_lua``'s default ``timeout_ms``, so
+a caller without a deadline waits no longer than one with the defaults would."""
 
 
 class LuaStatePool:
@@ -43,9 +49,9 @@ class LuaStatePool:
       lock, and a borrower gives back only what it borrowed.
     - ``_live`` counts states idle, lent or being built; it is raised before
       a state is built and lowered when one is dropped or fails to build, so
-      it never exceeds ``max_states`` (a borrower waits on ``_freed``, with
-      a timeout, while it is at the cap) and ``max_states * max_memory``
-      bounds the pool's Lua memory.
+      it never exceeds ``max_states`` (a borrower waits on ``_freed`` while
+      it is at the cap, until its deadline or for at most ``max_wait``) and
+      ``max_states * max_memory`` bounds the pool's Lua memory.
     - A ``broken`` state (deadline or memory limit hit) is never kept idle:
       ``give_back`` discards it.
     - After ``close``, ``borrow`` raises and returned states are dropped, so
@@ -61,10 +67,14 @@ class LuaStatePool:
         max_idle: int = DEFAULT_MAX_IDLE,
         max_states: int = DEFAULT_MAX_STATES,
         operator: str = "",
+        max_wait: float = DEFAULT_MAX_WAIT,
     ) -> None:
+        if max_wait < 0:
+            raise ValueError(f"max_wait must be >= 0 seconds, got {max_wait}")
         self._factory = factory
         self._max_idle = max_idle
         self._max_states = max_states
+        self._max_wait = max_wait
         self._operator = operator
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
@@ -97,10 +107,13 @@ class LuaStatePool:
     def borrow(self, deadline: float | None = None) -> LuaState:
         """A state for the caller's exclusive use until ``give_back`` or ``discard``.
 
-        Waits (until ``deadline``, ``time.monotonic`` seconds) while
-        ``max_states`` states are lent; past it raises
-        :class:`DeadlineExceededError` naming the operator.
+        Waits (until ``deadline``, ``time.monotonic`` seconds, or for at
+        most ``max_wait`` seconds when it is None) while ``max_states``
+        states are lent; past it raises :class:`DeadlineExceededError`
+        naming the operator.
         """
+        if deadline is None:
+            deadline = time.monotonic() + self._max_wait
         with self._lock:
             # Bounded: each wait ends by the deadline (or when a state is freed).
             while True:
@@ -113,8 +126,8 @@ class LuaStatePool:
                     return self._idle.pop()
                 if self._live < self._max_states:
                     break
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     op = self._operator
                     raise DeadlineExceededError(
                         f'deadline exceeded in operator "{op}" '
