@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pineapple import resource
 from server._build import ConfigFileError
 from server._config_leases import take_lease
-from server._shared import MappedFetcher, SharedStore
+from server._shared import SharedStore
 
-from .test_shared_store import _Source, _table
+from .test_shared_store import _Source, _table, mapping_worker
 
 
 def _files(store: SharedStore, key: str) -> list[str]:
@@ -119,9 +118,7 @@ def test_a_draining_snapshot_keeps_its_value_when_its_entry_leaves(store: Shared
     source = _Source()
     store.publish("feed_data-b", "feed_data", source())
     store.publish_config(b"v1", "v1")
-    manager = resource.Manager()
-    manager.register("feed", MappedFetcher(store, "feed_data-b"), interval=-1)
-    manager.start()
+    manager = mapping_worker(store, "feed_data-b")
     try:
         handle = manager.get("feed")
         assert handle is not None

@@ -40,6 +40,14 @@ class _Source:
         return _table(self.tag)
 
 
+def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
+    """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
+    worker = resource.Manager()
+    worker.register("feed", MappedFetcher(store, key), interval=-1)
+    worker.start()
+    return worker
+
+
 def _titles(table: Any) -> list[str]:
     return [r["title"] for r in table.match({"cat": "c1"}, order_by="score", limit=3)]
 
@@ -49,9 +57,7 @@ def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -
     source = _Source()
     publisher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
     publisher()
-    worker = resource.Manager()
-    worker.register("feed", MappedFetcher(store, "feed_data-k"), interval=-1)
-    worker.start()
+    worker = mapping_worker(store, "feed_data-k")
     try:
         old = worker.get("feed")
         assert old is not None
