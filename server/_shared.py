@@ -54,9 +54,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow
 
 import resources
 from pineapple import PineappleError
+from pineapple._heap_trim import trim_heap
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
 
 from ._build import ConfigFileError, read_config_file
@@ -332,6 +334,19 @@ class SharedStore:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def _release_freed_memory() -> None:
+    """Hand the memory of a table just published and dropped back to the OS.
+
+    Arrow's pool and glibc keep freed pages for reuse, so without this the
+    supervisor's RSS stays at its peak between refreshes. Never fails a publish.
+    """
+    try:
+        pyarrow.default_memory_pool().release_unused()
+        trim_heap()
+    except Exception as exc:  # a missing symbol or an old pyarrow: only memory is lost
+        _log.debug("cannot release freed memory after a publish: %s", exc)
+
+
 def _summary(value: Any) -> str:
     if isinstance(value, resources.FeedTable):
         return f"{len(value)} rows"
@@ -364,6 +379,8 @@ class PublishingFetcher:
             close = getattr(value, "close", None)
             if callable(close):
                 close()
+            del value
+            _release_freed_memory()
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""

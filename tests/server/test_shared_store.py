@@ -127,3 +127,24 @@ def test_file_tables_are_published_whole(tmp_path: Path) -> None:
     assert generation == 1 and got == {"a": 1} and got.source == "x.json"
     store.remove()
     assert not store.path.exists()
+
+
+def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SharedStore.create(tmp_path)
+    trims: list[str] = []
+    monkeypatch.setattr("server._shared.trim_heap", lambda: trims.append("trim"))
+    publisher = PublishingFetcher(_Source(), store, "feed_data-k", "feed_data")
+    try:
+        assert publisher().generation == 1
+        assert trims == ["trim"]  # after the table was published and closed
+
+        def broken() -> None:
+            raise OSError("no malloc_trim here")
+
+        monkeypatch.setattr("server._shared.trim_heap", broken)
+        assert publisher().generation == 2  # the publish stands
+        assert store.generation("feed_data-k") == 2
+    finally:
+        store.remove()
