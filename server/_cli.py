@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 from pineapple._subcommand import Subparsers, add_subcommand
 
@@ -31,11 +32,13 @@ def add_serve_command(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--workers",
         type=_workers,
+        action=_WorkersAction,
         default=1,
         help="worker processes (auto: one per CPU this process may use, capped by its "
         "cgroup CPU quota); with 2 or more, a supervisor loads the "
         "data resources once and every worker maps the same shared snapshots",
     )
+    parser.set_defaults(workers_auto=None)
     parser.add_argument(
         "--shared-dir",
         default=None,
@@ -112,16 +115,31 @@ def _workers(text: str) -> int | CpuCount:
         raise argparse.ArgumentTypeError(f"not a count or 'auto': {text!r}") from None
 
 
+class _WorkersAction(argparse.Action):
+    """``--workers``: the count in ``workers``; for ``auto``, why, in ``workers_auto``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, CpuCount):
+            namespace.workers_auto = values
+            values = values.cpus
+        namespace.workers = values
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """Serve a unified config over HTTP, reloading it when it changes.
 
     Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or
     POST /admin/reload; SIGTERM drains and exits 0.
     """
-    if isinstance(args.workers, CpuCount):
+    if args.workers_auto is not None:
         _configure_logging(args.log_level)
-        _log.info("--workers auto: %s", args.workers)
-        args.workers = args.workers.cpus
+        _log.info("--workers auto: %s", args.workers_auto)
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2

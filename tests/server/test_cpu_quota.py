@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
 import pytest
 
+from server._cli import add_serve_command
 from server._cpu_quota import CpuQuota, cgroup_quota, usable_cpus
 
 from .fakes import dump, items_resource, unified_config
@@ -114,3 +116,13 @@ def test_serve_logs_the_auto_decision(tmp_path: Path) -> None:
     assert result.returncode == 1
     want = usable_cpus()
     assert f"--workers auto: {want.cpus} ({want.reason})" in result.stderr, result.stderr
+
+
+def test_the_parsed_count_is_an_int_and_auto_keeps_its_reason() -> None:
+    parser = argparse.ArgumentParser()
+    add_serve_command(parser.add_subparsers())
+    auto = parser.parse_args(["serve", "c.json", "--workers", "auto"])
+    assert auto.workers == usable_cpus().cpus and isinstance(auto.workers, int)
+    assert auto.workers_auto == usable_cpus()
+    counted = parser.parse_args(["serve", "c.json", "--workers", "3"])
+    assert (counted.workers, counted.workers_auto) == (3, None)
