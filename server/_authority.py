@@ -20,7 +20,9 @@ Guarantees:
   unpins (each waits at most ``start_timeout`` for it), so the pins carried
   into a new publisher and the ``_pins`` entry describe the same one.
 - A config generation is published only after its data resources were, so a
-  worker building it finds every snapshot it names.
+  worker building it finds every snapshot it names. After each reload, applied
+  or not, the store is told which entries the newest generation names
+  (``SharedStore.retire``): the others go once no worker needs them.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
   nothing and is answered ``shutting down``, unrecorded; so is a busy one.
 """
@@ -60,6 +62,8 @@ class ConfigAuthority(ReloadPolicy):
         """Set by the supervisor when it shuts down."""
         self.publisher: resource.Manager | None = None
         self._accepted_hash: str | None = None
+        self._named: set[str] = set()
+        """The store keys of the shared entries the publisher holds."""
         self.generation = 0
         """The config generation every worker serves or is switching to."""
 
@@ -76,13 +80,22 @@ class ConfigAuthority(ReloadPolicy):
 
     # -- data ---------------------------------------------------------------------------
 
-    def _registry(self) -> resource.Registry:
+    def _registry(self, named: set[str]) -> resource.Registry:
         base = self.config.registry or resource.default_registry()
-        return publishing_registry(base, self.store)
+        return publishing_registry(base, self.store, named)
 
-    def load(self, data: bytes, carry_over: resource.Manager | None = None) -> resource.Manager:
-        """Fetch and publish every data resource of ``data``; the started Manager."""
-        manager = resource.Manager(self._registry(), start_timeout=self.config.start_timeout)
+    def load(
+        self,
+        data: bytes,
+        carry_over: resource.Manager | None = None,
+        named: set[str] | None = None,
+    ) -> resource.Manager:
+        """Fetch and publish every data resource of ``data``; the started Manager.
+
+        The store key of each of its shared entries is added to ``named``.
+        """
+        registry = self._registry(set() if named is None else named)
+        manager = resource.Manager(registry, start_timeout=self.config.start_timeout)
         try:
             manager.load_from_root_config(
                 data,
@@ -115,18 +128,24 @@ class ConfigAuthority(ReloadPolicy):
         Raises (``BuildError`` and whatever a fetch raises) with nothing published
         but the data snapshots of the new entries, which no manifest config names.
         """
-        Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
-        manager = self.load(data, carry_over=self.publisher)
+        named: set[str] = set()
         try:
-            self._carry_pins(self.publisher, manager)
-            generation = self.store.publish_config(data, digest)
-        except Exception:
-            manager.stop()
-            raise
-        old, self.publisher = self.publisher, manager
-        self._accepted_hash, self.generation = digest, generation
-        if old is not None:
-            old.stop()
+            Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
+            manager = self.load(data, carry_over=self.publisher, named=named)
+            try:
+                self._carry_pins(self.publisher, manager)
+                generation = self.store.publish_config(data, digest)
+            except Exception:
+                manager.stop()
+                raise
+            old, self.publisher = self.publisher, manager
+            self._accepted_hash, self.generation, self._named = digest, generation, named
+            if old is not None:
+                old.stop()
+        finally:
+            # Applied or not, and after old.stop() (nothing publishes them again): the
+            # entries the serving generation does not name go once no worker needs them.
+            self.store.retire(self._named)
         self._publish_pins()
         return generation
 

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
+from typing import Any
 
 from pineapple._subcommand import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
 from ._build import BuildError, CheckError
 from ._config import Config
-from ._run import check, exit_within, run
+from ._cpu_quota import CpuCount, usable_cpus
+from ._run import _configure_logging, check, exit_within, run
 
 __all__ = ["add_check_command", "add_serve_command"]
+
+_log = logging.getLogger("pineapple.server")
 
 
 def add_serve_command(subparsers: Subparsers) -> None:
@@ -29,10 +32,13 @@ def add_serve_command(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--workers",
         type=_workers,
+        action=_WorkersAction,
         default=1,
-        help="worker processes (auto: one per core); with 2 or more, a supervisor loads the "
+        help="worker processes (auto: one per CPU this process may use, capped by its "
+        "cgroup CPU quota); with 2 or more, a supervisor loads the "
         "data resources once and every worker maps the same shared snapshots",
     )
+    parser.set_defaults(workers_auto=None)
     parser.add_argument(
         "--shared-dir",
         default=None,
@@ -98,18 +104,30 @@ def add_serve_command(subparsers: Subparsers) -> None:
     )
 
 
-def _workers(text: str) -> int:
-    """``--workers``: a count, or ``auto`` for the number of cores this process may use."""
+def _workers(text: str) -> int | CpuCount:
+    """``--workers``: a count, or ``auto`` for the CPUs this process may use (``_cpu_quota``)."""
     if text == "auto":
-        return (
-            len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity")
-            else (os.cpu_count() or 1)
-        )
+        return usable_cpus()
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a count or 'auto': {text!r}") from None
+
+
+class _WorkersAction(argparse.Action):
+    """``--workers``: the count in ``workers``; for ``auto``, why, in ``workers_auto``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if isinstance(values, CpuCount):
+            namespace.workers_auto = values
+            values = values.cpus
+        namespace.workers = values
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -118,6 +136,9 @@ def serve_command(args: argparse.Namespace) -> int:
     Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or
     POST /admin/reload; SIGTERM drains and exits 0.
     """
+    if args.workers_auto is not None:
+        _configure_logging(args.log_level)
+        _log.info("--workers auto: %s", args.workers_auto)
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
         return 2

@@ -20,6 +20,14 @@ Guarantees:
   only read. A generation's files are unlinked once a newer generation of the
   same key is in the manifest; a worker still mapping them keeps its pages
   until it unmaps them (the kernel frees them after the last unmap).
+- An entry that the newest config generation no longer names (a reload
+  dropped or renamed its resource, or a failed reload fetched it) is removed,
+  manifest entry then files, once no worker may still build a generation that
+  named it (``_config_leases``: every worker has read a newer config). Until
+  then a worker building such a generation finds its files; after, no worker
+  opens them (a draining snapshot keeps its own mapping, and its fetcher
+  answers ``NOT_MODIFIED`` for an entry that left the manifest). The
+  supervisor calls :meth:`SharedStore.sweep` every half second.
 - A failed publish (``SnapshotWriteError``, e.g. ``/dev/shm`` full) leaves the
   manifest and the last good snapshot as they were, and the fetch fails: the
   supervisor's Manager keeps its last good value and retries with backoff.
@@ -46,12 +54,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow
 
 import resources
 from pineapple import PineappleError
+from pineapple._heap_trim import trim_heap
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
 
 from ._build import ConfigFileError, read_config_file
+from ._config_leases import HeldGenerations, take_lease
 from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
 __all__ = [
@@ -125,6 +136,14 @@ class SharedStore:
         self.path = Path(path)
         self.manifest_path = self.path / "manifest.json"
         self._lock = threading.Lock()
+        self._held = HeldGenerations()
+        """Supervisor: the config generations a worker may still build from."""
+        self._config_generation = 0
+        """Supervisor: the config generation last published."""
+        self._dropped: dict[str, int] = {}
+        """Supervisor: ``key -> newest config generation that may name it`` of unnamed entries."""
+        self._lease: tuple[int, int] | None = None
+        """Worker: ``(generation, descriptor)`` of the config generation it last read."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -195,6 +214,7 @@ class SharedStore:
             try:
                 with open(self.path / name, "wb") as out:
                     out.write(data)
+                self._held.hold(generation, self.path / name)
             except OSError as exc:
                 (self.path / name).unlink(missing_ok=True)
                 raise resources.SnapshotWriteError(
@@ -208,11 +228,42 @@ class SharedStore:
             try:
                 self._write(manifest)
             except resources.SnapshotWriteError:
+                self._held.forget(generation)
                 (self.path / name).unlink(missing_ok=True)
                 raise
             if old is not None:
                 (self.path / str(old["file"])).unlink(missing_ok=True)
+            self._config_generation = generation
         return generation
+
+    def retire(self, named: set[str]) -> None:
+        """Entries the newest config generation does not name go once no worker needs them.
+
+        ``named``: the keys of every shared entry of the config generation last
+        published (the supervisor calls this after a reload, successful or not).
+        """
+        with self._lock:
+            unnamed = {k for k in self.manifest() if not k.startswith("_") and k not in named}
+            newest_naming = self._config_generation - 1  # a later one may name them again
+            self._dropped = {k: self._dropped.get(k, newest_naming) for k in unnamed}
+
+    def sweep(self) -> list[str]:
+        """Remove the retired entries no worker may still open (see Guarantees); their keys."""
+        with self._lock:
+            oldest = self._held.oldest(self._config_generation)
+            gone = sorted(k for k, newest in self._dropped.items() if newest < oldest)
+            if not gone:
+                return []
+            manifest = self.manifest()
+            entries = [manifest.pop(k) for k in gone if k in manifest]
+            self._write(manifest)  # SnapshotWriteError: nothing removed, the next sweep retries
+            for key in gone:
+                del self._dropped[key]
+            for entry in entries:
+                for path in resources.snapshot_files(entry["kind"], self.path / entry["stem"]):
+                    path.unlink(missing_ok=True)
+        _log.info("removed %d shared snapshot(s) no config names any more", len(gone))
+        return gone
 
     def read_config(self, max_bytes: int) -> tuple[int, bytes]:
         """``(generation, bytes)`` of the newest accepted config; ``ConfigFileError`` if none."""
@@ -221,14 +272,28 @@ class SharedStore:
             entry = self.manifest().get(CONFIG_ENTRY)
             if entry is None:
                 break
+            generation, path = int(entry["generation"]), self.path / str(entry["file"])
             try:
-                return int(entry["generation"]), read_config_file(
-                    self.path / str(entry["file"]), max_bytes
-                )
+                lease = take_lease(path)  # held until this worker reads a newer generation
+                try:
+                    data = read_config_file(path, max_bytes)
+                except BaseException:
+                    os.close(lease)
+                    raise
             except ConfigFileError:
                 if self.manifest().get(CONFIG_ENTRY) == entry:
                     raise  # not replaced meanwhile: a real failure
+                continue
+            self._keep_lease(generation, lease)
+            return generation, data
         raise ConfigFileError(self.path, "holds no config accepted by the supervisor")
+
+    def _keep_lease(self, generation: int, fd: int) -> None:
+        """Hold the lease on ``generation`` and release the one this worker held before."""
+        with self._lock:
+            old, self._lease = self._lease, (generation, fd)
+        if old is not None:
+            os.close(old[1])
 
     def _write(self, manifest: dict[str, Any]) -> None:
         try:
@@ -264,7 +329,22 @@ class SharedStore:
 
     def remove(self) -> None:
         """Delete the directory and every snapshot in it (the supervisor, at exit)."""
+        with self._lock:
+            self._held.close()
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _release_freed_memory() -> None:
+    """Hand the memory of a table just published and dropped back to the OS.
+
+    Arrow's pool and glibc keep freed pages for reuse, so without this the
+    supervisor's RSS stays at its peak between refreshes. Never fails a publish.
+    """
+    try:
+        pyarrow.default_memory_pool().release_unused()
+        trim_heap()
+    except Exception as exc:  # a missing symbol or an old pyarrow: only memory is lost
+        _log.debug("cannot release freed memory after a publish: %s", exc)
 
 
 def _summary(value: Any) -> str:
@@ -299,6 +379,8 @@ class PublishingFetcher:
             close = getattr(value, "close", None)
             if callable(close):
                 close()
+            del value
+            _release_freed_memory()
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
@@ -322,8 +404,8 @@ class MappedFetcher:
         self.generation = 0
 
     def __call__(self) -> Any:
-        if self.generation and self._store.generation(self.key) == self.generation:
-            return NOT_MODIFIED
+        if self.generation and self._store.generation(self.key) in (self.generation, 0):
+            return NOT_MODIFIED  # unchanged, or no config names it any more (this one drains)
         generation, value = self._store.open(self.key)
         self.generation = generation
         return value
@@ -347,14 +429,21 @@ class _Unshared:
         return None
 
 
-def publishing_registry(base: Registry, store: SharedStore) -> Registry:
-    """``base`` with shared types publishing into ``store`` and the rest not fetched."""
+def publishing_registry(
+    base: Registry, store: SharedStore, named: set[str] | None = None
+) -> Registry:
+    """``base`` with shared types publishing into ``store`` and the rest not fetched.
+
+    The key of every shared entry whose fetcher is made is added to ``named``.
+    """
 
     def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
         def make(params: dict[str, Any]) -> Fetcher:
-            return PublishingFetcher(
-                factory(params), store, entry_key(type_name, params), type_name
-            )
+            key = entry_key(type_name, params)
+            fetcher = PublishingFetcher(factory(params), store, key, type_name)
+            if named is not None:
+                named.add(key)
+            return fetcher
 
         return make
 

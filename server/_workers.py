@@ -24,7 +24,9 @@ Guarantees:
   worker still starting (no follower yet) is stopped by ``PR_SET_PDEATHSIG``
   (Linux; workers are spawned only from the main thread, which it watches).
 - At exit, workers are stopped (SIGTERM, then SIGKILL after the drain time),
-  then the store's directory is deleted.
+  then the store's directory is deleted. Before that, every ``SWEEP_SECONDS``,
+  the snapshots of entries that no config names any more and that no worker
+  may still build from are removed (``SharedStore.sweep``).
 """
 
 from __future__ import annotations
@@ -51,11 +53,19 @@ from ._shared import SharedStore
 from ._watcher import ConfigWatcher
 from ._worker_main import worker_main
 
-__all__ = ["MAX_RESTARTS", "RESTART_WINDOW_SECONDS", "Supervisor", "run_supervisor"]
+__all__ = [
+    "MAX_RESTARTS",
+    "RESTART_WINDOW_SECONDS",
+    "SWEEP_SECONDS",
+    "Supervisor",
+    "run_supervisor",
+]
 
 MAX_RESTARTS = 5
 """A worker exiting more often than this within the window makes the supervisor give up."""
 RESTART_WINDOW_SECONDS = 60.0
+SWEEP_SECONDS = 0.5
+"""How often the supervisor removes the snapshots no config names and no worker needs."""
 
 _log = logging.getLogger("pineapple.server")
 
@@ -130,11 +140,12 @@ class Supervisor:
         return self._supervise()
 
     def _supervise(self) -> int:
-        # Bounded: each wait lasts at most 0.5 s; the loop ends when every worker has exited.
+        # Bounded: each wait lasts at most SWEEP_SECONDS; ends when every worker has exited.
         failed = False
         while self.workers:
             sentinels = [w.proc.sentinel for w in self.workers]
-            multiprocessing.connection.wait(sentinels, timeout=0.5)
+            multiprocessing.connection.wait(sentinels, timeout=SWEEP_SECONDS)
+            self._sweep()
             for worker in [w for w in self.workers if w.proc.exitcode is not None]:
                 code = worker.proc.exitcode
                 worker.pipe.close()
@@ -155,6 +166,13 @@ class Supervisor:
                     continue
                 self.workers[self.workers.index(worker)] = self._spawn(worker.index)
         return 1 if failed else 0
+
+    def _sweep(self) -> None:
+        """Remove the shared snapshots no config names and no worker needs any more."""
+        try:
+            self.store.sweep()
+        except (PineappleError, OSError, ValueError) as exc:  # ValueError: a bad manifest
+            _log.warning("cannot remove unnamed shared snapshots (tried again soon): %s", exc)
 
     def _may_restart(self) -> bool:
         now = time.monotonic()

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import psutil
 import pytest
 
 from .test_e2e import ServeProcess
-from .test_shared_workers import _SEEN, _config, _fill, _wait_workers, _workers
+from .test_shared_workers import _SEEN, _config, _fill, _recall, _wait_workers, _workers
 
 pytestmark = pytest.mark.e2e
 
@@ -209,3 +210,49 @@ def test_pins_are_the_supervisors_and_hold_in_every_worker(served: Served) -> No
     response = httpx.post(f"{served.url}/admin/resources/feed/refresh", timeout=30)
     assert response.json()["result"] == "swapped", response.text
     assert served.feed_generation() == 2
+
+
+def test_a_renamed_resource_leaves_the_store_once_every_worker_moved_on(served: Served) -> None:
+    pids = _wait_workers(served.server, 2)
+    (store,) = served.shared.iterdir()
+    (old,) = [k for k in served.manifest() if k.startswith("feed_data-")]
+    assert list(store.glob(f"{old}.*"))
+    want = _recall(served.server)
+    answers: list[list[int]] = []
+    stop = threading.Event()
+
+    def in_flight() -> None:  # requests all through the reload, each on a new connection
+        while not stop.is_set():  # bounded: the test sets stop within DEADLINE
+            answers.append(_recall(served.server))
+
+    client = threading.Thread(target=in_flight)
+    client.start()
+    try:
+        data = _config(served.db)
+        feed = data["resource_config"].pop("feed")
+        feed["interval"] = SLOW_INTERVAL
+        feed["params"]["version_query"] = "SELECT COUNT(*) FROM items WHERE id >= 0"  # a new key
+        data["resource_config"]["catalog"] = feed
+        data["pipeline_config"]["operators"]["recall"]["resource_name"] = "catalog"
+        _write(served.config, data)
+
+        def everywhere() -> bool:
+            bodies = _configs(served, pids).values()
+            return {b["shared"]["config_generation"] for b in bodies} == {2}
+
+        _until("every worker serves config generation 2", everywhere)
+        switched = time.monotonic()
+        _until("the dropped entry's files are gone", lambda: not list(store.glob(f"{old}.*")))
+        assert time.monotonic() - switched < 5.0  # a sweep every 0.5 s
+        count = len(answers)
+        _until("requests still flow", lambda: len(answers) > count + 5)
+    finally:
+        stop.set()
+        client.join(DEADLINE)
+    assert answers and all(a == want for a in answers)
+    manifest = served.manifest()
+    assert old not in manifest
+    assert [k for k in manifest if k.startswith("feed_data-")] != []
+    log = "".join(served.server.log)
+    assert "removed 1 shared snapshot(s) no config names any more" in log
+    assert "WARNING" not in log and "ERROR" not in log, log

@@ -40,6 +40,14 @@ class _Source:
         return _table(self.tag)
 
 
+def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
+    """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
+    worker = resource.Manager()
+    worker.register("feed", MappedFetcher(store, key), interval=-1)
+    worker.start()
+    return worker
+
+
 def _titles(table: Any) -> list[str]:
     return [r["title"] for r in table.match({"cat": "c1"}, order_by="score", limit=3)]
 
@@ -49,9 +57,7 @@ def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -
     source = _Source()
     publisher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
     publisher()
-    worker = resource.Manager()
-    worker.register("feed", MappedFetcher(store, "feed_data-k"), interval=-1)
-    worker.start()
+    worker = mapping_worker(store, "feed_data-k")
     try:
         old = worker.get("feed")
         assert old is not None
@@ -121,3 +127,24 @@ def test_file_tables_are_published_whole(tmp_path: Path) -> None:
     assert generation == 1 and got == {"a": 1} and got.source == "x.json"
     store.remove()
     assert not store.path.exists()
+
+
+def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SharedStore.create(tmp_path)
+    trims: list[str] = []
+    monkeypatch.setattr("server._shared.trim_heap", lambda: trims.append("trim"))
+    publisher = PublishingFetcher(_Source(), store, "feed_data-k", "feed_data")
+    try:
+        assert publisher().generation == 1
+        assert trims == ["trim"]  # after the table was published and closed
+
+        def broken() -> None:
+            raise OSError("no malloc_trim here")
+
+        monkeypatch.setattr("server._shared.trim_heap", broken)
+        assert publisher().generation == 2  # the publish stands
+        assert store.generation("feed_data-k") == 2
+    finally:
+        store.remove()

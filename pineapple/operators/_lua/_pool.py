@@ -18,13 +18,12 @@ operating system (``malloc_trim``), so the process's RSS comes back down.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import threading
 import time
 from collections.abc import Callable
 
 from ..._errors import DeadlineExceededError
+from ..._heap_trim import trim_heap
 from ._errors import LuaRuntimeError
 from ._state import LuaState
 
@@ -207,22 +206,3 @@ class LuaStatePool:
                 "active_count": self.active,
                 "idle_count": len(self._idle),
             }
-
-
-_LIBC_TRIM: Callable[[int], int] | None = None
-_LIBC_LOOKED = False
-
-
-def trim_heap() -> None:
-    """Ask glibc to give freed heap pages back to the OS (a no-op without glibc)."""
-    global _LIBC_TRIM, _LIBC_LOOKED
-    if not _LIBC_LOOKED:
-        # Guarantees: racing first calls all look up the same symbol; any write wins.
-        name = ctypes.util.find_library("c")
-        try:
-            _LIBC_TRIM = ctypes.CDLL(name).malloc_trim if name else None
-        except (OSError, AttributeError):
-            _LIBC_TRIM = None
-        _LIBC_LOOKED = True
-    if _LIBC_TRIM is not None:
-        _LIBC_TRIM(0)
