@@ -43,6 +43,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._patterns import bound_patterns
+
 __all__ = [
     "HOOK_INSTRUCTIONS",
     "MAX_MEMORY",
@@ -250,6 +252,8 @@ class LuaBackend:
             overflow_handler=float,
             max_memory=max_memory,
         )
+        if self.name == "lua51":
+            bound_patterns(rt)  # before the prelude: it takes the C functions first
         arm, disarm = rt.execute(_PRELUDE, name="=sandbox")
         return SandboxedRuntime(rt, arm, disarm)
 
