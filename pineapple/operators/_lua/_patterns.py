@@ -74,6 +74,10 @@ local TWO63 = 2 ^ 63
 -- luaL_error does: ENTRY holds the first line of each public wrapper, and
 -- raise() walks up to the first of them and reports its caller.
 local ENTRY = {}
+-- No function on the way from a wrapper to raise() may tail-call: a tail
+-- call drops the caller's frame, which raise() looks for. pass(f()) calls f
+-- as a plain call; (f()) keeps one value.
+local function pass(...) return ... end
 local function entry_level()
   for level = 3, 64 do
     local info = getinfo(level, "S")
@@ -287,13 +291,14 @@ local function compile(raw, anchoring)
 end
 
 local ANCHORED, GMATCHED, ncompiled = {}, {}, 0
-local function compiled(cache, p)
-  local P = cache[p]
+-- The parsed pattern (anchoring: '^' anchors it, as in find, match and gsub).
+local function compiled(anchoring, p)
+  local P = (anchoring and ANCHORED or GMATCHED)[p]
   if P then return P end
   if ncompiled >= 512 then ANCHORED, GMATCHED, ncompiled = {}, {}, 0 end
-  P = compile(p, cache == ANCHORED)
-  ncompiled = ncompiled + 1
-  if cache == ANCHORED then ANCHORED[p] = P else GMATCHED[p] = P end
+  P = compile(p, anchoring)
+  local cache = anchoring and ANCHORED or GMATCHED
+  cache[p], ncompiled = P, ncompiled + 1
   return P
 end
 
@@ -346,7 +351,7 @@ local function prepare(P)
     end
   end
   P.run, P.before_dollar = run, last
-  P.skip = (kinds[1] == SINGLE or kinds[1] == PLUS) and items[1] or nil
+  P.skip = not P.anchor and (kinds[1] == SINGLE or kinds[1] == PLUS) and items[1] or nil
   P.set = set
 end
 
@@ -478,7 +483,7 @@ local function captures(P, s, st, e)
     if st then return sub(s, st, e - 1) end
     return
   end
-  if nl == 1 then return capture(P, 1, s, st, e) end
+  if nl == 1 then return (capture(P, 1, s, st, e)) end
   local t = {}
   for l = 1, nl do t[l] = capture(P, l, s, st, e) end
   return unpack(t, 1, nl)
@@ -488,8 +493,7 @@ local function plain_find(s, p, st, n)
   local lp = #p
   if lp == 0 then return st, st - 1 end
   if (n - st + 1) * lp <= BUDGET then
-    local i, j = find(s, p, st, true)
-    return i, j
+    return find(s, p, st, true)
   end
   local span, pos = floor(BUDGET / lp) + 1, st
   while pos + lp - 1 <= n do
@@ -510,7 +514,7 @@ local function find_aux(isfind, s, p, init, plain)
   local st = posrelat(check_integer(init, 3, 1), n) - 1
   if st < 0 then st = 0 elseif st > n then st = n end
   st = st + 1
-  local P = compiled(ANCHORED, p)
+  local P = compiled(true, p)
   if isfind and (plain or P.nospecials) then return plain_find(s, p, st, n) end
   if fits(P, s, n) then
     if isfind then return find(s, p, init, plain) end
@@ -524,16 +528,13 @@ local function find_aux(isfind, s, p, init, plain)
     local e = do_match(P, s, n, pos)
     if e then
       if isfind then return pos, e - 1, captures(P, s, nil, nil) end
-      return captures(P, s, pos, e)
+      return pass(captures(P, s, pos, e))
     end
     pos = pos + 1
   until pos > n + 1 or P.anchor
   return nil
 end
 
--- The wrappers call their slow paths without a tail call: a tail call would
--- drop the wrapper's frame, which raise() looks for.
-local function pass(...) return ... end
 
 string.find = function(s, p, init, plain)
   if type(s) == "string" and type(p) == "string" and (init == nil or type(init) == "number") then
@@ -561,7 +562,7 @@ local function iterator(P, s, n)
       local e = do_match(P, s, n, st)
       if e then
         pos = e == st and e + 1 or e
-        return captures(P, s, st, e)
+        return pass(captures(P, s, st, e))
       end
       pos = st + 1
     end
@@ -572,7 +573,7 @@ end
 local function gmatch_slow(s, p)
   s = check_string(s, 1)
   p = check_string(p, 2)
-  local P = compiled(GMATCHED, p)
+  local P = compiled(false, p)
   local n = #s
   if fits(P, s, n) then return gmatch(s, p) end
   prepare(P)
@@ -636,11 +637,15 @@ local function expand(repl, P, s, st, e)
 end
 
 local function replacement(P, s, st, e, repl, tr)
-  if tr == "string" then return expand(repl, P, s, st, e) end
+  if tr == "string" then return (expand(repl, P, s, st, e)) end
   local v
-  if tr == "function" then v = repl(captures(P, s, st, e)) else v = repl[capture(P, 1, s, st, e)] end
+  if tr == "function" then
+    v = repl(captures(P, s, st, e))
+  else
+    v = repl[capture(P, 1, s, st, e)]
+  end
   if not v then return sub(s, st, e - 1) end
-  return checked_value(v)
+  return (checked_value(v))
 end
 
 local function gsub_slow(s, p, repl, max_s)
@@ -652,14 +657,14 @@ local function gsub_slow(s, p, repl, max_s)
   local tr = type(repl)
   if not REPL_OK[tr] then bad_argument(3, "string/function/table expected") end
   if tr == "number" then repl, tr = repl .. "", "string" end
-  local P = compiled(ANCHORED, p)
+  local P = compiled(true, p)
   if fits(P, s, n) and (tr ~= "string" or highest_ref(repl) <= P.maxref) then
     if tr == "string" then return gsub(s, p, repl, max_s) end
     local f = repl
     if tr == "table" then
-      return gsub(s, p, function(c) return checked_value(f[c]) end, max_s)
+      return gsub(s, p, function(c) return (checked_value(f[c])) end, max_s)
     end
-    return gsub(s, p, function(...) return checked_value(f(...)) end, max_s)
+    return gsub(s, p, function(...) return (checked_value(f(...))) end, max_s)
   end
   prepare(P)
   local out, no, keep, pos, count = {}, 0, 1, 1, 0
