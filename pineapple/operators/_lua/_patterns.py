@@ -536,18 +536,21 @@ local function find_aux(isfind, s, p, init, plain)
 end
 
 
+-- The fast paths: a cached pattern (so p is a string), a string subject
+-- within the pattern's safe length, and arguments C cannot refuse.
 string.find = function(s, p, init, plain)
-  if type(s) == "string" and type(p) == "string" and (init == nil or type(init) == "number") then
-    local P = ANCHORED[p]
-    if P and #s <= (plain and P.psafe or P.fsafe) then return find(s, p, init, plain) end
+  local P = ANCHORED[p]
+  if P and type(s) == "string" and #s <= (plain and P.psafe or P.fsafe)
+    and (init == nil or type(init) == "number") then
+    return find(s, p, init, plain)
   end
   return pass(find_aux(true, s, p, init, plain))
 end
 
 string.match = function(s, p, init)
-  if type(s) == "string" and type(p) == "string" and (init == nil or type(init) == "number") then
-    local P = ANCHORED[p]
-    if P and #s <= P.safe then return match(s, p, init) end
+  local P = ANCHORED[p]
+  if P and type(s) == "string" and #s <= P.safe and (init == nil or type(init) == "number") then
+    return match(s, p, init)
   end
   return pass(find_aux(false, s, p, init))
 end
@@ -581,10 +584,8 @@ local function gmatch_slow(s, p)
 end
 
 string.gmatch = function(s, p)
-  if type(s) == "string" and type(p) == "string" then
-    local P = GMATCHED[p]
-    if P and #s <= P.safe then return gmatch(s, p) end
-  end
+  local P = GMATCHED[p]
+  if P and type(s) == "string" and #s <= P.safe then return gmatch(s, p) end
   local it = gmatch_slow(s, p)
   return it
 end
@@ -696,12 +697,10 @@ local function gsub_slow(s, p, repl, max_s)
 end
 
 string.gsub = function(s, p, repl, max_s)
-  if type(s) == "string" and type(p) == "string" and type(repl) == "string"
+  local P, top = ANCHORED[p], REFS[repl] -- REFS: replacement strings seen before
+  if P and top and top <= P.maxref and type(s) == "string" and #s <= P.safe
     and (max_s == nil or type(max_s) == "number") then
-    local P = ANCHORED[p]
-    if P and #s <= P.safe and (REFS[repl] or highest_ref(repl)) <= P.maxref then
-      return gsub(s, p, repl, max_s)
-    end
+    return gsub(s, p, repl, max_s)
   end
   local r, count = gsub_slow(s, p, repl, max_s)
   return r, count
