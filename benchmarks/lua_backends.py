@@ -1,8 +1,10 @@
 """Lua 5.1 (the default, with the time hook) against LuaJIT: ``python -m benchmarks.lua_backends``.
 
 Each backend runs in a child interpreter (``PINEAPPLE_LUA_BACKEND`` is read
-once per process): an item function over 1,000 items and a 200,000-step loop
-in a common function, through the engine, median of 200 runs after 20 warm-ups.
+once per process): an item function over 1,000 items, a 200,000-step loop in
+a common function, and an item function calling ``string.find``, ``gsub`` and
+``match`` on a short string per item (the cost of the bounded patterns),
+through the engine, median of 200 runs after 20 warm-ups.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ WARMUP = 20
 
 
 def _config() -> dict[str, Any]:
-    items = [{"x": i} for i in range(1000)]
+    items = [{"x": i, "w": f"item {i}  of  the  list"} for i in range(1000)]
+    text = (
+        "function h() local s = string.gsub(w, '%s+', ' ')\n"
+        "  return string.find(s, 'of', 1, true) + #string.match(s, '^(%a+)') end"
+    )
     loop = "function g() local s = 0 for i = 1, 200000 do s = s + i end return s end"
     return {
         "pipeline_config": {
@@ -29,13 +35,19 @@ def _config() -> dict[str, Any]:
                 "rec": {
                     "type_name": "recall_static",
                     "items": items,
-                    "$metadata": {"item_output": ["x"]},
+                    "$metadata": {"item_output": ["x", "w"]},
                 },
                 "item": {
                     "type_name": "transform_by_lua",
                     "lua_script": "function f() return x * 2 + 1 end",
                     "function_for_item": "f",
                     "$metadata": {"item_input": ["x"], "item_output": ["y"]},
+                },
+                "text": {
+                    "type_name": "transform_by_lua",
+                    "lua_script": text,
+                    "function_for_item": "h",
+                    "$metadata": {"item_input": ["w"], "item_output": ["z"]},
                 },
                 "loop": {
                     "type_name": "transform_by_lua",
@@ -49,6 +61,7 @@ def _config() -> dict[str, Any]:
         "pipeline_group": {
             "main": {"pipeline": ["rec", "item"]},
             "loop": {"pipeline": ["loop"]},
+            "text": {"pipeline": ["rec", "text"]},
         },
         "flow_contract": {"common_input": ["n"], "item_output": ["y"], "common_output": ["s"]},
     }
@@ -62,7 +75,7 @@ def measure() -> dict[str, float]:
     engine = Engine(_config(), registry=builtins.operator_registry())
     ctx = Context()
     out: dict[str, float] = {}
-    for group in ("main", "loop"):
+    for group in ("main", "loop", "text"):
         request = {"common": {"n": 1}, "items": []}
         for _ in range(WARMUP):
             engine.execute(ctx, request, group=group)
@@ -79,10 +92,13 @@ def measure() -> dict[str, float]:
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         result = measure()
-        print(f"{result['main']:.3f} {result['loop']:.3f}")
+        print(f"{result['main']:.3f} {result['loop']:.3f} {result['text']:.3f}")
         return 0
-    print("| backend | 1,000 items, item function | 200,000-step loop, common function |")
-    print("|---|---|---|")
+    print(
+        "| backend | 1,000 items, item function | 200,000-step loop, common function "
+        "| 1,000 items, find/gsub/match |"
+    )
+    print("|---|---|---|---|")
     for backend in ("lua51", "luajit21"):
         env = {**os.environ, "PINEAPPLE_LUA_BACKEND": backend}
         done = subprocess.run(
@@ -93,8 +109,8 @@ def main() -> int:
             env=env,
             check=True,
         )
-        items, loop = done.stdout.split()
-        print(f"| {backend} | {items} ms | {loop} ms |")
+        items, loop, text = done.stdout.split()
+        print(f"| {backend} | {items} ms | {loop} ms | {text} ms |")
     return 0
 
 

@@ -41,6 +41,7 @@ SCRIPTS: dict[str, str] = {
     ),
     "fn": "function f() return function() end end",
     "shout": "function f() error(string.rep('x', n)) end",
+    "pattern": "function f() return (string.find(string.rep('a', n), '.-.-.-.-.-b')) end",
 }
 
 

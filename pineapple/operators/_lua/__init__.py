@@ -1,6 +1,7 @@
 """The Lua runtime behind ``transform_by_lua`` (private to the operators package).
 
 - ``_sandbox``: the lupa backend (probed once), a sandboxed runtime and its time guard.
+- ``_patterns``: ``string.find/match/gmatch/gsub`` bounded (Lua 5.1): C when cheap, else in Lua.
 - ``_values``: Python values to Lua and back, Go's number and table rules.
 - ``_state``: one Lua state running one operator's function, with its bounds.
 - ``_pool``: a bounded pool of states, one borrower at a time per state.

@@ -22,7 +22,9 @@ for it: then neither bound holds. What a script sees:
   collector); ``setfenv`` may not change the environment of the thread or
   of functions up the call stack (only of a function value or of level 1).
 - ``string`` (without ``dump``), ``table`` and ``math``; no ``os``, ``io``,
-  ``debug``, ``package``, ``coroutine``.
+  ``debug``, ``package``, ``coroutine``. Lua 5.1: ``string.find``, ``match``,
+  ``gmatch`` and ``gsub`` are bounded (``_patterns``: C only where the worst
+  case is small, else a Lua matcher the time guard stops).
 - ``pcall`` and ``xpcall`` catch errors as usual, except the time guard's
   (see :class:`SandboxedRuntime`), which they raise again.
 - ``tostring`` of a number is formatted as gopher-lua does (Go's ``%v``):
@@ -42,6 +44,8 @@ import importlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from ._patterns import bound_patterns
 
 __all__ = [
     "HOOK_INSTRUCTIONS",
@@ -250,6 +254,8 @@ class LuaBackend:
             overflow_handler=float,
             max_memory=max_memory,
         )
+        if self.name == "lua51":
+            bound_patterns(rt)  # before the prelude: it takes the C functions first
         arm, disarm = rt.execute(_PRELUDE, name="=sandbox")
         return SandboxedRuntime(rt, arm, disarm)
 
