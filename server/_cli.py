@@ -70,6 +70,37 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="run /execute bodies above this size off the event loop",
     )
     parser.add_argument(
+        "--read-header-timeout-ms",
+        type=int,
+        default=Config.read_header_timeout_ms,
+        metavar="MS",
+        help="close a connection whose request headers are not complete this long after the "
+        "request's first byte (a new connection: after its accept), with 408 (0: none)",
+    )
+    parser.add_argument(
+        "--read-timeout-ms",
+        type=int,
+        default=Config.read_timeout_ms,
+        metavar="MS",
+        help="the same for the whole request, body included (0: none)",
+    )
+    parser.add_argument(
+        "--idle-timeout-ms",
+        type=int,
+        default=Config.idle_timeout_ms,
+        metavar="MS",
+        help="close a keep-alive connection idle this long between requests "
+        "(0: close after each response)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=Config.max_connections,
+        metavar="N",
+        help="connections served at once by each process; a request on one more is "
+        "answered 503 (0: no cap)",
+    )
+    parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
     parser.add_argument(
@@ -148,6 +179,10 @@ def serve_command(args: argparse.Namespace) -> int:
         "inline_body_bytes",
         "drain_seconds",
         "resource_memory_budget_bytes",
+        "read_header_timeout_ms",
+        "read_timeout_ms",
+        "idle_timeout_ms",
+        "max_connections",
     ):
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
@@ -169,6 +204,10 @@ def serve_command(args: argparse.Namespace) -> int:
             request_timeout_ms=args.request_timeout_ms,
             max_items=args.max_items,
             inline_body_bytes=args.inline_body_bytes,
+            read_header_timeout_ms=args.read_header_timeout_ms,
+            read_timeout_ms=args.read_timeout_ms,
+            idle_timeout_ms=args.idle_timeout_ms,
+            max_connections=args.max_connections,
             poll_seconds=args.poll_seconds,
             drain_seconds=args.drain_seconds,
             watch=not args.no_watch,

@@ -1,0 +1,215 @@
+"""Header and body read timeouts: a client that sends slowly cannot hold a connection.
+
+uvicorn bounds only the idle time between two requests of a connection
+(``timeout_keep_alive``, our ``--idle-timeout-ms``). :func:`protocol_class`
+gives uvicorn (``uvicorn.Config(http=...)``) a subclass of its httptools
+protocol that bounds the reading of each request as well:
+
+- ``--read-header-timeout-ms``: from the start of a request until its headers
+  are complete;
+- ``--read-timeout-ms``: from the same start until its body is complete.
+
+A request starts at its first byte; the first request of a connection starts
+when the connection is accepted, so a connection that never sends a byte is
+closed at the header timeout too (the idle time between two requests is
+uvicorn's keep-alive timeout). Past either deadline the connection is closed:
+with a ``408 Request Timeout`` when the request has begun and nothing is being
+answered on the connection, silently otherwise (a connection that never sent
+a byte, or a response already started). Each close is counted
+(``pineapple_http_read_timeouts_total{timeout}``) and logged with the peer's
+address only. 0 disables a timeout; both 0 is uvicorn's own protocol.
+
+Why httptools only: ``http="auto"`` picks it (uvicorn[standard] always
+installs it), and its parser calls the protocol at a request's first byte,
+headers complete and message complete, so the timers cost nothing per chunk;
+h11 has no such callbacks (its events would have to be inspected per chunk).
+
+uvicorn internals relied on (``tests/server/test_read_timeouts.py`` fails
+loudly when they change; uvicorn is not pinned): ``HttpToolsProtocol`` and its
+``loop``, ``transport``, ``client``, ``cycle`` (``response_started``,
+``response_complete``), ``pipeline`` and ``server_state.default_headers``;
+the parser callbacks ``on_message_begin``, ``on_headers_complete`` and
+``on_message_complete``.
+
+Guarantees:
+- At most one timer per connection is armed at a time: armed when a request
+  starts (connection accepted, or the first byte of a later request), re-armed
+  at most once (header deadline reached with the headers complete: on to the
+  read deadline), cancelled when the request's message is complete or the
+  connection is lost. Nothing is done per chunk of data.
+- All of this state is touched only on the event loop (protocol callbacks and
+  the timer), so it needs no lock.
+- A timer never writes to or closes a connection that is already closing or
+  that this protocol no longer drives (an upgrade handed it to another one).
+- The deadlines also run while the server itself does not read (uvicorn pauses
+  reading a body the application has not consumed yet, or a pipelined request
+  queued behind a running one); the defaults (10 s, 30 s) are far above those
+  pauses, which ``--request-timeout-ms`` bounds for ``/execute``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from asyncio import TimerHandle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
+
+__all__ = ["ReadTimeoutProtocol", "ReadTimeouts", "TimeoutKind", "protocol_class"]
+
+TimeoutKind = Literal["header", "read"]
+"""Which deadline closed a connection: the headers' or the whole request's."""
+
+_log = logging.getLogger("pineapple.server")
+
+_BODY = b"Request Timeout"
+
+
+@dataclass(frozen=True)
+class ReadTimeouts:
+    """The two read deadlines of every request, in seconds (0: none)."""
+
+    header_seconds: float = 10.0
+    read_seconds: float = 30.0
+    on_timeout: Callable[[TimeoutKind], None] | None = None
+    """Called on the event loop for each connection closed by a deadline (a counter)."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.header_seconds > 0 or self.read_seconds > 0
+
+
+def protocol_class(timeouts: ReadTimeouts) -> type[asyncio.Protocol]:
+    """The HTTP protocol class to give ``uvicorn.Config(http=...)`` for ``timeouts``."""
+    if not timeouts.enabled:
+        return HttpToolsProtocol
+
+    class _Bound(ReadTimeoutProtocol):
+        limits = timeouts
+
+    return _Bound
+
+
+class ReadTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header and a read deadline per request.
+
+    Use :func:`protocol_class`, which binds ``limits``.
+    """
+
+    limits: ClassVar[ReadTimeouts] = ReadTimeouts()
+    _timer: TimerHandle | None = None
+    _armed: TimeoutKind = "header"
+    _read_deadline = 0.0
+    _begun = False
+    """A byte of the current request has arrived (a 408 may answer it)."""
+    _headers_done = False
+
+    # -- uvicorn's protocol and parser callbacks ---------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_request()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._begun = True
+        if self._timer is None:  # a later request (the first one started at accept)
+            self._start_request()
+
+    def on_headers_complete(self) -> None:
+        self._headers_done = True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._begun = False
+        self._cancel()
+
+    # -- the deadlines ----------------------------------------------------------------------
+
+    def _start_request(self) -> None:
+        header, read = self.limits.header_seconds, self.limits.read_seconds
+        now = self.loop.time()
+        self._headers_done = False
+        self._read_deadline = now + read
+        if header > 0 and (read <= 0 or header < read):
+            self._arm(now + header, "header")
+        elif read > 0:
+            self._arm(self._read_deadline, "read")
+
+    def _arm(self, when: float, kind: TimeoutKind) -> None:
+        self._armed = kind
+        self._timer = self.loop.call_at(when, self._expire)
+
+    def _cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expire(self) -> None:
+        self._timer = None
+        kind = self._armed
+        if kind == "header" and self._headers_done:
+            if self.limits.read_seconds > 0:
+                self._arm(self._read_deadline, "read")
+            return
+        transport = self.transport
+        if transport.is_closing() or transport.get_protocol() is not self:
+            return
+        answered = self._begun and self._nothing_being_answered()
+        if answered:
+            transport.write(self._response_408())
+        transport.close()
+        self._report(kind, answered)
+
+    def _nothing_being_answered(self) -> bool:
+        """Whether a 408 may be written now: no response of this connection is under way."""
+        cycle: RequestResponseCycle | None = self.cycle  # None before the first request
+        if cycle is None:
+            return True
+        if self._headers_done:  # ``cycle`` is this request's (queued if ``pipeline``)
+            return not self.pipeline and not cycle.response_started
+        return cycle.response_complete  # ``cycle`` is the previous request's
+
+    def _response_408(self) -> bytes:
+        content = [STATUS_LINE[408]]
+        for name, value in self.server_state.default_headers:
+            content.extend([name, b": ", value, b"\r\n"])
+        content.extend(
+            [
+                b"content-type: text/plain; charset=utf-8\r\n",
+                b"content-length: %d\r\n" % len(_BODY),
+                b"connection: close\r\n\r\n",
+                _BODY,
+            ]
+        )
+        return b"".join(content)
+
+    def _report(self, kind: TimeoutKind, answered: bool) -> None:
+        peer = f"{self.client[0]}:{self.client[1]}" if self.client else "unknown peer"
+        limits = self.limits
+        seconds = limits.header_seconds if kind == "header" else limits.read_seconds
+        what = "headers" if kind == "header" else "request"
+        if self._begun:
+            _log.warning(
+                "%s: %s not complete within %.0f ms; connection closed%s",
+                peer,
+                what,
+                seconds * 1000,
+                " with 408" if answered else "",
+            )
+        else:
+            _log.info("%s: no request within %.0f ms; connection closed", peer, seconds * 1000)
+        if limits.on_timeout is not None:
+            limits.on_timeout(kind)
