@@ -75,7 +75,9 @@ def _healthz(serve: Serve) -> bytes:
 def _counter(serve: Serve, kind: str) -> float:
     with serve.client() as http:
         text = http.get("/metrics").text
-    found = re.search(rf'^pineapple_http_read_timeouts_total{{timeout="{kind}"}} (\S+)$', text, re.M)
+    found = re.search(
+        rf'^pineapple_http_read_timeouts_total{{timeout="{kind}"}} (\S+)$', text, re.M
+    )
     return float(found.group(1)) if found else 0.0
 
 

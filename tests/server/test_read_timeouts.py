@@ -1,0 +1,162 @@
+"""``server/_read_timeouts.py`` in-process: what it relies on in uvicorn, and when it answers 408.
+
+The first test fails loudly when uvicorn changes an internal the protocol uses
+(uvicorn is not pinned). The others drive the protocol on a real event loop
+with a fake transport: a pipelined request cut while the previous response is
+under way, and a request whose response already started, are closed without a
+408; a complete request leaves no timer behind. The process-level behaviour is
+in ``tests/reliability/test_read_timeouts.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+import uvicorn
+from uvicorn.protocols.http import httptools_impl
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.server import ServerState
+
+from server._read_timeouts import ReadTimeoutProtocol, ReadTimeouts, TimeoutKind, protocol_class
+
+OK = b"HTTP/1.1 200 OK\r\n"
+
+
+def test_uvicorn_internals_the_protocol_relies_on() -> None:
+    assert AutoHTTPProtocol is httptools_impl.HttpToolsProtocol  # pinning keeps the parser
+    assert httptools_impl.STATUS_LINE[408] == b"HTTP/1.1 408 Request Timeout\r\n"
+    for name in ("on_message_begin", "on_headers_complete", "on_message_complete"):
+        assert callable(getattr(httptools_impl.HttpToolsProtocol, name)), name
+    init = inspect.getsource(httptools_impl.HttpToolsProtocol.__init__)
+    for attr in ("self.loop", "self.cycle", "self.pipeline", "self.server_state", "self.client"):
+        assert f"{attr} =" in init or f"{attr}: " in init, attr
+    cycle = inspect.getsource(httptools_impl.RequestResponseCycle.__init__)
+    for attr in ("self.response_started", "self.response_complete"):
+        assert f"{attr} =" in cycle, attr
+    assert ServerState().default_headers == []
+
+
+def test_both_timeouts_at_zero_is_uvicorns_own_protocol() -> None:
+    assert protocol_class(ReadTimeouts(0, 0)) is httptools_impl.HttpToolsProtocol
+    bound = protocol_class(ReadTimeouts(1.0, 0))
+    assert issubclass(bound, ReadTimeoutProtocol)
+    assert bound.limits == ReadTimeouts(1.0, 0)  # type: ignore[attr-defined]
+
+
+class _Transport(asyncio.Transport):
+    """What the protocol writes, and whether it closed (no socket)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = asyncio.Event()
+        self.protocol: asyncio.BaseProtocol | None = None
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 4242), "sockname": ("127.0.0.1", 80)}.get(name, default)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed.set()
+
+    def is_closing(self) -> bool:
+        return self.closed.is_set()
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        assert self.protocol is not None
+        return self.protocol
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def _respond(send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, _Transport]:
+    config = uvicorn.Config(app, lifespan="off", log_config=None, server_header=False)
+    cls = protocol_class(timeouts)
+    protocol = cls(config=config, server_state=ServerState(), app_state={})  # type: ignore[call-arg]
+    assert isinstance(protocol, ReadTimeoutProtocol)
+    transport = _Transport()
+    transport.set_protocol(protocol)
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+async def _finish(protocol: ReadTimeoutProtocol) -> None:
+    protocol.connection_lost(None)
+    await asyncio.gather(*protocol.tasks)
+
+
+@pytest.mark.timeout(30)
+def test_a_pipelined_request_is_cut_without_408_while_a_response_is_under_way() -> None:
+    seen: list[TimeoutKind] = []
+
+    async def scenario() -> bytes:
+        gate = asyncio.Event()
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await gate.wait()
+            await _respond(send)
+
+        protocol, transport = _connect(app, ReadTimeouts(0.05, 5.0, seen.append))
+        protocol.data_received(b"GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b HTTP/1.1\r\nHo")
+        await asyncio.wait_for(transport.closed.wait(), 10)
+        gate.set()
+        await _finish(protocol)
+        return bytes(transport.written)
+
+    assert asyncio.run(scenario()) == b""  # no 408 in front of /a's response
+    assert seen == ["header"]
+
+
+@pytest.mark.timeout(30)
+def test_a_started_response_is_closed_without_408() -> None:
+    seen: list[TimeoutKind] = []
+
+    async def scenario() -> bytes:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await _respond(send)  # answers without reading the body
+
+        protocol, transport = _connect(app, ReadTimeouts(0.05, 0.1, seen.append))
+        protocol.data_received(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab")
+        await asyncio.wait_for(transport.closed.wait(), 10)
+        await _finish(protocol)
+        return bytes(transport.written)
+
+    written = asyncio.run(scenario())
+    assert written.startswith(OK) and b"408" not in written
+    assert seen == ["read"]
+
+
+@pytest.mark.timeout(30)
+def test_a_complete_request_leaves_no_timer_and_the_next_one_arms_again() -> None:
+    async def scenario() -> None:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await _respond(send)
+
+        protocol, transport = _connect(app, ReadTimeouts(5.0, 10.0))
+        assert protocol._timer is not None  # armed at accept
+        protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert protocol._timer is None
+        protocol.data_received(b"GET / HTTP/1.1\r\n")
+        assert protocol._timer is not None  # the next request's first byte
+        assert not transport.closed.is_set()
+        await _finish(protocol)
+        assert protocol._timer is None  # cancelled with the connection
+
+    asyncio.run(scenario())
