@@ -43,7 +43,7 @@ def test_both_timeouts_at_zero_is_uvicorns_own_protocol() -> None:
     assert protocol_class(ReadTimeouts(0, 0)) is httptools_impl.HttpToolsProtocol
     bound = protocol_class(ReadTimeouts(1.0, 0))
     assert issubclass(bound, ReadTimeoutProtocol)
-    assert bound.limits == ReadTimeouts(1.0, 0)  # type: ignore[attr-defined]
+    assert bound.limits == ReadTimeouts(1.0, 0)
 
 
 class _Transport(asyncio.Transport):
@@ -95,6 +95,10 @@ def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, _Tr
     transport.set_protocol(protocol)
     protocol.connection_made(transport)
     return protocol, transport
+
+
+def _armed(protocol: ReadTimeoutProtocol) -> bool:
+    return protocol._timer is not None
 
 
 async def _finish(protocol: ReadTimeoutProtocol) -> None:
@@ -150,13 +154,13 @@ def test_a_complete_request_leaves_no_timer_and_the_next_one_arms_again() -> Non
             await _respond(send)
 
         protocol, transport = _connect(app, ReadTimeouts(5.0, 10.0))
-        assert protocol._timer is not None  # armed at accept
+        assert _armed(protocol)  # at accept
         protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-        assert protocol._timer is None
+        assert not _armed(protocol)
         protocol.data_received(b"GET / HTTP/1.1\r\n")
-        assert protocol._timer is not None  # the next request's first byte
+        assert _armed(protocol)  # the next request's first byte
         assert not transport.closed.is_set()
         await _finish(protocol)
-        assert protocol._timer is None  # cancelled with the connection
+        assert not _armed(protocol)  # cancelled with the connection
 
     asyncio.run(scenario())
