@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from ._reload import Serve, valid
+from ._reload import Serve, run_cli, valid
 
 pytestmark = pytest.mark.e2e
 
@@ -62,6 +62,24 @@ def _until_eof(sock: socket.socket, within: float = 10.0) -> tuple[bytes, float]
     while chunk := sock.recv(65536):
         data += chunk
     return data, time.monotonic()
+
+
+def _response(sock: socket.socket) -> bytes:
+    """One whole response (head and ``content-length`` body), however it was split."""
+    sock.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data or len(data) < _length(data):
+        chunk = sock.recv(65536)
+        assert chunk, f"closed in the middle of a response: {data!r}"
+        data += chunk
+    return data
+
+
+def _length(data: bytes) -> int:
+    """The length of a response whose head ``data`` holds (head, blank line and body)."""
+    head, _, _ = data.partition(b"\r\n\r\n")
+    found = re.search(rb"content-length: (\d+)", head, re.I)
+    return len(head) + 4 + (int(found.group(1)) if found else 0)
 
 
 def _healthz(serve: Serve) -> bytes:
@@ -171,8 +189,7 @@ def test_the_idle_timeout_closes_a_keep_alive_connection(tmp_path: Path) -> None
     try:
         with _connect(serve) as sock:
             sock.sendall(HEALTHZ)
-            sock.settimeout(5)
-            assert sock.recv(65536).startswith(b"HTTP/1.1 200 OK\r\n")
+            assert _response(sock).startswith(b"HTTP/1.1 200 OK\r\n")
             answered = time.monotonic()
             data, closed = _until_eof(sock)
         assert data == b""
@@ -213,3 +230,13 @@ def test_workers_apply_the_same_timeouts(tmp_path: Path) -> None:
             assert closed - sent < 5.0
     finally:
         serve.close()
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["--read-header-timeout-ms", "--read-timeout-ms", "--idle-timeout-ms", "--max-connections"],
+)
+def test_serve_refuses_a_negative_bound(flag: str) -> None:
+    done = run_cli("serve", "missing.json", flag, "-1", timeout=30)
+    assert done.returncode == 2
+    assert f"{flag} must be >= 0" in done.stderr

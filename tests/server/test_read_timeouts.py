@@ -164,3 +164,21 @@ def test_a_complete_request_leaves_no_timer_and_the_next_one_arms_again() -> Non
         assert not _armed(protocol)  # cancelled with the connection
 
     asyncio.run(scenario())
+
+
+def test_config_reaches_uvicorn() -> None:
+    from server import Config
+    from server._run import _uvicorn_config
+    from server._service import Service
+
+    config = Config("unused.json", idle_timeout_ms=1500, max_connections=7)
+    settings = _uvicorn_config(config, Service(config))
+    assert settings.timeout_keep_alive == 1.5
+    assert settings.limit_concurrency == 8  # uvicorn counts the asking connection
+    bound = settings.http
+    assert isinstance(bound, type) and issubclass(bound, ReadTimeoutProtocol)
+    assert (bound.limits.header_seconds, bound.limits.read_seconds) == (10.0, 30.0)
+    off = Config("unused.json", read_header_timeout_ms=0, read_timeout_ms=0, max_connections=0)
+    settings = _uvicorn_config(off, Service(off))
+    assert settings.http is httptools_impl.HttpToolsProtocol
+    assert settings.limit_concurrency is None
