@@ -32,11 +32,16 @@ the parser callbacks ``on_message_begin``, ``on_headers_complete`` and
 ``on_message_complete``.
 
 Guarantees:
-- At most one timer per connection is armed at a time: armed when a request
-  starts (connection accepted, or the first byte of a later request), re-armed
-  at most once (header deadline reached with the headers complete: on to the
-  read deadline), cancelled when the request's message is complete or the
-  connection is lost. Nothing is done per chunk of data.
+- At most one timer per connection is alive, and it never fires after the
+  current request's next deadline. A request usually costs no timer operation
+  of its own: its start records the loop time and arms the timer only when
+  none is alive or the alive one fires later than this request's deadline
+  (after a body that outlasted the header timeout); its completion only
+  clears the start. When the timer fires it reads the current request's
+  start: between requests it ends; for a later request, or for the read
+  deadline once the headers are complete, it re-arms itself; past the
+  deadline it closes. Nothing is done per chunk of data; the connection's
+  loss cancels the timer.
 - All of this state is touched only on the event loop (protocol callbacks and
   the timer), so it needs no lock.
 - A timer never writes to or closes a connection that is already closing or
@@ -51,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from asyncio import TimerHandle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +76,9 @@ TimeoutKind = Literal["header", "read"]
 _log = logging.getLogger("pineapple.server")
 
 _BODY = b"Request Timeout"
+
+_EARLY = 0.001
+"""A timer may fire this much before its time (uvloop rounds delays to milliseconds)."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,10 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
 
     limits: ClassVar[ReadTimeouts] = ReadTimeouts()
     _timer: TimerHandle | None = None
-    _armed: TimeoutKind = "header"
-    _read_deadline = 0.0
+    _timer_at = math.inf
+    """When ``_timer`` fires (loop time); infinity when no timer is alive."""
+    _started: float | None = None
+    """Loop time at which the current request started; None between requests."""
     _begun = False
     """A byte of the current request has arrived (a 408 may answer it)."""
     _headers_done = False
@@ -118,13 +129,15 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._start_request()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer, self._timer_at = None, math.inf
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._begun = True
-        if self._timer is None:  # a later request (the first one started at accept)
+        if self._started is None:  # a later request (the first one started at accept)
             self._start_request()
 
     def on_headers_complete(self) -> None:
@@ -134,35 +147,43 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._begun = False
-        self._cancel()
+        self._started = None
 
     # -- the deadlines ----------------------------------------------------------------------
 
     def _start_request(self) -> None:
-        header, read = self.limits.header_seconds, self.limits.read_seconds
-        now = self.loop.time()
+        self._started = started = self.loop.time()
         self._headers_done = False
-        self._read_deadline = now + read
-        if header > 0 and (read <= 0 or header < read):
-            self._arm(now + header, "header")
-        elif read > 0:
-            self._arm(self._read_deadline, "read")
+        due = self._next_deadline(started)
+        if due is not None and due[0] < self._timer_at:  # none alive, or one for later
+            self._arm(due[0])
 
-    def _arm(self, when: float, kind: TimeoutKind) -> None:
-        self._armed = kind
-        self._timer = self.loop.call_at(when, self._expire)
+    def _next_deadline(self, started: float) -> tuple[float, TimeoutKind] | None:
+        """The current request's next deadline: the headers' until they are complete."""
+        header, read = self.limits.header_seconds, self.limits.read_seconds
+        if header > 0 and not self._headers_done and (read <= 0 or header < read):
+            return started + header, "header"
+        if read > 0:
+            return started + read, "read"
+        return None
 
-    def _cancel(self) -> None:
+    def _arm(self, when: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer = None
+        self._timer = self.loop.call_at(when, self._expire)
+        self._timer_at = when
 
     def _expire(self) -> None:
-        self._timer = None
-        kind = self._armed
-        if kind == "header" and self._headers_done:
-            if self.limits.read_seconds > 0:
-                self._arm(self._read_deadline, "read")
+        self._timer, self._timer_at = None, math.inf
+        started = self._started
+        if started is None:
+            return  # between requests: the next one arms again
+        due = self._next_deadline(started)
+        if due is None:
+            return
+        when, kind = due
+        if when > self.loop.time() + _EARLY:  # a later request's, or the read deadline
+            self._arm(when)
             return
         transport = self.transport
         if transport.is_closing() or transport.get_protocol() is not self:

@@ -97,10 +97,6 @@ def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, _Tr
     return protocol, transport
 
 
-def _armed(protocol: ReadTimeoutProtocol) -> bool:
-    return protocol._timer is not None
-
-
 async def _finish(protocol: ReadTimeoutProtocol) -> None:
     protocol.connection_lost(None)
     await asyncio.gather(*protocol.tasks)
@@ -148,22 +144,70 @@ def test_a_started_response_is_closed_without_408() -> None:
 
 
 @pytest.mark.timeout(30)
-def test_a_complete_request_leaves_no_timer_and_the_next_one_arms_again() -> None:
+def test_keep_alive_requests_share_one_timer() -> None:
     async def scenario() -> None:
         async def app(scope: Any, receive: Any, send: Any) -> None:
             await _respond(send)
 
         protocol, transport = _connect(app, ReadTimeouts(5.0, 10.0))
-        assert _armed(protocol)  # at accept
-        protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-        assert not _armed(protocol)
+        timer = protocol._timer
+        assert timer is not None  # armed at accept
+        for _ in range(3):
+            protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert protocol._started is None  # complete: no deadline runs
+            await asyncio.gather(*protocol.tasks)
         protocol.data_received(b"GET / HTTP/1.1\r\n")
-        assert _armed(protocol)  # the next request's first byte
+        assert protocol._started is not None
+        assert protocol._timer is timer  # no timer operation per request
         assert not transport.closed.is_set()
         await _finish(protocol)
-        assert not _armed(protocol)  # cancelled with the connection
+        assert timer.cancelled()  # with the connection
 
     asyncio.run(scenario())
+
+
+async def _cut_after(protocol: ReadTimeoutProtocol, transport: _Transport, data: bytes) -> float:
+    """Send ``data``; seconds until the protocol closes the connection."""
+    started = protocol.loop.time()
+    protocol.data_received(data)
+    await asyncio.wait_for(transport.closed.wait(), 10)
+    return protocol.loop.time() - started
+
+
+@pytest.mark.timeout(30)
+def test_a_timer_armed_for_an_earlier_request_re_arms_for_the_current_one() -> None:
+    async def scenario() -> float:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await _respond(send)
+
+        protocol, transport = _connect(app, ReadTimeouts(0.3, 0))
+        protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")  # at accept + 0
+        await asyncio.sleep(0.15)  # the accept's header deadline is 0.15 s away
+        cut = await _cut_after(protocol, transport, b"GET / HTTP/1.1\r\n")
+        await _finish(protocol)
+        return cut
+
+    assert asyncio.run(scenario()) >= 0.3 - 0.01  # this request's deadline, not the first's
+
+
+@pytest.mark.timeout(30)
+def test_a_request_after_a_slow_body_gets_its_own_header_deadline() -> None:
+    async def scenario() -> float:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            while (await receive()).get("more_body"):
+                pass
+            await _respond(send)
+
+        protocol, transport = _connect(app, ReadTimeouts(0.1, 5.0))
+        protocol.data_received(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\na")
+        await asyncio.sleep(0.2)  # past the header deadline: the timer moved to the read one
+        protocol.data_received(b"b")
+        await asyncio.gather(*protocol.tasks)
+        cut = await _cut_after(protocol, transport, b"GET / HTTP/1.1\r\n")
+        await _finish(protocol)
+        return cut
+
+    assert asyncio.run(scenario()) < 2.0  # 0.1 s, not the first request's read deadline
 
 
 def test_config_reaches_uvicorn() -> None:
