@@ -55,6 +55,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 from asyncio import TimerHandle
@@ -93,6 +94,11 @@ class ReadTimeouts:
     @property
     def enabled(self) -> bool:
         return self.header_seconds > 0 or self.read_seconds > 0
+
+    @functools.cached_property
+    def first_seconds(self) -> float:
+        """Seconds from a request's start to its first deadline (infinity: none)."""
+        return min((s for s in (self.header_seconds, self.read_seconds) if s > 0), default=math.inf)
 
 
 def protocol_class(timeouts: ReadTimeouts) -> type[asyncio.Protocol]:
@@ -154,17 +160,17 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
     def _start_request(self) -> None:
         self._started = started = self.loop.time()
         self._headers_done = False
-        due = self._next_deadline(started)
-        if due is not None and due[0] < self._timer_at:  # none alive, or one for later
-            self._arm(due[0])
+        when = started + self.limits.first_seconds
+        if when < self._timer_at:  # none alive, or one for a later time
+            self._arm(when)
 
     def _next_deadline(self, started: float) -> tuple[float, TimeoutKind] | None:
         """The current request's next deadline: the headers' until they are complete."""
-        header, read = self.limits.header_seconds, self.limits.read_seconds
-        if header > 0 and not self._headers_done and (read <= 0 or header < read):
-            return started + header, "header"
-        if read > 0:
-            return started + read, "read"
+        limits = self.limits
+        if not self._headers_done and limits.header_seconds == limits.first_seconds:
+            return started + limits.header_seconds, "header"
+        if limits.read_seconds > 0:
+            return started + limits.read_seconds, "read"
         return None
 
     def _arm(self, when: float) -> None:

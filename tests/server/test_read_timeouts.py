@@ -46,6 +46,14 @@ def test_both_timeouts_at_zero_is_uvicorns_own_protocol() -> None:
     assert bound.limits == ReadTimeouts(1.0, 0)
 
 
+@pytest.mark.parametrize(
+    ("header", "read", "first"),
+    [(10, 30, 10), (0, 30, 30), (40, 30, 30), (10, 0, 10), (0, 0, float("inf"))],
+)
+def test_the_first_deadline_is_the_nearer_enabled_one(header: int, read: int, first: float) -> None:
+    assert ReadTimeouts(header, read).first_seconds == first
+
+
 class _Transport(asyncio.Transport):
     """What the protocol writes, and whether it closed (no socket)."""
 
