@@ -69,36 +69,33 @@ def add_serve_command(subparsers: Subparsers) -> None:
         default=64 * 1024,
         help="run /execute bodies above this size off the event loop",
     )
-    parser.add_argument(
+    _add_bound(
+        parser,
         "--read-header-timeout-ms",
-        type=int,
-        default=Config.read_header_timeout_ms,
-        metavar="MS",
-        help="close a connection whose request headers are not complete this long after the "
+        Config.read_header_timeout_ms,
+        "close a connection whose request headers are not complete this long after the "
         "request's first byte (a new connection: after its accept), with 408 (0: none)",
     )
-    parser.add_argument(
+    _add_bound(
+        parser,
         "--read-timeout-ms",
-        type=int,
-        default=Config.read_timeout_ms,
-        metavar="MS",
-        help="the same for the whole request, body included (0: none)",
+        Config.read_timeout_ms,
+        "the same for the whole request, body included (0: none)",
     )
-    parser.add_argument(
+    _add_bound(
+        parser,
         "--idle-timeout-ms",
-        type=int,
-        default=Config.idle_timeout_ms,
-        metavar="MS",
-        help="close a keep-alive connection idle this long between requests "
+        Config.idle_timeout_ms,
+        "close a keep-alive connection idle this long between requests "
         "(0: close after each response)",
     )
-    parser.add_argument(
+    _add_bound(
+        parser,
         "--max-connections",
-        type=int,
-        default=Config.max_connections,
-        metavar="N",
-        help="connections served at once by each process; a request on one more is "
+        Config.max_connections,
+        "connections served at once by each process; a request on one more is "
         "answered 503 (0: no cap)",
+        metavar="N",
     )
     parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
@@ -133,6 +130,13 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="read X-Forwarded-For only from peers in these networks; repeatable "
         "(default: never, admin routes judge the socket peer)",
     )
+
+
+def _add_bound(
+    parser: argparse.ArgumentParser, flag: str, default: int, help: str, metavar: str = "MS"
+) -> None:
+    """A connection bound: an integer flag, ``>= 0`` (checked by :func:`serve_command`)."""
+    parser.add_argument(flag, type=int, default=default, metavar=metavar, help=help)
 
 
 def _workers(text: str) -> int | CpuCount:

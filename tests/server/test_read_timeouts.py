@@ -94,6 +94,11 @@ async def _respond(send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+async def _answer(scope: Any, receive: Any, send: Any) -> None:
+    """An app answering 200 at once (without reading a body)."""
+    await _respond(send)
+
+
 def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, _Transport]:
     config = uvicorn.Config(app, lifespan="off", log_config=None, server_header=False)
     cls = protocol_class(timeouts)
@@ -137,10 +142,7 @@ def test_a_started_response_is_closed_without_408() -> None:
     seen: list[TimeoutKind] = []
 
     async def scenario() -> bytes:
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            await _respond(send)  # answers without reading the body
-
-        protocol, transport = _connect(app, ReadTimeouts(0.05, 0.1, seen.append))
+        protocol, transport = _connect(_answer, ReadTimeouts(0.05, 0.1, seen.append))
         protocol.data_received(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab")
         await asyncio.wait_for(transport.closed.wait(), 10)
         await _finish(protocol)
@@ -154,10 +156,7 @@ def test_a_started_response_is_closed_without_408() -> None:
 @pytest.mark.timeout(30)
 def test_keep_alive_requests_share_one_timer() -> None:
     async def scenario() -> None:
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            await _respond(send)
-
-        protocol, transport = _connect(app, ReadTimeouts(5.0, 10.0))
+        protocol, transport = _connect(_answer, ReadTimeouts(5.0, 10.0))
         timer = protocol._timer
         assert timer is not None  # armed at accept
         for _ in range(3):
@@ -185,10 +184,7 @@ async def _cut_after(protocol: ReadTimeoutProtocol, transport: _Transport, data:
 @pytest.mark.timeout(30)
 def test_a_timer_armed_for_an_earlier_request_re_arms_for_the_current_one() -> None:
     async def scenario() -> float:
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            await _respond(send)
-
-        protocol, transport = _connect(app, ReadTimeouts(0.3, 0))
+        protocol, transport = _connect(_answer, ReadTimeouts(0.3, 0))
         protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")  # at accept + 0
         await asyncio.sleep(0.15)  # the accept's header deadline is 0.15 s away
         cut = await _cut_after(protocol, transport, b"GET / HTTP/1.1\r\n")
