@@ -17,7 +17,8 @@ with a ``408 Request Timeout`` when the request has begun and nothing is being
 answered on the connection, silently otherwise (a connection that never sent
 a byte, or a response already started). Each close is counted
 (``pineapple_http_read_timeouts_total{timeout}``) and logged with the peer's
-address only. 0 disables a timeout; both 0 is uvicorn's own protocol.
+address only. 0 disables a timeout; both 0 is uvicorn's own protocol. A
+header timeout at or above the read timeout is the read timeout.
 
 Why httptools only: ``http="auto"`` picks it (uvicorn[standard] always
 installs it), and its parser calls the protocol at a request's first byte,
@@ -224,7 +225,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         return b"".join(content)
 
     def _report(self, kind: TimeoutKind, answered: bool) -> None:
-        peer = f"{self.client[0]}:{self.client[1]}" if self.client else "unknown peer"
+        peer = _address(self.client)
         limits = self.limits
         seconds = limits.header_seconds if kind == "header" else limits.read_seconds
         what = "headers" if kind == "header" else "request"
@@ -240,3 +241,11 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             _log.info("%s: no request within %.0f ms; connection closed", peer, seconds * 1000)
         if limits.on_timeout is not None:
             limits.on_timeout(kind)
+
+
+def _address(client: tuple[str, int] | None) -> str:
+    """``host:port`` of the peer (``[v6]:port``); the only thing said of a cut client."""
+    if client is None:
+        return "unknown peer"
+    host, port = client
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
