@@ -94,6 +94,7 @@ class ReadTimeouts:
 
     @property
     def enabled(self) -> bool:
+        """Whether either deadline is set (else uvicorn's own protocol serves)."""
         return self.header_seconds > 0 or self.read_seconds > 0
 
     @functools.cached_property
