@@ -69,6 +69,34 @@ def add_serve_command(subparsers: Subparsers) -> None:
         default=64 * 1024,
         help="run /execute bodies above this size off the event loop",
     )
+    _add_bound(
+        parser,
+        "--read-header-timeout-ms",
+        Config.read_header_timeout_ms,
+        "close a connection whose request headers are not complete this long after the "
+        "request's first byte (a new connection: after its accept), with 408 (0: none)",
+    )
+    _add_bound(
+        parser,
+        "--read-timeout-ms",
+        Config.read_timeout_ms,
+        "the same for the whole request, body included (0: none)",
+    )
+    _add_bound(
+        parser,
+        "--idle-timeout-ms",
+        Config.idle_timeout_ms,
+        "close a keep-alive connection idle this long between requests "
+        "(0: close after each response)",
+    )
+    _add_bound(
+        parser,
+        "--max-connections",
+        Config.max_connections,
+        "connections served at once by each process; a request on one more is "
+        "answered 503 (0: no cap)",
+        metavar="N",
+    )
     parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
@@ -102,6 +130,13 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="read X-Forwarded-For only from peers in these networks; repeatable "
         "(default: never, admin routes judge the socket peer)",
     )
+
+
+def _add_bound(
+    parser: argparse.ArgumentParser, flag: str, default: int, help: str, metavar: str = "MS"
+) -> None:
+    """A connection bound: an integer flag, ``>= 0`` (checked by :func:`serve_command`)."""
+    parser.add_argument(flag, type=int, default=default, metavar=metavar, help=help)
 
 
 def _workers(text: str) -> int | CpuCount:
@@ -148,6 +183,10 @@ def serve_command(args: argparse.Namespace) -> int:
         "inline_body_bytes",
         "drain_seconds",
         "resource_memory_budget_bytes",
+        "read_header_timeout_ms",
+        "read_timeout_ms",
+        "idle_timeout_ms",
+        "max_connections",
     ):
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
@@ -169,6 +208,10 @@ def serve_command(args: argparse.Namespace) -> int:
             request_timeout_ms=args.request_timeout_ms,
             max_items=args.max_items,
             inline_body_bytes=args.inline_body_bytes,
+            read_header_timeout_ms=args.read_header_timeout_ms,
+            read_timeout_ms=args.read_timeout_ms,
+            idle_timeout_ms=args.idle_timeout_ms,
+            max_connections=args.max_connections,
             poll_seconds=args.poll_seconds,
             drain_seconds=args.drain_seconds,
             watch=not args.no_watch,

@@ -140,6 +140,20 @@ class Config:
     """Items one ``/execute`` request may carry (413 above); 0 disables the limit."""
     inline_body_bytes: int = 64 * 1024
     """Bodies larger than this run on the worker threads even when the engine never blocks."""
+    read_header_timeout_ms: int = 10_000
+    """From a request's first byte (a new connection: its accept) until its headers are
+    complete; past it the connection is closed, with 408 if nothing is being answered
+    (``--read-header-timeout-ms``; 0: none)."""
+    read_timeout_ms: int = 30_000
+    """From the same start until the request's body is complete; past it the same close
+    (``--read-timeout-ms``; 0: none)."""
+    idle_timeout_ms: int = 5_000
+    """How long a keep-alive connection may wait for its next request (``--idle-timeout-ms``;
+    uvicorn's ``timeout_keep_alive``; 0: closed after each response)."""
+    max_connections: int = 1024
+    """Connections served at once by each process; a request on one more is answered 503
+    and its connection closed (``--max-connections``; uvicorn's ``limit_concurrency``; 0: no
+    cap)."""
     watch: bool = True
     debounce_seconds: float = 0.2
     poll_seconds: float = 10.0

@@ -71,6 +71,9 @@ _FAMILIES: tuple[_Family, ...] = (
     _Family("validation_failures", _C, "pineapple_resource_validation_failures",
             "New resource values refused before the swap, by resource and check "
             "(a validator's name, or memory_budget).", ("resource", "check")),
+    _Family("read_timeouts", _C, "pineapple_http_read_timeouts",
+            "Connections closed because a request's headers (timeout=header) or the whole "
+            "request (timeout=read) did not arrive in time.", ("timeout",)),
     # The Go engine's families (pine_*), beside ours: see server/_gometrics.py.
     _Family("go_reloads", _C, "pine_config_reload", "Total successful config reloads."),
     _Family("go_reload_errors", _C, "pine_config_reload_errors", "Total failed config reloads."),
@@ -110,6 +113,7 @@ class ServerMetrics:
         self.refreshes: Counter = made["refreshes"]
         self.refresh_duration: Histogram = made["refresh_duration"]
         self.validation_failures: Counter = made["validation_failures"]
+        self.read_timeouts: Counter = made["read_timeouts"]
         self.go_reloads: Counter = made["go_reloads"]
         self.go_reload_errors: Counter = made["go_reload_errors"]
         self.go_reload_duration: Histogram = made["go_reload_duration"]
@@ -162,6 +166,10 @@ class ServerMetrics:
         self.requests.labels(route, method, status).inc()
         self.latency.labels(route).observe(seconds)
         self.http.record(method, route, status, seconds)
+
+    def observe_read_timeout(self, kind: str) -> None:
+        """A connection was closed by its read deadline (``kind``: ``header`` or ``read``)."""
+        self.read_timeouts.labels(kind).inc()
 
     def observe_reload(self, result: str, seconds: float | None) -> None:
         """One reload attempt."""

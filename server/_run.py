@@ -28,6 +28,7 @@ from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
 from ._logmask import install_log_mask, remove_log_mask
+from ._read_timeouts import ReadTimeouts, protocol_class
 from ._service import Service
 
 __all__ = ["EXIT_GRACE_SECONDS", "bind", "check", "exit_within", "run"]
@@ -152,20 +153,7 @@ def _serve_service(
         _log.error("not serving %s: %s", config.path, exc)
         service.stop()
         return 1
-    server = _Server(
-        uvicorn.Config(
-            create_app(service),
-            lifespan="on",
-            # The peer is never rewritten from proxy headers (not even with env
-            # FORWARDED_ALLOW_IPS): _admin reads X-Forwarded-For from --trust-proxy peers only.
-            proxy_headers=False,
-            access_log=False,
-            log_config=None,
-            log_level=config.log_level,
-            timeout_graceful_shutdown=int(config.drain_seconds),
-        ),
-        _example_for(config),
-    )
+    server = _Server(_uvicorn_config(config, service), _example_for(config))
     previous = _install_signal_handlers(service, server)
     _freeze_startup_heap()
     try:
@@ -174,6 +162,32 @@ def _serve_service(
         service.stop()  # idempotent: a no-op after the lifespan's shutdown
         _restore(previous)
     return 0 if server.started else 1
+
+
+def _uvicorn_config(config: Config, service: Service) -> uvicorn.Config:
+    """uvicorn's settings for ``config``: the app, and every bound on a connection."""
+    timeouts = ReadTimeouts(
+        header_seconds=config.read_header_timeout_ms / 1000,
+        read_seconds=config.read_timeout_ms / 1000,
+        on_timeout=service.metrics.observe_read_timeout,
+    )
+    return uvicorn.Config(
+        create_app(service),
+        http=protocol_class(timeouts),
+        lifespan="on",
+        # The peer is never rewritten from proxy headers (not even with env
+        # FORWARDED_ALLOW_IPS): _admin reads X-Forwarded-For from --trust-proxy peers only.
+        proxy_headers=False,
+        access_log=False,
+        log_config=None,
+        log_level=config.log_level,
+        timeout_graceful_shutdown=int(config.drain_seconds),
+        # uvicorn types it int, but only hands it to loop.call_later: milliseconds hold.
+        timeout_keep_alive=config.idle_timeout_ms / 1000,  # type: ignore[arg-type]
+        # uvicorn answers 503 once open connections (the asking one included) reach the
+        # limit: + 1 serves exactly max_connections of them.
+        limit_concurrency=config.max_connections + 1 if config.max_connections > 0 else None,
+    )
 
 
 def _example_for(config: Config) -> bytes:
