@@ -253,10 +253,9 @@ def project(
     items: list[dict[str, Any]],
     common_out: tuple[str, ...],
     item_out: tuple[str, ...],
-) -> dict[str, Any]:
-    """The response: declared output fields only (absent fields left out)."""
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The response's common and items: declared output fields only (absent fields left out)."""
     rc = {f: common[f] for f in common_out if f in common}
     if not item_out:
-        return {"common": rc, "items": [{} for _ in items]}
-    ritems = [{f: row[f] for f in item_out if f in row} for row in items]
-    return {"common": rc, "items": ritems}
+        return rc, [{} for _ in items]
+    return rc, [{f: row[f] for f in item_out if f in row} for row in items]
