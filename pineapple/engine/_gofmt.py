@@ -138,12 +138,13 @@ def go_type_name(v: Any) -> str:
 # ``-0``), ``1e-6`` .. ``9.9e-6`` and ``1e+16`` .. ``9.9e+20`` (Go: plain decimals).
 # A match inside a string only costs the slow path, never a wrong byte.
 _SUSPECT = re.compile(rb"\.0[,}\]]|\de-6|\.0$|\de\+(?:1[6-9]|20)(?!\d)")
-# ... or a byte Go escapes (``<``, ``>``, ``&``, U+2028, U+2029): all in one pass.
-_UNUSUAL = re.compile(_SUSPECT.pattern + rb"|[<>&]|\xe2\x80[\xa8\xa9]")
-_SHORT = 64
-"""Up to this many bytes, one ``_UNUSUAL`` pass is the cheapest check of an output. Past
-it, substring searches are: they run at memchr speed, where a pattern without a literal
-prefix tries every position (~40 ns a byte: 15 ms for a 400 KB response)."""
+_RISKY = re.compile(rb"[.e<>&\xe2]")
+"""A byte that every ``_SUSPECT`` match and every character Go escapes
+(``<``, ``>``, ``&``, U+2028, U+2029) holds: one fast scan clears most short outputs."""
+_SHORT = 128
+"""Up to this many bytes an output is first scanned for ``_RISKY`` bytes; past it, the
+substring searches of ``_suspect`` (memchr speed) cost less. (``_SUSPECT`` itself has no
+literal prefix: it tries every position, ~40 ns a byte: 15 ms on a 400 KB response.)"""
 
 _INT64_MIN = -(2**63)
 _UINT64_END = 2**64
@@ -191,10 +192,8 @@ def go_json(v: Any) -> bytes:
         out = b""
     if not out:
         suspect = True
-    elif len(out) <= _SHORT:
-        if _UNUSUAL.search(out) is None:
-            return out  # the usual short output: nothing to rewrite or escape
-        suspect = _SUSPECT.search(out) is not None
+    elif len(out) <= _SHORT and _RISKY.search(out) is None:
+        return out  # no number to rewrite, nothing to escape
     else:
         suspect = _suspect(out)
     if suspect:
