@@ -164,9 +164,10 @@ def apply_output(
             items = _remove(items, out.removed)
         if out.item_order is not None:
             items = _reorder(items, out.item_order)
-        # Survivors of fully verified fields still carry them; others start over.
-        if present:
-            m = len(items)
+        # Survivors of fully verified fields still carry them; others start over
+        # (nothing to do when every field is verified on all rows and none left).
+        m = len(items)
+        if present and (m != n or min(present.values()) < n):
             kept = {f: m for f, known in present.items() if known >= n}
             present.clear()
             present.update(kept)
