@@ -27,6 +27,7 @@ from ._service import Service
 __all__ = ["ExecuteEndpoint", "error_body", "is_execute_path"]
 
 _log = logging.getLogger("pineapple.server")
+_monotonic = time.monotonic
 
 _JSON = (b"content-type", b"application/json")
 _ALLOW = (b"allow", b"POST")
@@ -50,8 +51,9 @@ class ExecuteEndpoint:
 
     def __init__(self, service: Service) -> None:
         self._service = service
-        self._holder = service.holder
         self._metrics = service.metrics
+        self._acquire = service.holder.acquire
+        self._observe = service.metrics.observe_execute
         self._respond = service.responder
         config = service.config
         self._limit = config.max_body_bytes
@@ -64,7 +66,7 @@ class ExecuteEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The hot path is written out flat (one coroutine per request, no helper
         # awaits) because it runs on the event loop for every request.
-        started = time.monotonic()
+        started = _monotonic()
         if scope["method"] != "POST":
             await _send(send, 405, error_body("use POST for /execute"), _ALLOW)
             self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
@@ -88,7 +90,7 @@ class ExecuteEndpoint:
         except _Disconnected:
             return
         else:
-            snap = self._holder.acquire()
+            snap = self._acquire()
             if snap is None:
                 status, out = 503, error_body("no config is being served")
             else:
@@ -119,7 +121,7 @@ class ExecuteEndpoint:
             }
         )
         await send({"type": "http.response.body", "body": out})
-        self._metrics.observe_execute(status, time.monotonic() - started)
+        self._observe(status, _monotonic() - started)
 
     async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
         """Run the responder on the bounded worker-thread pool."""

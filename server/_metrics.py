@@ -23,6 +23,7 @@ from pineapple import resource
 from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._probe_metrics import probe_families
 from ._redis_metrics import redis_families
+from ._request_metrics import RequestFamilies
 from ._snapshot import Snapshot
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics"]
@@ -53,12 +54,7 @@ class _Family:
 
 _C, _H = Counter, Histogram
 _FAMILIES: tuple[_Family, ...] = (
-    # attr, type, name, help, labels, buckets
-    _Family("requests", _C, "pineapple_http_requests",
-            "HTTP requests answered, by route, method and status code.",
-            ("route", "method", "status")),
-    _Family("latency", _H, "pineapple_http_request_duration_seconds",
-            "Time to answer an HTTP request, by route.", ("route",), _LATENCY_BUCKETS),
+    # attr, type, name, help, labels, buckets (the request families: _request_metrics.py)
     _Family("reloads", _C, "pineapple_config_reloads",
             "Config reload attempts by result (ok, unchanged, error).", ("result",)),
     _Family("reload_duration", _H, "pineapple_config_reload_duration_seconds",
@@ -105,9 +101,10 @@ class ServerMetrics:
 
     def __init__(self, current: Callable[[], Snapshot | None]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = RequestFamilies(_LATENCY_BUCKETS, ("/execute",))
+        """``pineapple_http_requests`` and ``pineapple_http_request_duration_seconds``."""
+        self.registry.register(self.requests)  # first: the families keep their place
         made = {row.attr: row.make(self.registry) for row in _FAMILIES}
-        self.requests: Counter = made["requests"]
-        self.latency: Histogram = made["latency"]
         self.reloads: Counter = made["reloads"]
         self.reload_duration: Histogram = made["reload_duration"]
         self.refreshes: Counter = made["refreshes"]
@@ -126,8 +123,6 @@ class ServerMetrics:
         self._lock = threading.Lock()
         self.registry.register(_SnapshotCollector(current, self.last_success))
         self.registry.register(GoCollector(current, self.engines, self.http))
-        self._execute_latency = self.latency.labels("/execute")
-        self._execute_counts: dict[int, Counter] = {}
 
     # -- ManagerMetrics -----------------------------------------------------------------
 
@@ -153,18 +148,13 @@ class ServerMetrics:
     # -- requests -------------------------------------------------------------------------
 
     def observe_execute(self, status: int, seconds: float) -> None:
-        """One ``POST /execute`` answered (the hot path: label children are cached)."""
-        child = self._execute_counts.get(status)
-        if child is None:
-            child = self._execute_counts[status] = self.requests.labels("/execute", "POST", status)
-        child.inc()
-        self._execute_latency.observe(seconds)
+        """One ``POST /execute`` answered (the hot path, on the event loop)."""
+        self.requests.observe_execute(status, seconds)
         self.http.record("POST", "/execute", status, seconds)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         """One request to any other route (on the event loop)."""
-        self.requests.labels(route, method, status).inc()
-        self.latency.labels(route).observe(seconds)
+        self.requests.observe(route, method, status, seconds)
         self.http.record(method, route, status, seconds)
 
     def observe_read_timeout(self, kind: str) -> None:

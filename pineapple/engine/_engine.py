@@ -30,7 +30,7 @@ from .._errors import ExecutionError, PineappleError, ValidationError
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import FrameError, apply_output, build_common, check_items, project
-from ._io import OperatorInput, OperatorOutput
+from ._io import OperatorOutput, frame_input
 from ._pieces import PIECE, release
 from ._render import render_dag
 from ._run import (
@@ -265,7 +265,7 @@ class Engine:
             except (FrameError, ValueError) as exc:
                 error, end, failed = wrap_error(step, exc), step.position + 1, step.slot
                 break
-            inp = OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
+            inp = frame_input(view, items, templated, step.item_defaults)
             try:
                 out = OperatorOutput()
                 step.execute(ctx, inp, out)
@@ -291,12 +291,12 @@ class Engine:
             else:
                 self.stats.irregular(pipeline.index, end, skipped, failed, error is not None)
         contract = self.contract
-        response = project(common, items, contract.common_output, contract.item_output)
+        out_common, out_items = project(common, items, contract.common_output, contract.item_output)
         if len(items) > PIECE:
             release(items)
         if error is not None:
-            error.result = response
-        return Result(response["common"], response["items"], warnings, error)
+            error.result = {"common": out_common, "items": out_items}
+        return Result(out_common, out_items, warnings, error)
 
     def _run_observed(
         self,
@@ -328,12 +328,14 @@ class Engine:
                     pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
                 )
         contract = self.contract
-        response = project(common, walk.items, contract.common_output, contract.item_output)
+        out_common, out_items = project(
+            common, walk.items, contract.common_output, contract.item_output
+        )
         if len(walk.items) > PIECE:
             release(walk.items)
         if error is not None:
-            error.result = response
-        return Result(response["common"], response["items"], warnings, error, traces)
+            error.result = {"common": out_common, "items": out_items}
+        return Result(out_common, out_items, warnings, error, traces)
 
     def _admit(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Check the request against the flow contract and copy it into a frame."""

@@ -164,9 +164,10 @@ def apply_output(
             items = _remove(items, out.removed)
         if out.item_order is not None:
             items = _reorder(items, out.item_order)
-        # Survivors of fully verified fields still carry them; others start over.
-        if present:
-            m = len(items)
+        # Survivors of fully verified fields still carry them; others start over
+        # (nothing to do when every field is verified on all rows and none left).
+        m = len(items)
+        if present and (m != n or min(present.values()) < n):
             kept = {f: m for f, known in present.items() if known >= n}
             present.clear()
             present.update(kept)
@@ -253,10 +254,9 @@ def project(
     items: list[dict[str, Any]],
     common_out: tuple[str, ...],
     item_out: tuple[str, ...],
-) -> dict[str, Any]:
-    """The response: declared output fields only (absent fields left out)."""
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The response's common and items: declared output fields only (absent fields left out)."""
     rc = {f: common[f] for f in common_out if f in common}
     if not item_out:
-        return {"common": rc, "items": [{} for _ in items]}
-    ritems = [{f: row[f] for f in item_out if f in row} for row in items]
-    return {"common": rc, "items": ritems}
+        return rc, [{} for _ in items]
+    return rc, [{f: row[f] for f in item_out if f in row} for row in items]

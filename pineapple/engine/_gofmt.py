@@ -138,6 +138,13 @@ def go_type_name(v: Any) -> str:
 # ``-0``), ``1e-6`` .. ``9.9e-6`` and ``1e+16`` .. ``9.9e+20`` (Go: plain decimals).
 # A match inside a string only costs the slow path, never a wrong byte.
 _SUSPECT = re.compile(rb"\.0[,}\]]|\de-6|\.0$|\de\+(?:1[6-9]|20)(?!\d)")
+_RISKY = re.compile(rb"[.e<>&\xe2]")
+"""A byte that every ``_SUSPECT`` match and every character Go escapes
+(``<``, ``>``, ``&``, U+2028, U+2029) holds: one fast scan clears most short outputs."""
+_SHORT = 128
+"""Up to this many bytes an output is first scanned for ``_RISKY`` bytes; past it, the
+substring searches of ``_suspect`` (memchr speed) cost less. (``_SUSPECT`` itself has no
+literal prefix: it tries every position, ~40 ns a byte: 15 ms on a 400 KB response.)"""
 
 _INT64_MIN = -(2**63)
 _UINT64_END = 2**64
@@ -183,10 +190,33 @@ def go_json(v: Any) -> bytes:
     except TypeError:
         # An int beyond 64 bits (the only number orjson refuses): the slow path writes it.
         out = b""
-    if not out or _SUSPECT.search(out):
+    if not out:
+        suspect = True
+    elif len(out) <= _SHORT and _RISKY.search(out) is None:
+        return out  # no number to rewrite, nothing to escape
+    else:
+        suspect = _suspect(out)
+    if suspect:
         out = orjson.dumps(_go_numbers(v), option=orjson.OPT_SORT_KEYS)
-    if b"<" in out or b">" in out or b"&" in out:
+    if out.find(b"<") >= 0 or out.find(b">") >= 0 or out.find(b"&") >= 0:
         out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-    if b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out:
+    if out.find(b"\xe2\x80") >= 0:
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     return out
+
+
+def _suspect(out: bytes) -> bool:
+    """``_SUSPECT.search(out)`` for orjson output (which never ends in a newline, so
+    ``$`` is its end), by substring searches: the pattern runs only when one of its
+    exponent forms may be there."""
+    find = out.find
+    return (
+        find(b".0,") >= 0
+        or find(b".0}") >= 0
+        or find(b".0]") >= 0
+        or out.endswith(b".0")
+        or (
+            (find(b"e-6") >= 0 or find(b"e+1") >= 0 or find(b"e+2") >= 0)
+            and _SUSPECT.search(out) is not None
+        )
+    )

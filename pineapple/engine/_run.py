@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._context import Context
 from .._errors import DeadlineExceededError, ExecutionError
 from ._frame import FrameError, apply_output, build_common, check_items
-from ._io import OperatorInput, OperatorOutput
+from ._io import OperatorOutput, frame_input
 from ._parallel import ShardError
 from ._pieces import PIECE, batches, release
 from ._step import Step
@@ -95,7 +95,7 @@ def observe_steps(
         except (FrameError, ValueError) as exc:
             error, out = wrap_error(step, exc), _NO_OUTPUT
         else:
-            inp = OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
+            inp = frame_input(view, items, templated, step.item_defaults)
             if traces is not None and step.debug:
                 snap_in = snapshot_input(inp, step.item_input)
             try:

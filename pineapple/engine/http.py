@@ -78,6 +78,10 @@ def encode_response(
     trace: list[TraceEntry] | None = None,
 ) -> bytes:
     """The Go server's JSON body for an execute response (with the trailing newline)."""
+    if not (warnings or trace or error) and (items is None or len(items) <= PIECE):
+        # The usual answer in one pass: sorted keys put "common" before "items", and
+        # go_json of the pair is its parts' go_json joined (it rewrites value by value).
+        return go_json({"common": common, "items": items}) + b"\n"
     parts = [b'{"common":', go_json(common), b',"items":', _items_json(items)]
     if warnings:
         parts += [b',"warnings":', go_json(warnings)]

@@ -70,6 +70,26 @@ def test_go_json_writes_go_text_alone_and_nested(value: float, text: str) -> Non
     assert float(orjson.loads(text)) == value
 
 
+_PAD = "p" * 160  # longer than the outputs go_json scans for risky bytes first
+
+
+@pytest.mark.parametrize(("value", "text"), GO_JSON, ids=[t for _, t in GO_JSON])
+def test_go_json_writes_go_text_in_a_long_output(value: float, text: str) -> None:
+    pad = b'"' + _PAD.encode() + b'"'
+    assert go_json([_PAD, value]) == b"[" + pad + b"," + text.encode() + b"]"
+    assert go_json([value, _PAD]) == b"[" + text.encode() + b"," + pad + b"]"
+    assert go_json({"a": value, "z": _PAD}) == b'{"a":' + text.encode() + b',"z":' + pad + b"}"
+
+
+@pytest.mark.parametrize("pad", ["", _PAD], ids=["short", "long"])
+def test_go_json_escapes_as_go_in_short_and_long_outputs(pad: str) -> None:
+    text = "<a&b>\u2028\u2029\u2026 1.0, 1e-6 1e+20"
+    assert go_json([pad, text]) == (
+        f'["{pad}","\\u003ca\\u0026b\\u003e\\u2028\\u2029\u2026 1.0, 1e-6 1e+20"]'.encode()
+    )
+    assert go_json([pad, 1e-5, 2.0]) == f'["{pad}",0.00001,2]'.encode()
+
+
 def test_go_json_never_raises_on_numbers() -> None:
     assert go_json([2**64, -(2**63) - 1, 2**63]) == (
         b"[18446744073709552000,-9223372036854776000,9223372036854775808]"
