@@ -29,8 +29,8 @@ from .._context import Context
 from .._errors import ExecutionError, PineappleError, ValidationError
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
-from ._frame import FrameError, apply_output, build_common, check_items, project
-from ._io import OperatorOutput, frame_input
+from ._frame import FrameError, apply_output, project, step_input
+from ._io import OperatorOutput
 from ._pieces import PIECE, release
 from ._render import render_dag
 from ._run import (
@@ -45,7 +45,6 @@ from ._run import (
 from ._schema import OperatorRegistry, default_operator_registry
 from ._stats import TIME_EVERY, TIMED_PER_SECOND, EngineStats, Shard
 from ._step import Step, compile_step
-from ._template import resolve_templates
 from ._trace import TraceEntry
 
 __all__ = ["Engine", "Result", "UnknownGroupError"]
@@ -53,7 +52,6 @@ __all__ = ["Engine", "Result", "UnknownGroupError"]
 _log = logging.getLogger("pineapple.engine")
 _clock = time.perf_counter_ns
 _monotonic = time.monotonic
-_EMPTY: Mapping[str, Any] = {}
 
 
 @dataclass
@@ -258,14 +256,10 @@ class Engine:
                 error, end = deadline_error(step.name), step.position
                 break
             try:
-                view = build_common(step, common) if step.needs_common else _EMPTY
-                if step.item_strict or step.item_nullable:
-                    check_items(step, items, present)
-                templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
+                inp = step_input(step, common, items, present)
             except (FrameError, ValueError) as exc:
                 error, end, failed = wrap_error(step, exc), step.position + 1, step.slot
                 break
-            inp = frame_input(view, items, templated, step.item_defaults)
             try:
                 out = OperatorOutput()
                 step.execute(ctx, inp, out)

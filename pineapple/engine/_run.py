@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._context import Context
 from .._errors import DeadlineExceededError, ExecutionError
-from ._frame import FrameError, apply_output, build_common, check_items
-from ._io import OperatorOutput, frame_input
+from ._frame import FrameError, apply_output, step_input
+from ._io import OperatorOutput
 from ._parallel import ShardError
 from ._pieces import PIECE, batches, release
 from ._step import Step
-from ._template import resolve_templates
 from ._trace import TraceEntry, snapshot_input, snapshot_output
 
 if TYPE_CHECKING:
@@ -41,7 +40,6 @@ __all__ = [
     "wrap_error",
 ]
 
-_EMPTY: Mapping[str, Any] = {}
 _monotonic = time.monotonic
 _clock = time.perf_counter_ns
 _NO_OUTPUT = OperatorOutput()  # returned beside an error, never read
@@ -88,14 +86,10 @@ def observe_steps(
         snap_in = None
         error: ExecutionError | None = None
         try:
-            view = build_common(step, common) if step.needs_common else _EMPTY
-            if step.item_strict or step.item_nullable:
-                check_items(step, items, present)
-            templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
+            inp = step_input(step, common, items, present)
         except (FrameError, ValueError) as exc:
             error, out = wrap_error(step, exc), _NO_OUTPUT
         else:
-            inp = frame_input(view, items, templated, step.item_defaults)
             if traces is not None and step.debug:
                 snap_in = snapshot_input(inp, step.item_input)
             try:
