@@ -107,6 +107,36 @@ class LuaServer:
         body = orjson.dumps({"common": {"n": n}, "items": []})
         return self.client.post(f"/execute/{group}", content=body, timeout=timeout)
 
+    def answers_while_running(self, group: str, n: float = 1) -> httpx.Response:
+        """``group``'s answer, after ``/healthz`` and ``main`` answered while it still ran.
+
+        The request runs on its own thread (own client, 15 s timeout); five
+        rounds of probes, each with a 2 s timeout, must all answer 200 before
+        it ends. Bounded: every wait here has a timeout.
+        """
+        done = threading.Event()
+        answers: list[httpx.Response] = []
+
+        def run() -> None:
+            try:
+                with httpx.Client(base_url=self.url, timeout=15.0) as client:
+                    body = orjson.dumps({"common": {"n": n}, "items": []})
+                    answers.append(client.post(f"/execute/{group}", content=body))
+            finally:
+                done.set()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        try:
+            for _ in range(5):
+                assert self.client.get("/healthz", timeout=2.0).status_code == 200
+                assert self.execute("main", 1, timeout=2.0).status_code == 200
+            assert not done.is_set(), f"the {group} request ended before the checks"
+        finally:
+            thread.join(15.0)
+        assert answers, f"the {group} request did not answer within 15 s"
+        return answers[0]
+
     def rss_bytes(self) -> int:
         """The server process's resident set size."""
         status = Path(f"/proc/{self.proc.pid}/status").read_text()

@@ -51,28 +51,7 @@ def test_self_calling_tostring_is_stopped(tmp_path: Path) -> None:
 
 def test_healthz_and_other_requests_answer_while_lua_spins(tmp_path: Path) -> None:
     with lua_server(tmp_path, {"spin": {"timeout_ms": 4000}}) as server:
-        done = threading.Event()
-        answers: list[httpx.Response] = []
-
-        def spin() -> None:
-            try:
-                with httpx.Client(base_url=server.url, timeout=15.0) as client:
-                    body = b'{"common": {"n": 1}, "items": []}'
-                    answers.append(client.post("/execute/spin", content=body))
-            finally:
-                done.set()
-
-        thread = threading.Thread(target=spin, daemon=True)
-        thread.start()
-        try:
-            # Bounded: 5 rounds, each request with a 2 s timeout.
-            for _ in range(5):
-                assert server.client.get("/healthz", timeout=2.0).status_code == 200
-                assert server.execute("main", 1, timeout=2.0).status_code == 200
-            assert not done.is_set(), "the spinning request ended before the checks"
-        finally:
-            thread.join(15.0)
-        assert answers and answers[0].status_code in DEADLINE_STATUS
+        assert server.answers_while_running("spin").status_code in DEADLINE_STATUS
 
 
 def test_sigterm_exits_zero_while_lua_spins(tmp_path: Path) -> None:

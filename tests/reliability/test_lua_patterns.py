@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ._lua import lua_server
@@ -31,24 +29,4 @@ def test_pathological_pattern_answers_504_within_the_deadline(tmp_path: Path) ->
 
 def test_healthz_answers_while_a_pattern_runs(tmp_path: Path) -> None:
     with lua_server(tmp_path, {"pattern": {"timeout_ms": 4000}}) as server:
-        done = threading.Event()
-        answers: list[httpx.Response] = []
-
-        def search() -> None:
-            try:
-                with httpx.Client(base_url=server.url, timeout=15.0) as client:
-                    body = b'{"common": {"n": %d}, "items": []}' % PATHOLOGICAL
-                    answers.append(client.post("/execute/pattern", content=body))
-            finally:
-                done.set()
-
-        thread = threading.Thread(target=search, daemon=True)
-        thread.start()
-        try:
-            for _ in range(5):  # bounded: 5 rounds, 2 s timeout each
-                assert server.client.get("/healthz", timeout=2.0).status_code == 200
-                assert server.execute("main", 1, timeout=2.0).status_code == 200
-            assert not done.is_set(), "the pattern request ended before the checks"
-        finally:
-            thread.join(15.0)
-        assert answers and answers[0].status_code == 504
+        assert server.answers_while_running("pattern", PATHOLOGICAL).status_code == 504
