@@ -91,6 +91,14 @@ def add_serve_command(subparsers: Subparsers) -> None:
     )
     _add_bound(
         parser,
+        "--max-inflight-body-bytes",
+        Config.max_inflight_body_bytes,
+        "request body bytes /execute holds at once over all requests; a body that "
+        "would pass it is answered 503 (0: no cap)",
+        metavar="N",
+    )
+    _add_bound(
+        parser,
         "--max-connections",
         Config.max_connections,
         "connections served at once by each process; a request on one more is "
@@ -187,6 +195,7 @@ def serve_command(args: argparse.Namespace) -> int:
         "read_timeout_ms",
         "idle_timeout_ms",
         "max_connections",
+        "max_inflight_body_bytes",
     ):
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
@@ -212,6 +221,7 @@ def serve_command(args: argparse.Namespace) -> int:
             read_timeout_ms=args.read_timeout_ms,
             idle_timeout_ms=args.idle_timeout_ms,
             max_connections=args.max_connections,
+            max_inflight_body_bytes=args.max_inflight_body_bytes,
             poll_seconds=args.poll_seconds,
             drain_seconds=args.drain_seconds,
             watch=not args.no_watch,

@@ -150,6 +150,11 @@ class Config:
     idle_timeout_ms: int = 5_000
     """How long a keep-alive connection may wait for its next request (``--idle-timeout-ms``;
     uvicorn's ``timeout_keep_alive``; 0: closed after each response)."""
+    max_inflight_body_bytes: int = 512 * 1024 * 1024
+    """Request body bytes ``/execute`` may hold at once over all its requests (from the first
+    byte read until the answer is sent); a body that would pass it is answered 503 at once
+    (``--max-inflight-body-bytes``; 0: no cap). With the defaults, 1,024 connections times an
+    8 MiB body would otherwise be 8 GiB."""
     max_connections: int = 1024
     """Connections served at once by each process; a request on one more is answered 503
     and its connection closed (``--max-connections``; uvicorn's ``limit_concurrency``; 0: no

@@ -46,6 +46,10 @@ class _Disconnected(Exception):
     pass
 
 
+class _Busy(Exception):
+    """Bodies in progress would pass ``Config.max_inflight_body_bytes``."""
+
+
 class ExecuteEndpoint:
     """The ASGI app behind ``POST /execute``."""
 
@@ -62,6 +66,12 @@ class ExecuteEndpoint:
         self._timeout = timeout_ms / 1000.0 if timeout_ms > 0 else None
         self._inline_bytes = config.inline_body_bytes
         self._limiter: CapacityLimiter | None = None
+        self._inflight_cap = config.max_inflight_body_bytes or None
+        self._busy = error_body(
+            f"server busy: request bodies in progress would pass {self._inflight_cap} bytes"
+        )
+        self._inflight = 0
+        """Body bytes held by requests in progress (event loop only: no lock)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The hot path is written out flat (one coroutine per request, no helper
@@ -82,37 +92,46 @@ class ExecuteEndpoint:
                 return  # the client went away
             body: bytes = message.get("body", b"")
             if message.get("more_body", False):
-                body = await self._read_rest(body, receive)
+                body = await self._read_rest(body, receive)  # counted as it comes
             elif len(body) > self._limit:
                 raise _TooLarge
+            else:
+                self._hold(len(body))
         except _TooLarge:
             status, out = 413, error_body(f"request body exceeds {self._limit} bytes")
+        except _Busy:
+            status, out = 503, self._busy
         except _Disconnected:
             return
         else:
-            snap = self._acquire()
-            if snap is None:
-                status, out = 503, error_body("no config is being served")
-            else:
-                group = _group(scope["path"])
-                ctx = snap.context
-                if self._timeout is not None:
-                    ctx = ctx.with_deadline(started + self._timeout)
-                args = (
-                    (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
-                )
-                try:
-                    # A large body runs off the loop even for a non-blocking engine:
-                    # parsing and copying its items would stall every other request.
-                    if snap.blocking or len(body) > self._inline_bytes:
-                        status, out = await self._off_loop(args)
-                    else:
-                        status, out = self._respond(*args)
-                except Exception as exc:
-                    _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
-                    status, out = 500, error_body(f"internal error: {type(exc).__name__}")
-                finally:
-                    snap.release()
+            try:
+                snap = self._acquire()
+                if snap is None:
+                    status, out = 503, error_body("no config is being served")
+                else:
+                    group = _group(scope["path"])
+                    ctx = snap.context
+                    if self._timeout is not None:
+                        ctx = ctx.with_deadline(started + self._timeout)
+                    args = (
+                        (snap.engine, ctx, body)
+                        if group is None
+                        else (snap.engine, ctx, body, group)
+                    )
+                    try:
+                        # A large body runs off the loop even for a non-blocking engine:
+                        # parsing and copying its items would stall every other request.
+                        if snap.blocking or len(body) > self._inline_bytes:
+                            status, out = await self._off_loop(args)
+                        else:
+                            status, out = self._respond(*args)
+                    except Exception as exc:
+                        _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
+                        status, out = 500, error_body(f"internal error: {type(exc).__name__}")
+                    finally:
+                        snap.release()
+            finally:
+                self._inflight -= len(body)
         await send(
             {
                 "type": "http.response.start",
@@ -122,6 +141,12 @@ class ExecuteEndpoint:
         )
         await send({"type": "http.response.body", "body": out})
         self._observe(status, _monotonic() - started)
+
+    def _hold(self, size: int) -> None:
+        """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap."""
+        if self._inflight_cap is not None and self._inflight + size > self._inflight_cap:
+            raise _Busy
+        self._inflight += size
 
     async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
         """Run the responder on the bounded worker-thread pool."""
@@ -137,17 +162,25 @@ class ExecuteEndpoint:
         """The rest of a body sent in several messages (413 past the limit)."""
         chunks = [first]
         size = len(first)
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                raise _Disconnected
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._limit:
-                raise _TooLarge
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        self._hold(size)
+        try:
+            # Bounded: the body's size by _limit, the total in progress by _inflight_cap,
+            # the time by the server's read timeout (server._read_timeouts).
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    raise _Disconnected
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self._limit:
+                    raise _TooLarge
+                self._hold(len(chunk))
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+        except BaseException:
+            self._inflight -= sum(map(len, chunks))  # what _hold counted: no leak on any exit
+            raise
 
 
 def _group(path: str) -> str | None:
