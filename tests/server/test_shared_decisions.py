@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -13,11 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 import pytest
 
 from .test_e2e import ServeProcess
-from .test_shared_workers import _SEEN, _config, _fill, _recall, _wait_workers, _workers
+from .test_shared_workers import (
+    _config,
+    _fill,
+    _recall,
+    _wait_workers,
+    serving_two_workers,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -58,19 +62,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
     data = _config(db)
     data["resource_config"]["feed"]["interval"] = SLOW_INTERVAL
     _write(config, data)
-    shared = tmp_path / "shm"
-    shared.mkdir()
-    server = ServeProcess(
-        config, tmp_path / "closes.log", "--workers", "2", "--shared-dir", str(shared)
-    )
-    try:
+    with serving_two_workers(config, tmp_path) as (server, shared):
         yield Served(server, db, config, shared)
-    finally:
-        for child in {*_SEEN, *_workers(server)}:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()  # never leave a worker holding the log pipe open
-        _SEEN.clear()
-        server.close()
 
 
 def _each(

@@ -86,17 +86,25 @@ def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, Path, Path]]:
     _fill(db, 0, 30)
     config = tmp_path / "pineapple.json"
     config.write_text(json.dumps(_config(db)))
+    with serving_two_workers(config, tmp_path) as (server, shared):
+        yield server, db, shared
+
+
+@contextlib.contextmanager
+def serving_two_workers(config: Path, tmp_path: Path) -> Iterator[tuple[ServeProcess, Path]]:
+    """``pineapple serve CONFIG --workers 2`` with its store in ``tmp_path/shm``; on exit
+    every worker seen is killed (none may hold the log pipe open) and the server closed."""
     shared = tmp_path / "shm"
     shared.mkdir()
     server = ServeProcess(
         config, tmp_path / "closes.log", "--workers", "2", "--shared-dir", str(shared)
     )
     try:
-        yield server, db, shared
+        yield server, shared
     finally:
         for child in {*_SEEN, *_workers(server)}:
             with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()  # never leave a worker holding the log pipe open
+                child.kill()
         _SEEN.clear()
         server.close()
 
