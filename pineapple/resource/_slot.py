@@ -192,7 +192,9 @@ class Slot:
             return self._flip("Fresh", "False", "Stale", msg, became)
         return self._flip("Fresh", "True", "UpToDate", f"confirmed {age:.0f}s ago", now)
 
-    def _reachable(self, report: ProbeReport, at: float) -> Condition:
+    def _reachable(self, report: ProbeReport, read_at: float) -> Condition:
+        # The probe that saw the change is the nearest moment known (a read may be later).
+        at = report.checked_at if report.checked_at is not None else read_at
         if report.up is None:
             return self._flip("Reachable", "Unknown", "NotProbed", report.message, at)
         if report.up:
