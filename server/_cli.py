@@ -18,6 +18,7 @@ from ._admin import parse_trusted_proxies
 from ._build import BuildError, CheckError
 from ._config import Config
 from ._cpu_quota import CpuCount, usable_cpus
+from ._log_format import LOG_FORMATS
 from ._run import _configure_logging, check, exit_within, run
 
 __all__ = ["add_check_command", "add_serve_command"]
@@ -120,7 +121,20 @@ def add_serve_command(subparsers: Subparsers) -> None:
         "--log-level",
         default="info",
         choices=["critical", "error", "warning", "info", "debug"],
-        help="log level of the server and its access log",
+        help="log level of every process (the access log writes at info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="text",
+        choices=LOG_FORMATS,
+        help="text lines, or one JSON object a line (time, level, logger, message, pid "
+        "and the fields of the event), for the supervisor and every worker",
+    )
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="log one line per HTTP request: peer, method, path without its query, "
+        "status and duration",
     )
     parser.add_argument(
         "--resource-memory-budget-bytes",
@@ -180,7 +194,7 @@ def serve_command(args: argparse.Namespace) -> int:
     POST /admin/reload; SIGTERM drains and exits 0.
     """
     if args.workers_auto is not None:
-        _configure_logging(args.log_level)
+        _configure_logging(args.log_level, args.log_format)
         _log.info("--workers auto: %s", args.workers_auto)
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)
@@ -226,6 +240,8 @@ def serve_command(args: argparse.Namespace) -> int:
             drain_seconds=args.drain_seconds,
             watch=not args.no_watch,
             log_level=args.log_level,
+            log_format=args.log_format,
+            access_log=args.access_log,
             max_config_bytes=args.max_config_bytes,
             resource_memory_budget_bytes=args.resource_memory_budget_bytes,
             trust_proxy=trusted,

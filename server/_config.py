@@ -170,6 +170,12 @@ class Config:
     responder: Responder | None = None
     env: Mapping[str, str] | None = None
     log_level: str = "info"
+    log_format: str = "text"
+    """``text`` or ``json`` (one object a line), for the supervisor and every worker
+    (``--log-format``; see ``server/_log_format.py``)."""
+    access_log: bool = False
+    """Log one line per HTTP request: method, path (no query), status, duration
+    (``--access-log``; logger ``pineapple.access`` at INFO)."""
     max_config_bytes: int = DEFAULT_MAX_CONFIG_BYTES
     """A config file bigger than this is refused at step ``read`` (``--max-config-bytes``)."""
     resource_memory_budget_bytes: int = 0

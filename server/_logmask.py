@@ -2,8 +2,9 @@
 
 Every record that reaches a root handler passes :class:`LogMask`, which masks
 DSN passwords and every secret of the serving snapshot's resource manager
-(secret params, DSN passwords, ``${VAR}`` values) in the formatted message
-and in the traceback text. Messages logged by the resource runtime are
+(secret params, DSN passwords, ``${VAR}`` values) in the formatted message,
+in the traceback text and in every string field passed with ``extra=``
+(what ``--log-format json`` writes beside the message). Messages logged by the resource runtime are
 already redacted; this catches what operators, libraries and tracebacks say.
 
 Guarantees:
@@ -19,6 +20,7 @@ import logging
 
 from pineapple import resource
 
+from ._log_format import extra_fields
 from ._snapshot import SnapshotHolder
 
 __all__ = ["LogMask", "install_log_mask", "remove_log_mask"]
@@ -48,6 +50,9 @@ class LogMask(logging.Filter):
             record.exc_text = _FORMATTER.formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = self._redact(record.exc_text)
+        for key, value in extra_fields(record).items():
+            if isinstance(value, str):
+                setattr(record, key, self._redact(value))
         return True
 
 

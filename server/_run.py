@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -24,9 +23,11 @@ import uvicorn
 
 from pineapple import PineappleError
 
+from ._access_log import AccessLog
 from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
+from ._log_format import configure_logging
 from ._logmask import install_log_mask, remove_log_mask
 from ._read_timeouts import ReadTimeouts, protocol_class
 from ._service import Service
@@ -39,12 +40,8 @@ EXIT_GRACE_SECONDS = 2.0
 _log = logging.getLogger("pineapple.server")
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    configure_logging(level, log_format)
 
 
 def check(config: Config, *, fetch: bool = False) -> list[str]:
@@ -101,7 +98,7 @@ class _Server(uvicorn.Server):
 
 def run(config: Config) -> int:
     """Serve ``config`` until SIGTERM/SIGINT; the process exit code (0: clean shutdown)."""
-    _configure_logging(config.log_level)
+    _configure_logging(config.log_level, config.log_format)
     if config.workers > 1:
         return _run_workers(config)
     try:
@@ -171,8 +168,9 @@ def _uvicorn_config(config: Config, service: Service) -> uvicorn.Config:
         read_seconds=config.read_timeout_ms / 1000,
         on_timeout=service.metrics.observe_read_timeout,
     )
+    app = create_app(service)
     return uvicorn.Config(
-        create_app(service),
+        AccessLog(app) if config.access_log else app,
         http=protocol_class(timeouts),
         lifespan="on",
         # The peer is never rewritten from proxy headers (not even with env

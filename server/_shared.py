@@ -42,6 +42,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -429,6 +430,19 @@ class _Unshared:
         return None
 
 
+class _SupervisorPrinter:
+    """How the supervisor shows its values: a :class:`Published` record, or nothing for a
+    per-worker type (the type's own printer expects the value the supervisor never holds)."""
+
+    def describe(self, value: Any) -> str:
+        return self.summarize(value)
+
+    def summarize(self, value: Any) -> str:
+        if isinstance(value, Published):
+            return f"shared snapshot {value}"
+        return "not fetched by the supervisor: each worker fetches its own"
+
+
 def publishing_registry(
     base: Registry, store: SharedStore, named: set[str] | None = None
 ) -> Registry:
@@ -455,13 +469,15 @@ def publishing_registry(
         return make
 
     registry = Registry()
+    printer = _SupervisorPrinter()
     for schema in base.all():
         factory = base.factory(schema.name)
         assert factory is not None
+        shown = dataclasses.replace(schema, printer=printer)
         if schema.name in resources.SHARED_TYPES:
-            registry.register(schema, wrap(factory, schema.name))
+            registry.register(shown, wrap(factory, schema.name))
         else:
-            registry.register(schema, unshared(factory))
+            registry.register(shown, unshared(factory))
     return registry
 
 

@@ -52,7 +52,7 @@ def worker_main(
     from ._run import _configure_logging, _serve, exit_within
 
     _die_with_parent(parent_pid)
-    _configure_logging(config.log_level)
+    _configure_logging(config.log_level, config.log_format)
     import_plugins(config.plugins)
     store = SharedStore(store_path)
     source = SharedConfigSource(store)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 from starlette.routing import Route
@@ -176,3 +180,216 @@ def test_the_example_config_passes_check(
     config = tmp_path / "config.json"
     config.write_text(k8s["ConfigMap"]["data"]["config.json"])
     assert main(["check", str(config), "--fetch"]) == 0, capsys.readouterr()
+
+
+# -- a security review: the schema, the restricted profile, secrets, policies ------------
+
+KUBERNETES_VERSION = "1.30"  # the oldest minor still in wide use that knows every field here
+
+
+def _pod(k8s: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    pod: dict[str, Any] = k8s["Deployment"]["spec"]["template"]["spec"]
+    return pod
+
+
+def _template_labels(k8s: dict[str, dict[str, Any]]) -> dict[str, str]:
+    labels: dict[str, str] = k8s["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_every_manifest_passes_the_kubernetes_schema(k8s: dict[str, dict[str, Any]]) -> None:
+    assert {"Namespace", "Secret", "PodDisruptionBudget", "NetworkPolicy"} <= set(k8s)
+    for kind, doc in k8s.items():
+        try:  # strict: an unknown or misspelt field fails too
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{kind}: {str(exc).splitlines()[0]}")
+
+
+def test_every_object_lives_in_a_namespace_that_enforces_restricted(
+    k8s: dict[str, dict[str, Any]],
+) -> None:
+    namespace = k8s["Namespace"]["metadata"]
+    assert namespace["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    for kind, doc in k8s.items():
+        if kind != "Namespace":
+            assert doc["metadata"]["namespace"] == namespace["name"], kind
+
+
+def test_the_pod_meets_the_restricted_profile(k8s: dict[str, dict[str, Any]]) -> None:
+    pod = _pod(k8s)
+    assert pod["automountServiceAccountToken"] is False
+    for host in ("hostNetwork", "hostPID", "hostIPC"):
+        assert not pod.get(host), host
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    # The image's own user is the pod's (and not root): the Dockerfile says USER 10001.
+    user = pod["securityContext"]["runAsUser"]
+    assert user > 0 and f"USER {user}" in (DEPLOY / "Dockerfile").read_text()
+    for container in pod["containers"] + pod.get("initContainers", []):
+        sc = container["securityContext"]
+        assert sc["allowPrivilegeEscalation"] is False
+        assert sc["readOnlyRootFilesystem"] is True
+        assert not sc.get("privileged", False)
+        assert sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add")
+        assert sc.get("runAsNonRoot", True) is True
+        assert sc.get("seccompProfile", {"type": "RuntimeDefault"})["type"] == "RuntimeDefault"
+        assert not any("hostPort" in port for port in container["ports"])
+    allowed = {"configMap", "emptyDir", "secret", "projected", "downwardAPI"}
+    for volume in pod["volumes"]:
+        assert set(volume) - {"name"} <= allowed, volume  # no hostPath
+
+
+def test_every_writable_place_is_an_emptydir(k8s: dict[str, dict[str, Any]]) -> None:
+    c = _container(k8s)
+    args = _serve_args([*c["command"], *c["args"]])
+    volumes = {v["name"]: v for v in _pod(k8s)["volumes"]}
+    writable = {m["mountPath"]: m["name"] for m in c["volumeMounts"] if not m.get("readOnly")}
+    assert writable, "a read-only root filesystem needs somewhere to write"
+    for path, name in writable.items():
+        assert "emptyDir" in volumes[name], path
+    # --workers keeps its shared snapshots in memory; Python's temporary files go to /tmp.
+    assert volumes[writable[args.shared_dir]]["emptyDir"]["medium"] == "Memory"
+    assert "/tmp" in writable
+
+
+def test_disruptions_and_placement_keep_a_replica_serving(
+    k8s: dict[str, dict[str, Any]],
+) -> None:
+    labels = _template_labels(k8s)
+    replicas = k8s["Deployment"]["spec"]["replicas"]
+    pdb = k8s["PodDisruptionBudget"]["spec"]
+    assert pdb["selector"]["matchLabels"].items() <= labels.items()
+    assert 1 <= pdb["minAvailable"] < replicas  # a drain may evict one, never all
+    spread = {s["topologyKey"]: s for s in _pod(k8s)["topologySpreadConstraints"]}
+    by_node = spread["kubernetes.io/hostname"]
+    assert by_node["whenUnsatisfiable"] == "DoNotSchedule" and by_node["maxSkew"] == 1
+    for constraint in spread.values():
+        assert constraint["labelSelector"]["matchLabels"].items() <= labels.items()
+
+
+def _variables(text: str) -> set[str]:
+    return set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}", text))
+
+
+def test_every_variable_of_the_production_flow_is_set_and_secrets_come_from_the_secret(
+    k8s: dict[str, dict[str, Any]],
+) -> None:
+    production = (ROOT / "configs" / "production.json").read_text()
+    flow = (ROOT / "configs" / "production_flow.py").read_text()
+    wanted = _variables(production)
+    assert wanted <= _variables(flow) and {"FEED_MYSQL_DSN", "REDIS_PASSWORD"} <= wanted
+    env = {e["name"]: e for e in _container(k8s)["env"]}
+    assert wanted <= set(env), f"not set: {sorted(wanted - set(env))}"
+    secret = k8s["Secret"]
+    # Where a variable feeds a secret param (a DSN, a password), it comes from the Secret.
+    secret_params = re.findall(r'"(?:mysql_dsn|password)": "\$\{(\w+)', production)
+    assert set(secret_params) == {"FEED_MYSQL_DSN", "REDIS_PASSWORD"}
+    for name in [*secret_params, "PINEAPPLE_ADMIN_TOKEN"]:
+        ref = env[name]["valueFrom"]["secretKeyRef"]
+        assert ref["name"] == secret["metadata"]["name"], name
+        assert ref["key"] in secret["stringData"], name
+        assert secret["stringData"][ref["key"]] == "", f"{name}: no value is committed"
+
+
+def test_the_network_policy_admits_the_http_port_and_only_the_egress_needed(
+    k8s: dict[str, dict[str, Any]],
+) -> None:
+    policy = k8s["NetworkPolicy"]["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= _template_labels(k8s).items()
+    assert set(policy["policyTypes"]) == {"Ingress", "Egress"}
+    names = {p["name"] for p in _container(k8s)["ports"]}
+    for rule in policy["ingress"]:
+        assert {p["port"] for p in rule["ports"]} <= names
+    egress = {p["port"] for rule in policy["egress"] for p in rule["ports"]}
+    assert egress == {53, 3306, 6379}  # DNS, MySQL, Redis
+
+
+def test_prometheus_scrapes_the_metrics_route(
+    k8s: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    annotations = k8s["Deployment"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    ports = {p["containerPort"] for p in _container(k8s)["ports"]}
+    assert int(annotations["prometheus.io/port"]) in ports
+    config = tmp_path / "config.json"
+    config.write_text(k8s["ConfigMap"]["data"]["config.json"])
+    with TestClient(server.create_app(server.Config(config_path=config, watch=False))) as client:
+        answer = client.get(annotations["prometheus.io/path"])
+    assert answer.status_code == 200 and "pineapple_" in answer.text
+
+
+@pytest.fixture(scope="module")
+def serve_help() -> str:
+    """``pineapple serve --help`` as the real command prints it."""
+    code = "import sys; from pineapple.cli import main; sys.exit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "serve", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _flags(argv: list[str]) -> set[str]:
+    return {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
+def _docker_examples() -> list[list[str]]:
+    """The commented command lines of the Dockerfile (continuations joined), split
+    (``CMD`` as the exec form's JSON array, the rest as a shell splits them)."""
+    commands, current = [], ""
+    for line in (DEPLOY / "Dockerfile").read_text().splitlines():
+        text = line.removeprefix("#").strip()
+        if not line.startswith("#") or not (current or text.startswith(("docker ", "CMD "))):
+            continue
+        current += " " + text.removesuffix("\\")
+        if not text.endswith("\\"):
+            commands.append(current.strip())
+            current = ""
+    return [
+        ["CMD", *json.loads(cmd[4:])] if cmd.startswith("CMD ") else shlex.split(cmd)
+        for cmd in commands
+    ]
+
+
+def test_every_flag_the_deploy_files_name_is_in_serve_help(
+    k8s: dict[str, dict[str, Any]], serve_help: str
+) -> None:
+    c = _container(k8s)
+    named = _flags(c["args"]) | _flags(_dockerfile_cmd())
+    examples = _docker_examples()
+    assert len(examples) == 3  # docker build, docker run, the plugin layer's CMD
+    for argv in examples:
+        if "serve" in argv:
+            named |= _flags(argv[argv.index("serve") :])
+    assert {"--addr", "--workers", "--shared-dir", "--log-format", "--plugin"} <= named
+    for flag in sorted(named):
+        assert re.search(rf"(^|[\s\[,]){re.escape(flag)}\b", serve_help), f"{flag}: not in --help"
+
+
+def test_the_docker_run_example_mounts_the_config_folder(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (run,) = [argv for argv in _docker_examples() if argv[:2] == ["docker", "run"]]
+    volume = run[run.index("-v") + 1]
+    source, target, *_mode = volume.replace("$PWD", str(ROOT)).split(":")
+    assert Path(source).is_dir(), f"-v {volume}: mount a folder"
+    serve = run[run.index("pineapple") :]
+    args = _serve_args(serve)
+    config = Path(source) / Path(args.config).relative_to(target)
+    assert config.is_file()
+    # What the demo reads beside its config (data/*.json) is in the mounted folder.
+    for path in re.findall(r'"path": "([^"]+)"', config.read_text()):
+        assert (config.parent / path).is_file(), path
+    assert main(["check", str(config), "--fetch"]) == 0, capsys.readouterr()
+
+
+def test_the_plugin_layer_example_runs_the_same_server_with_a_plugin() -> None:
+    (cmd,) = [argv for argv in _docker_examples() if argv[0] == "CMD"]
+    args = _serve_args(cmd[1:])
+    assert args.plugin == ["my_types"]
+    assert args.config == _serve_args(_dockerfile_cmd()).config

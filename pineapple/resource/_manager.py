@@ -400,9 +400,11 @@ class Manager:
                 _cancel_fetch(slot)
         if scheduler is not None:
             scheduler.stop(wait=wait)
+        stopped_at = time.time()
         for slot in self._slots.values():
             with self._swap_lock, slot.lock:
                 refs = (slot.unpublish(), slot.unpublish_previous())
+                slot.observe(True, stopped_at)
             for ref in refs:
                 if ref is not None:
                     ref.release()
@@ -531,6 +533,18 @@ class Manager:
             return result
 
     def _fetch_locked(self, slot: Slot, force: bool = False) -> RefreshResult:
+        failing = slot.consecutive_failures  # a fetch (under refresh_lock, held) changes it
+        result = self._attempt(slot, force)
+        if failing and result in ("swapped", "not_modified") and not slot.consecutive_failures:
+            _log.info(
+                "%s: recovered after %d failed refresh(es)",
+                slot.label,
+                failing,
+                extra={"resource": slot.name, "failures": failing},
+            )
+        return result
+
+    def _attempt(self, slot: Slot, force: bool) -> RefreshResult:
         now = time.time()
         try:
             value = slot.fetcher()
@@ -544,6 +558,7 @@ class Manager:
                     slot.confirmed_at = slot.last_attempt_at = now
                     slot.last_error = None
                     slot.consecutive_failures = 0
+                    self._observe(slot, now)
                     return "not_modified"
             return self._record_failure(slot, now, message)
         try:
@@ -567,7 +582,9 @@ class Manager:
         """
         forced = self._validate(slot, value, force)
         size = size_of(slot.printer, slot.label, value)
+        summary = slot.summary_of(value)  # before the swap: after it a rollback may retire it
         ref = RefValue(value, slot.label)
+        version: int | None = None  # set once the value is published
         with self._swap_lock:
             # On a refusal ``ref`` is dropped unreleased (its value was never
             # published); the caller hands the value to the closer once.
@@ -583,8 +600,18 @@ class Manager:
                     slot.current_size = size
                     slot.refusal, slot.refused_error, slot.forced = None, None, forced
                     retire = slot.shelve(old, old_size)
+                    self._observe(slot, now)
+                    version = slot.version
         if retire is not None:
             self._budget.retire(*retire)
+        if version is not None:
+            _log.info(
+                "%s: swapped in version %d: %s",
+                slot.label,
+                version,
+                summary,
+                extra={"resource": slot.name, "version": version, "summary": summary},
+            )
 
     def _validate(self, slot: Slot, value: Any, force: bool) -> str | None:
         """Run the slot's validators on ``value`` against the serving value.
@@ -649,6 +676,7 @@ class Manager:
                 message,
                 type(exc)(slot.name, exc.check, slot.redact(exc.reason)),
             )
+            self._observe(slot, now)
         _log.warning("refresh of %s refused (Valid=False): %s", slot.label, message)
         observe = getattr(self._metrics, "observe_refusal", None)
         if callable(observe):
@@ -693,6 +721,7 @@ class Manager:
             slot.current_size = previous_size
             slot.pinned = f"rolled back to the previous value at {_utc(now)}"
             version = slot.version
+            self._observe(slot, now)
         if replaced is not None:
             self._budget.retire(replaced, replaced_size)
         _log.warning(
@@ -704,9 +733,11 @@ class Manager:
     def pin(self, name: str, reason: str = "") -> None:
         """Hold the current value of ``name``: no fetch swaps it until :meth:`unpin`."""
         slot = self._slot(name)
-        why = reason or f"pinned by an admin at {_utc(time.time())}"
+        now = time.time()
+        why = reason or f"pinned by an admin at {_utc(now)}"
         with self._swap_lock, slot.lock:
             slot.pinned = why
+            self._observe(slot, now)
         _log.warning("%s: pinned (%s)", slot.label, why)
 
     def unpin(self, name: str) -> bool:
@@ -714,6 +745,7 @@ class Manager:
         slot = self._slot(name)
         with self._swap_lock, slot.lock:
             was, slot.pinned = slot.pinned, None
+            self._observe(slot, time.time())
         if was is not None:
             _log.warning("%s: unpinned", slot.label)
         return was is not None
@@ -747,11 +779,16 @@ class Manager:
             slot.last_error = message
             slot.consecutive_failures += 1
             failures = slot.consecutive_failures
+            self._observe(slot, now)
         kept = "keeping the previous value" if slot.current is not None else "no value loaded"
         _log.warning(
             "refresh of %s failed (%d in a row, %s): %s", slot.label, failures, kept, message
         )
         return "error"
+
+    def _observe(self, slot: Slot, now: float) -> None:
+        """Date the conditions ``slot``'s change at ``now`` flipped (caller holds its lock)."""
+        slot.observe(self._state == "stopped", now, self.halted_reason)
 
     def _next_delay(self, slot: Slot) -> float | None:
         if slot.consecutive_failures:

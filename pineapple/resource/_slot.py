@@ -12,9 +12,14 @@ Guarantees:
   is never borrowed by readers, only swapped back by a rollback.
 - ``pinned``, ``refusal`` and the sizes are written under ``lock`` (sizes
   also only under the Manager's swap lock, which its budget check holds).
-- Status fields are written under ``lock``; ``snapshot_status`` reads them
-  under the same lock and derives the conditions, moving a condition's
-  transition time only when its status flips.
+- Status fields are written under ``lock``. The conditions are derived under
+  the same lock by :meth:`observe`, which the Manager calls at every change
+  (a swap, a failure, a refusal, a pin, a stop) with the moment of that
+  change, and again by ``snapshot_status`` on every read. A condition's
+  transition time moves only when its status flips, and then to the moment
+  of the change, never to the time of a read: an event's own time, or for
+  ``Fresh=False/Stale`` (which no event causes) the moment the value's age
+  passed twice the interval.
 """
 
 from __future__ import annotations
@@ -137,6 +142,7 @@ class Slot:
                 self.loaded_at = previous.loaded_at
                 self.confirmed_at = previous.confirmed_at
                 self.last_attempt_at = previous.last_attempt_at
+                self._conditions = dict(previous._conditions)  # their times carry over too
                 self.carried_over = True
         return ref
 
@@ -150,59 +156,84 @@ class Slot:
         old, self.previous, self.previous_size = self.previous, None, None
         return old
 
-    def _flip(self, type_: str, status: ConditionStatus, reason: str, message: str) -> Condition:
+    def _flip(
+        self, type_: str, status: ConditionStatus, reason: str, message: str, at: float
+    ) -> Condition:
+        """The condition ``type_`` now; its transition time is ``at`` if its status flips."""
         prev = self._conditions.get(type_)
-        when = prev.last_transition_time if prev and prev.status == status else time.time()
+        when = prev.last_transition_time if prev and prev.status == status else at
         cond = Condition(type_, status, reason, message, when)
         self._conditions[type_] = cond
         return cond
 
-    def _ready(self, stopped: bool) -> Condition:
+    def _ready(self, stopped: bool, at: float) -> Condition:
         if stopped:
-            return self._flip("Ready", "False", "Stopped", "the manager is stopped")
+            return self._flip("Ready", "False", "Stopped", "the manager is stopped", at)
         if self.current is not None:
-            return self._flip("Ready", "True", "Loaded", f"version {self.version} is served")
+            return self._flip("Ready", "True", "Loaded", f"version {self.version} is served", at)
         if self.last_error is not None:
-            return self._flip("Ready", "False", "FetchFailed", self.last_error)
-        return self._flip("Ready", "Unknown", "NotLoaded", "no fetch has completed yet")
+            return self._flip("Ready", "False", "FetchFailed", self.last_error, at)
+        return self._flip("Ready", "Unknown", "NotLoaded", "no fetch has completed yet", at)
 
     def _fresh(self, now: float, halted: str | None) -> Condition:
         if halted is not None:
-            return self._flip("Fresh", "False", "RefreshStopped", halted)
+            return self._flip("Fresh", "False", "RefreshStopped", halted, now)
         if self.current is None or self.confirmed_at is None:
-            return self._flip("Fresh", "Unknown", "NotLoaded", "no value loaded")
+            return self._flip("Fresh", "Unknown", "NotLoaded", "no value loaded", now)
         if self.interval < 0:
-            return self._flip("Fresh", "True", "NeverRefreshed", "interval -1: loaded once")
+            return self._flip("Fresh", "True", "NeverRefreshed", "interval -1: loaded once", now)
         age = now - self.confirmed_at
         if age > 2 * self.interval:
             msg = f"value is {age:.0f}s old, over twice the {self.interval:g}s interval"
             if self.last_error:
                 msg += f"; last error: {self.last_error}"
-            return self._flip("Fresh", "False", "Stale", msg)
-        return self._flip("Fresh", "True", "UpToDate", f"confirmed {age:.0f}s ago")
+            # Stale since the moment the age passed the limit, whenever this is read.
+            became = self.confirmed_at + 2 * self.interval
+            return self._flip("Fresh", "False", "Stale", msg, became)
+        return self._flip("Fresh", "True", "UpToDate", f"confirmed {age:.0f}s ago", now)
 
-    def _reachable(self, report: ProbeReport) -> Condition:
+    def _reachable(self, report: ProbeReport, read_at: float) -> Condition:
+        # The probe that saw the change is the nearest moment known (a read may be later).
+        at = report.checked_at if report.checked_at is not None else read_at
         if report.up is None:
-            return self._flip("Reachable", "Unknown", "NotProbed", report.message)
+            return self._flip("Reachable", "Unknown", "NotProbed", report.message, at)
         if report.up:
-            return self._flip("Reachable", "True", "ProbeSucceeded", report.message)
-        return self._flip("Reachable", "False", "ProbeFailed", self.redact(report.message))
+            return self._flip("Reachable", "True", "ProbeSucceeded", report.message, at)
+        return self._flip("Reachable", "False", "ProbeFailed", self.redact(report.message), at)
 
-    def _valid(self) -> Condition:
+    def _valid(self, at: float) -> Condition:
         if self.refusal is not None:
-            return self._flip("Valid", "False", "Refused", self.refusal)
+            return self._flip("Valid", "False", "Refused", self.refusal, at)
         if self.current is None:
-            return self._flip("Valid", "Unknown", "NotLoaded", "no value accepted yet")
+            return self._flip("Valid", "Unknown", "NotLoaded", "no value accepted yet", at)
         if self.forced is not None:
-            return self._flip("Valid", "True", "Forced", f"accepted by force: {self.forced}")
+            forced = f"accepted by force: {self.forced}"
+            return self._flip("Valid", "True", "Forced", forced, at)
         if self.validation.empty and self.validator is None:
-            return self._flip("Valid", "True", "NoValidators", "no validator configured")
-        return self._flip("Valid", "True", "Passed", f"version {self.version} passed")
+            return self._flip("Valid", "True", "NoValidators", "no validator configured", at)
+        return self._flip("Valid", "True", "Passed", f"version {self.version} passed", at)
 
-    def _pinned(self) -> Condition:
+    def _pinned(self, at: float) -> Condition:
         if self.pinned is not None:
-            return self._flip("Pinned", "True", "Pinned", self.pinned)
-        return self._flip("Pinned", "False", "NotPinned", "refreshed on schedule")
+            return self._flip("Pinned", "True", "Pinned", self.pinned, at)
+        return self._flip("Pinned", "False", "NotPinned", "refreshed on schedule", at)
+
+    def _derive(self, stopped: bool, now: float, halted: str | None) -> tuple[Condition, ...]:
+        """Every condition as of ``now`` (caller holds ``lock``); a flip is dated ``now``."""
+        return (
+            self._ready(stopped, now),
+            self._fresh(now, halted),
+            self._valid(now),
+            self._pinned(now),
+        )
+
+    def observe(self, stopped: bool, now: float, halted: str | None = None) -> None:
+        """Record the conditions right after a change made at ``now`` (caller holds ``lock``).
+
+        The Manager calls it at every change of what the conditions read, so a
+        flip carries the time of its change, not of the first read after it.
+        """
+        self._derive(stopped, now, halted)
 
     def snapshot_status(
         self, stopped: bool, now: float | None = None, halted: str | None = None
@@ -210,19 +241,16 @@ class Slot:
         """The status as of ``now``; ``halted``: why background refreshes stopped."""
         now = time.time() if now is None else now
         with self.lock:
-            conditions: tuple[Condition, ...] = (
-                self._ready(stopped),
-                self._fresh(now, halted),
-                self._valid(),
-                self._pinned(),
-            )
+            # Every change already recorded its flips (``observe``); what is left to
+            # flip here is what time alone changes (Stale, dated by itself) or a probe.
+            conditions = self._derive(stopped, now, halted)
             summary = ""
             ref = self.current
             if ref is not None:
-                summary = self._summarize(ref.value)
+                summary = self.summary_of(ref.value)
                 report = probe_report_of(ref.value)
                 if report is not None and not stopped:
-                    conditions += (self._reachable(report),)
+                    conditions += (self._reachable(report, now),)
             return ResourceStatus(
                 name=self.name,
                 type=self.type_name,
@@ -240,7 +268,8 @@ class Slot:
                 has_previous=self.previous is not None,
             )
 
-    def _summarize(self, value: Any) -> str:
+    def summary_of(self, value: Any) -> str:
+        """The printer's summary of ``value``, redacted (never raises)."""
         try:
             return self.redact(self.printer.summarize(value))
         except Exception as exc:  # a printer bug must not break status output

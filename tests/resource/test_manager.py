@@ -316,6 +316,40 @@ def test_ready_condition_reports_a_failed_first_load() -> None:
     assert stopped is not None and stopped.reason == "Stopped"
 
 
+def test_stale_is_dated_when_the_age_passed_the_limit_not_when_it_is_read() -> None:
+    rm = Manager()
+    rm.register("a", CountingFetcher(), interval=100)
+    rm.start()
+    loaded = rm.status_of("a").loaded_at
+    assert loaded is not None
+    stale = rm.status_of("a", now=loaded + 500).condition("Fresh")
+    rm.stop()
+    assert stale is not None and stale.reason == "Stale"
+    assert stale.last_transition_time == loaded + 200  # twice the interval after loading
+
+
+def test_conditions_are_dated_at_the_change_even_when_read_later() -> None:
+    fetcher = CountingFetcher()
+    fetcher.fail_with = OSError("nope")
+    rm = Manager(backoff_base=60)
+    rm.register("a", fetcher, interval=-1)
+    rm.start(allow_partial=True)
+    failed_at = rm.status_of("a", now=1e12).last_attempt_at  # read "much later"
+    fetcher.fail_with = None
+    rm.refresh("a")
+    rm.pin("a")
+    status = rm.status_of("a", now=1e12)
+    rm.stop()
+    ready, pinned = status.condition("Ready"), status.condition("Pinned")
+    assert failed_at is not None and ready is not None and pinned is not None
+    # Ready=False was dated by the failed fetch (read first at 1e12), then flipped True
+    # at the swap: the very clock read that set loaded_at.
+    assert ready.status == "True" and ready.last_transition_time == status.loaded_at
+    assert status.loaded_at is not None and failed_at < status.loaded_at
+    assert pinned.status == "True"
+    assert status.loaded_at <= (pinned.last_transition_time or 0) < 1e12
+
+
 def test_refresh_of_unknown_or_stopped_raises() -> None:
     rm = started(a=CountingFetcher())
     with pytest.raises(UnknownResourceError):

@@ -91,13 +91,15 @@ def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, Path, Path]]:
 
 
 @contextlib.contextmanager
-def serving_two_workers(config: Path, tmp_path: Path) -> Iterator[tuple[ServeProcess, Path]]:
-    """``pineapple serve CONFIG --workers 2`` with its store in ``tmp_path/shm``; on exit
-    every worker seen is killed (none may hold the log pipe open) and the server closed."""
+def serving_two_workers(
+    config: Path, tmp_path: Path, *args: str
+) -> Iterator[tuple[ServeProcess, Path]]:
+    """``pineapple serve CONFIG --workers 2 ARGS...`` with its store in ``tmp_path/shm``; on
+    exit every worker seen is killed (none may hold the log pipe open) and the server closed."""
     shared = tmp_path / "shm"
     shared.mkdir()
     server = ServeProcess(
-        config, tmp_path / "closes.log", "--workers", "2", "--shared-dir", str(shared)
+        config, tmp_path / "closes.log", "--workers", "2", "--shared-dir", str(shared), *args
     )
     try:
         yield server, shared

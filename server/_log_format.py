@@ -1,0 +1,90 @@
+"""How every process of ``pineapple serve`` writes its log: text lines or JSON lines.
+
+``--log-format text`` (the default) writes ``TIME PID LEVEL LOGGER: MESSAGE``;
+``--log-format json`` writes one JSON object a line with ``time`` (UTC,
+RFC 3339 with milliseconds), ``level``, ``logger``, ``message`` and ``pid``,
+plus ``exc`` (the traceback text) when there is one and every field a
+caller passed with ``extra=`` (``resource``, ``version``, ``summary`` for a
+swap; ``method``, ``path``, ``status``, ``duration_ms`` for a request). The
+supervisor and each worker configure the same format from the same
+``Config``, so a pod's processes write one format.
+
+Secrets: the format runs after the handler's filters, so the ``LogMask``
+filter (``_logmask.py``) has already masked the message, the traceback and
+every string field.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+import orjson
+
+__all__ = ["LOG_FORMATS", "JsonFormatter", "configure_logging", "extra_fields"]
+
+LOG_FORMATS = ("text", "json")
+"""The values of ``--log-format``."""
+
+_TEXT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
+# Attributes every LogRecord has (and what formatting adds): the rest came from ``extra=``.
+# uvicorn adds ``color_message`` (the message with terminal colours): not a field either.
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",
+}
+
+
+def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The fields a caller passed to the log call with ``extra=`` (name -> value)."""
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time, level, logger, message, pid, then the extra fields.
+
+    A field named like one of the first five is written as ``extra_NAME``; a value
+    JSON cannot hold is written as its ``str``. Bounded by the record: one
+    pass over its attributes.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": _rfc3339(record.created),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "pid": record.process,
+        }
+        for key, value in extra_fields(record).items():
+            line[f"extra_{key}" if key in line else key] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exc"] = record.exc_text
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return orjson.dumps(line, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _rfc3339(created: float) -> str:
+    whole = int(created)
+    millis = int((created - whole) * 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def configure_logging(level: str, log_format: str = "text") -> None:
+    """Send the root logger to standard error in ``log_format`` at ``level``.
+
+    Like ``logging.basicConfig``, a no-op when the root logger already has a
+    handler (an embedding application configured logging itself).
+    """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}: {log_format!r}")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
