@@ -124,9 +124,11 @@ class SupervisorLink:
     def config(self) -> dict[str, Any]:
         body = self.local.config()
         pod = self._call({"op": "config"})
+        shared = self.describe()
+        shared["worker_last_reload"] = body["last_reload"]  # this worker's switch
         for key in ("reload_attempts", "last_reload", "last_reload_error"):
             body[key] = pod.get(key)
-        body["shared"] = self.describe()
+        body["shared"] = shared
         return body
 
     def readiness(self) -> tuple[int, dict[str, Any]]:
