@@ -61,6 +61,7 @@ class Server:
         env: dict[str, str] | None = None,
     ) -> None:
         self.workers = bool(mode)
+        self.config = config
         if mode:  # the store under the test's folder, never the machine's /dev/shm
             shared = config.parent / "shm"
             shared.mkdir(exist_ok=True)
@@ -110,6 +111,16 @@ class Server:
         while (got := self.items()) != want:
             assert time.monotonic() < deadline, f"served {got}, never {want}"
             time.sleep(0.05)  # polling what other processes serve, with a deadline
+
+    def status_anywhere(self, name: str = "feed") -> dict[str, Any]:
+        """The status from a new connection (with workers: whichever worker accepts it)."""
+        body: dict[str, Any] = httpx.get(f"{self.url}/resources/{name}", timeout=WAIT).json()
+        return dict(body["status"])
+
+    def reload(self, config: dict[str, Any]) -> httpx.Response:
+        """Write ``config`` and ask for a reload (the server does not watch)."""
+        self.config.write_bytes(orjson.dumps(config))
+        return self.http.post("/admin/reload")
 
     def status(self, name: str = "feed") -> dict[str, Any]:
         status: dict[str, Any] = self.http.get(f"/resources/{name}").json()["status"]
@@ -388,3 +399,165 @@ def test_a_table_over_the_memory_budget_is_refused_and_the_old_one_kept(
     assert listing["memory"]["budget_bytes"] == budget
     assert listing["memory"]["in_use_bytes"] == size
     assert listing["resources"][0]["size_bytes"] == size
+
+
+def _same_view(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two statuses of one resource say the same (times of observation aside)."""
+    keys = ("name", "version", "last_error", "consecutive_failures", "last_attempt_at")
+    conditions = [[(c["type"], c["status"], c["reason"]) for c in s["conditions"]] for s in (a, b)]
+    return all(a[k] == b[k] for k in keys) and conditions[0] == conditions[1]
+
+
+def test_a_broken_source_shows_in_every_status_and_the_admin_answer_matches(
+    serve: Callable[..., Server], mysql_conn: Any, mysql_dsn: str, mysql_table: str
+) -> None:
+    _fill(mysql_conn, mysql_table, 10)
+    server = serve(_feed_config(mysql_dsn, mysql_table))
+    gone = f"{mysql_table}_gone"
+    with mysql_conn.cursor() as cur:
+        cur.execute(f"RENAME TABLE `{mysql_table}` TO `{gone}`")
+    try:
+        failed = server.admin("refresh")
+        assert failed.status_code == 502, failed.text
+        assert "refresh of resource 'feed' failed" in failed.json()["error"]
+        answered = failed.json()["resource"]
+        assert mysql_table in answered["last_error"]
+        assert answered["consecutive_failures"] == 1
+        assert _condition(answered, "Ready")["status"] == "True"  # the last good rows serve
+        for _ in range(6):  # new connections: with workers, any of them answers
+            assert _same_view(server.status_anywhere(), answered)
+        listed = httpx.get(f"{server.url}/resources", timeout=WAIT).json()["resources"]
+        assert _same_view(listed[0], answered)
+        ready = httpx.get(f"{server.url}/readyz", timeout=WAIT)
+        assert ready.status_code == 200, ready.text  # values serve; refreshes still run
+        assert len(server.items()) == 10
+    finally:
+        with mysql_conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS `{gone}`")
+
+
+@contextlib.contextmanager
+def _table_statistics(conn: Any) -> Iterator[Callable[[str], int]]:
+    """``rows_read(table)``: MariaDB's own count of the rows read from ``table``
+    (``information_schema.TABLE_STATISTICS``, on while the block runs)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@userstat")
+        (was,) = cur.fetchone()
+        cur.execute("SET GLOBAL userstat = 1")
+
+    def rows_read(table: str) -> int:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT ROWS_READ FROM information_schema.TABLE_STATISTICS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+                (table,),
+            )
+            row = cur.fetchone()
+        return 0 if row is None else int(row[0])
+
+    try:
+        yield rows_read
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"SET GLOBAL userstat = {int(was)}")
+
+
+def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
+    serve: Callable[..., Server], mysql_conn: Any, mysql_dsn: str, mysql_table: str
+) -> None:
+    _fill(mysql_conn, mysql_table, 10)
+    version = f"{mysql_table}_v"
+    with mysql_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{version}` (v INT)")
+        cur.execute(f"INSERT INTO `{version}` VALUES (1)")
+    config = _feed_config(mysql_dsn, mysql_table, interval=600)
+    config["resource_config"]["feed"]["params"]["version_query"] = f"SELECT v FROM `{version}`"
+    try:
+        with _table_statistics(mysql_conn) as rows_read:
+            before = rows_read(mysql_table)
+            server = serve(config)
+            assert rows_read(mysql_table) - before == 10  # one full read, whatever the mode
+            config["pipeline_config"]["operators"]["recall"]["max_size"] = 99_999
+            reloaded = server.reload(config)  # the feed entry is unchanged
+            assert reloaded.json()["result"] == "ok", reloaded.text
+            assert server.admin("refresh").json()["result"] == "not_modified"
+            assert rows_read(mysql_table) - before == 10  # the reload read none of it
+            with mysql_conn.cursor() as cur:
+                cur.execute(f"UPDATE `{version}` SET v = 2")
+            assert server.admin("refresh").json()["result"] == "swapped"
+            assert rows_read(mysql_table) - before == 20  # a new version: one read
+    finally:
+        with mysql_conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS `{version}`")
+
+
+def _pins_logged(server: Server) -> int:
+    return sum("json_file/feed: pinned (" in line for line in server.log)
+
+
+def test_one_pin_for_the_pod_and_a_changed_entry_drops_it(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_text('[{"id": 1, "score": 1.0}]')
+    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
+    config = _config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+    server = serve(config)
+    assert server.admin("pin").status_code == 200
+    second = server.admin("pin")
+    assert second.status_code == 409, second.text
+    assert "'feed' is pinned (pinned by an admin at" in second.json()["error"]
+    assert _condition(second.json()["resource"], "Pinned")["status"] == "True"
+    _wait_until("the pin is logged", lambda: _pins_logged(server) >= 1)
+    # A reload that keeps the entry keeps the pin.
+    config["pipeline_config"]["operators"]["recall"]["$metadata"]["common_output"] = []
+    config["_PINEAPPLE_VERSION"] = 2
+    assert server.reload(config).json()["result"] == "ok"
+    assert _condition(server.status_anywhere(), "Pinned")["status"] == "True"
+    # A change of the entry (its interval only) is a new resource: unpinned, as documented.
+    config["resource_config"]["feed"]["interval"] = 300
+    assert server.reload(config).json()["result"] == "ok"
+    for _ in range(4):
+        status = server.status_anywhere()
+        assert _condition(status, "Pinned")["status"] == "False", status
+    assert server.admin("pin").status_code == 200
+    _wait_until("the second pin is logged", lambda: _pins_logged(server) >= 2)
+    assert _pins_logged(server) == 2  # one line per pin, whatever the process model
+
+
+def test_a_first_value_refused_at_start_says_that_nothing_serves(
+    serve: Callable[..., Server], mysql_conn: Any, mysql_dsn: str, mysql_table: str
+) -> None:
+    _fill(mysql_conn, mysql_table, 10)
+    config = _feed_config(
+        mysql_dsn, mysql_table, validate={"max_change_ratio": 0.1, "min_rows": 50}
+    )
+    with pytest.raises(AssertionError, match="serve exited before listening") as caught:
+        serve(config)
+    text = str(caught.value)
+    assert "new value refused by min_rows: 10 rows, fewer than min_rows 50" in text
+    assert "(no value is loaded yet)" in text
+    assert "previous value keeps serving" not in text
+
+
+def test_admin_routes_need_the_token_and_never_show_it(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_text('[{"id": 1, "score": 1.0}]')
+    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
+    config = _config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+    token = "s3cret-admin-token"
+    server = serve(config, env={"PINEAPPLE_ADMIN_TOKEN": token})
+    for path in ("/admin/reload", "/admin/resources/feed/pin"):
+        refused = server.http.post(path)
+        assert refused.status_code == 401, refused.text
+        assert refused.headers["www-authenticate"] == "Bearer"
+    wrong = server.http.post("/admin/resources/feed/pin", headers={"authorization": "Bearer x"})
+    assert wrong.status_code == 401
+    allowed = {"authorization": f"Bearer {token}"}
+    pinned = server.http.post("/admin/resources/feed/pin", headers=allowed)
+    assert pinned.status_code == 200 and pinned.json()["result"] == "pinned"
+    reloaded = server.http.post("/admin/reload", headers=allowed)
+    assert reloaded.json()["result"] == "unchanged", reloaded.text
+    assert token not in "".join(server.log)
