@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import orjson
 import psutil
+import pymysql
 import pytest
 
 from .._serve import LISTENING
@@ -561,3 +562,72 @@ def test_admin_routes_need_the_token_and_never_show_it(
     reloaded = server.http.post("/admin/reload", headers=allowed)
     assert reloaded.json()["result"] == "unchanged", reloaded.text
     assert token not in "".join(server.log)
+
+
+def _waiting_for_lock(conn: Any, table: str) -> bool:
+    """Whether a query on ``table`` waits for its table lock (the loader's fetch)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+            "WHERE INFO LIKE %s AND STATE LIKE %s",
+            (f"%{table}%", "Waiting for table%"),
+        )
+        (waiting,) = cur.fetchone()
+    return bool(waiting)
+
+
+def _items_anywhere(server: Server) -> list[dict[str, Any]]:
+    """``/execute`` on a new connection (with workers: whichever worker accepts it)."""
+    response = httpx.post(f"{server.url}/execute", content=b'{"common": {}, "items": []}')
+    assert response.status_code == 200, response.text
+    return list(response.json()["items"])
+
+
+def test_a_pin_that_lands_while_the_source_is_read_wins_everywhere(
+    serve: Callable[..., Server],
+    mysql_conn: Any,
+    mysql_params: dict[str, Any],
+    mysql_dsn: str,
+    mysql_table: str,
+) -> None:
+    _fill(mysql_conn, mysql_table, 10)
+    server = serve(_feed_config(mysql_dsn, mysql_table))
+    want = server.items()
+    _fill(mysql_conn, mysql_table, 20, start=10)  # what the refresh will read
+    locker = pymysql.connect(autocommit=True, **mysql_params)
+    answers: list[httpx.Response] = []
+
+    def refresh() -> None:
+        answers.append(httpx.post(f"{server.url}/admin/resources/feed/refresh", timeout=WAIT))
+
+    fetch = threading.Thread(target=refresh)
+    try:
+        with locker.cursor() as cur:
+            cur.execute(f"LOCK TABLES `{mysql_table}` WRITE")  # the read waits for it
+        fetch.start()
+        _wait_until(
+            "the refresh reads the table", lambda: _waiting_for_lock(mysql_conn, mysql_table)
+        )
+        pinned = httpx.post(f"{server.url}/admin/resources/feed/pin", timeout=WAIT)
+        assert pinned.status_code == 200, pinned.text
+    finally:
+        with locker.cursor() as cur:
+            cur.execute("UNLOCK TABLES")
+        locker.close()
+        fetch.join(WAIT)
+    assert not fetch.is_alive() and answers[0].status_code == 200, answers
+    assert answers[0].json()["result"] == "not_modified"  # the pin won: nothing swapped
+    status = server.status_anywhere()
+    assert status["version"] == 1 and _condition(status, "Pinned")["status"] == "True"
+    if server.workers:  # a worker started now maps what the pod serves, not the dropped read
+        victim = min(p.pid for p in _children(server.proc.pid) if "spawn" in " ".join(p.cmdline()))
+        os.kill(victim, signal.SIGKILL)
+        _wait_until(
+            "a replacement worker",
+            lambda: (
+                victim not in {p.pid for p in _children(server.proc.pid)}
+                and len([p for p in _children(server.proc.pid) if p.is_running()]) >= 2
+            ),
+        )
+    for _ in range(8):  # new connections: every process serves the pinned rows
+        assert _items_anywhere(server) == want

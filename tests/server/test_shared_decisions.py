@@ -98,7 +98,8 @@ def _until(what: str, done: Callable[[], bool]) -> None:
 
 
 def _generation(body: dict[str, Any]) -> int:
-    found = re.search(r"shared snapshot generation (\d+)", body["status"]["summary"])
+    """The generation the answering worker maps."""
+    found = re.search(r"shared snapshot generation (\d+)", body["status"]["worker"]["summary"])
     assert found, body
     return int(found.group(1))
 
