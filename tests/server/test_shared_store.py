@@ -294,3 +294,25 @@ def test_carry_over_reaches_the_inner_fetcher(tmp_path: Path) -> None:
     fetcher.carry_over("served")
     assert source.carried == ["served"]
     store.remove()
+
+
+def test_a_worker_serves_what_was_published_whatever_its_own_checks(tmp_path: Path) -> None:
+    """The supervisor checked the value; a worker's own budget or validators never refuse it."""
+    store = SharedStore.create(tmp_path)
+    publisher = publishing(store, _Sized())
+    worker = resource.Manager(budget=resource.MemoryBudget(1))
+    worker.register(
+        "feed",
+        MappedFetcher(store, "feed_data-k"),
+        interval=-1,
+        printer=FeedDataPrinter(),
+        validate={"min_rows": 1000},
+    )
+    try:
+        worker.start()  # 20 rows, over a 1-byte budget: mapped all the same
+        status = worker.status_of("feed")
+        assert status.ready and status.size_bytes is not None and status.size_bytes > 1
+    finally:
+        worker.stop()
+        publisher.stop()
+        store.remove()
