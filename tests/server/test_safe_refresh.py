@@ -631,3 +631,30 @@ def test_a_pin_that_lands_while_the_source_is_read_wins_everywhere(
         )
     for _ in range(8):  # new connections: every process serves the pinned rows
         assert _items_anywhere(server) == want
+
+
+def test_a_bad_reload_is_refused_once_and_the_served_config_stays(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_text('[{"id": 1, "score": 1.0}]')
+    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
+    config = _config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+    server = serve(config)
+    before = server.http.get("/config").json()
+    bad = dict(config, pipeline_config={"operators": {"x": {"type_name": "no_such_operator"}}})
+    refused = server.reload(bad)
+    assert refused.status_code == 422, refused.text
+    assert (refused.json()["result"], refused.json()["step"]) == ("error", "engine")
+    for _ in range(4):  # new connections: with workers, any of them answers
+        body = httpx.get(f"{server.url}/config", timeout=WAIT).json()
+        assert body["config"]["content_hash"] == before["config"]["content_hash"]
+        assert body["last_reload"]["result"] == "error"
+        assert body["last_reload_error"]["step"] == "engine"
+        assert body["reload_attempts"] == before["reload_attempts"] + 1
+    assert server.items() == [{"id": 1, "score": 1.0}]
+    assert sum("config reload (admin)" in line for line in server.log) == 1  # logged once
+    restored = server.reload(config)
+    assert restored.json()["result"] == "unchanged", restored.text
+    ready = httpx.get(f"{server.url}/readyz", timeout=WAIT)
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
