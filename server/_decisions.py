@@ -123,7 +123,7 @@ def status_body(manager: resource.Manager, name: str) -> dict[str, Any]:
     try:
         return manager.status_of(name).to_dict()
     except resource.UnknownResourceError as exc:
-        raise Refused(404, str(exc)) from None
+        raise Refused(http_status(exc), str(exc)) from None
 
 
 def _answer(manager: resource.Manager, action: Action, name: str, force: bool) -> dict[str, Any]:
@@ -144,10 +144,8 @@ def act(
     after it; a refusal is :class:`Refused` with the status it maps to and that status."""
     try:
         body = _answer(manager, action, name, force)
-    except resource.UnknownResourceError as exc:
-        raise Refused(404, str(exc)) from None
-    except resource.ManagerStateError as exc:
-        raise Refused(http_status(exc), str(exc)) from None
+    except (resource.UnknownResourceError, resource.ManagerStateError) as exc:
+        raise Refused(http_status(exc), str(exc)) from None  # no resource status to show
     except PineappleError as exc:
         raise Refused(http_status(exc), str(exc), status_body(manager, name)) from None
     body["status"] = status_body(manager, name)
@@ -223,7 +221,7 @@ class LocalDecisions:
             return snap, snap.manager.status_of(name)
         except resource.UnknownResourceError as exc:
             snap.release()
-            raise Refused(404, str(exc)) from None
+            raise Refused(http_status(exc), str(exc)) from None
 
     def config(self) -> dict[str, Any]:
         snap = self._holder.current

@@ -15,8 +15,9 @@ The supervisor built and validated them first, so a failure here is a fault
 of this worker alone: it logs why, keeps serving the old generation while it
 drains, and stops itself (SIGTERM); the supervisor starts a new worker, which
 builds the current generation at start. So no worker serves an older config
-generation for longer than one drain. Pins follow too: a shared resource is
-pinned here exactly while the manifest's ``_pins`` names it.
+generation for longer than one drain. Pins are the supervisor's alone: a
+pinned resource gets no new generation, and a rollback publishes the value it
+brings back, which the follower maps like any other.
 
 End-of-file on the pipe means the supervisor is gone (it died, even by
 SIGKILL, because the kernel closes its descriptors): the worker then stops

@@ -28,7 +28,7 @@ from typing import Any
 
 import resources
 
-from ._control import CONTROL_SOCKET, ControlError, call, refusal_of
+from ._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
 from ._decisions import Action, LocalDecisions, Refused
 from ._reload_policy import Trigger
 from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore
@@ -68,9 +68,11 @@ class SupervisorLink:
         self.catch_up: Callable[[], None] = lambda: None
         """Maps what the supervisor published (set to the follower's pass once it runs)."""
 
-    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """The supervisor's answer to ``request`` within ``timeout`` (default: ``self.timeout``);
+        :class:`Refused` when it refused or cannot be asked."""
         try:
-            reply = call(self._store.path / CONTROL_SOCKET, request, self.timeout)
+            reply = call(self._store.path / CONTROL_SOCKET, request, timeout or self.timeout)
         except ControlError as exc:
             raise Refused(503, str(exc)) from None
         refused = refusal_of(reply)
@@ -107,7 +109,10 @@ class SupervisorLink:
         body = self.local.resources()
         local = body["resources"]
         if any(_shared(st["type"]) for st in local):
-            pod = {st["name"]: st for st in self._call({"op": "status"})["resources"]}
+            pod = {
+                st["name"]: st
+                for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
+            }
             body["resources"] = [
                 _with_worker(pod[st["name"]], st) if st["name"] in pod else st for st in local
             ]
@@ -116,14 +121,17 @@ class SupervisorLink:
     def resource(self, name: str) -> dict[str, Any]:
         body = self.local.resource(name)
         if _shared(body["status"]["type"]):
-            pod = {st["name"]: st for st in self._call({"op": "status"})["resources"]}
+            pod = {
+                st["name"]: st
+                for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
+            }
             if name in pod:
                 body["status"] = _with_worker(pod[name], body["status"])
         return body
 
     def config(self) -> dict[str, Any]:
         body = self.local.config()
-        pod = self._call({"op": "config"})
+        pod = self._call({"op": "config"}, CONTROL_READ_SECONDS)
         shared = self.describe()
         shared["worker_last_reload"] = body["last_reload"]  # this worker's switch
         for key in ("reload_attempts", "last_reload", "last_reload_error"):
@@ -136,12 +144,17 @@ class SupervisorLink:
         if code != 200:
             return code, body
         try:
-            halted = self._call({"op": "config"}).get("halted")
+            halted = self._call({"op": "config"}, CONTROL_READ_SECONDS).get("halted")
         except Refused as exc:
             return 503, {"status": "no supervisor", "reason": str(exc)}
         if halted is not None:  # the one process that refreshes what it shares stopped
             return 503, {"status": "refresh stopped", "reason": halted}
         return code, body
+
+    def _pod_statuses(self) -> dict[str, dict[str, Any]]:
+        """``name -> status`` of every shared resource, as the supervisor sees it."""
+        reply = self._call({"op": "status"}, CONTROL_READ_SECONDS)
+        return {st["name"]: st for st in reply["resources"]}
 
     def _shares(self, name: str) -> bool:
         """Whether ``name`` is a shared resource (its admin actions are the supervisor's)."""
