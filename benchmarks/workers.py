@@ -7,7 +7,11 @@ connections). Beside QPS it reads the CPU seconds of each server's whole
 process tree (supervisor and workers) around every round, the generator's
 own CPU, and the machine's CPU used by anything else in the same window.
 
-Database reads: a ``feed_data`` table in MariaDB served with ``--workers 4``.
+Database reads: a ``feed_data`` table in MariaDB served with ``--workers 4``:
+at start, per admin refresh, and after a config reload that keeps the entry
+(with a ``version_query`` on a one-row table beside it: the reload carries the
+table over, and the refresh after it answers ``not_modified`` from the version
+alone).
 MariaDB counts, per table, the rows its handlers read
 (``information_schema.TABLE_STATISTICS.ROWS_READ``, on while ``userstat`` is
 on: this run turns it on and restores it). The table's name is unique to
@@ -43,6 +47,10 @@ THROUGHPUT = "workers: /execute QPS small_010, --workers 1 / --workers 2 (target
 EFFICIENCY = "workers: QPS per server CPU-second, one process / --workers 2 (target >= 0.9x)"
 READS_START = "workers: MariaDB full table reads at start, --workers 4 (exactly 1)"
 READS_REFRESH = "workers: MariaDB full table reads per admin refresh, --workers 4 (exactly 1)"
+READS_RELOAD = (
+    "workers: MariaDB full table reads by a config reload that keeps a version_query entry "
+    "and a refresh after it, --workers 4 (exactly 0)"
+)
 OTHER_CPU_LIMIT = 0.5
 """Cores used by other processes during the throughput rounds past which 2 workers
 cannot show their scaling on a 2-core machine: that row is then INVALID."""
@@ -165,13 +173,51 @@ def _result(answer: bytes) -> Any:
         return answer[:100]
 
 
+def _reload_reads(
+    conn: Any, table: str, workers: int, folder: Path
+) -> tuple[float, str, str | None]:
+    """Full reads of ``table`` by a reload that keeps its entry and a refresh after it;
+    what they answered; why the row cannot be judged (the reload was not applied or the
+    refresh failed, so no read would prove nothing), or None."""
+    version = f"{table}_v"
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{version}` (v INT)")
+        cur.execute(f"INSERT INTO `{version}` VALUES (1)")
+    try:
+        config = folder / "versioned.json"
+        data = feed_config(table)
+        data["resource_config"]["feed"]["params"]["version_query"] = f"SELECT v FROM `{version}`"
+        config.write_bytes(orjson.dumps(data))
+        port = free_port()
+        extra = ["--workers", str(workers), "--shared-dir", str(folder)]
+        with serve_pineapple(config, port, extra, timeout=300):
+            time.sleep(SETTLE_SECONDS)  # the start and its one read are over
+            base = _rows_read(conn, table)
+            data["pipeline_config"]["operators"]["keep_top"]["top_n"] = 21  # the feed is kept
+            config.write_bytes(orjson.dumps(data))
+            reload_status, reloaded = post(port, "/admin/reload")
+            refresh_status, refreshed = post(port, "/admin/resources/feed/refresh")
+            reads = _settled(conn, table, base, READ_ROWS)
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS `{version}`")
+    said = (
+        f"reload answered {reload_status} {_result(reloaded)!r}, refresh {refresh_status} "
+        f"{_result(refreshed)!r}"
+    )
+    applied = reload_status == 200 and _result(reloaded) == "ok" and refresh_status == 200
+    return reads, said, None if applied else f"not a reload and a refresh: {said}"
+
+
 def database_reads(workers: int = 4) -> list[Result]:
-    """Full reads of the table by ``--workers 4``: at start, and per admin refresh."""
+    """Full reads of the table by ``--workers 4``: at start, per admin refresh, and by a
+    config reload that keeps a ``version_query`` entry."""
     reason = unreachable()
     if reason:
         return [
             Result(14, READS_START, None, 1.0, reason),
             Result(14, READS_REFRESH, None, 1.0, reason),
+            Result(20, READS_RELOAD, None, 0.0, reason),
         ]
     port = free_port()
     with (
@@ -188,6 +234,7 @@ def database_reads(workers: int = 4) -> list[Result]:
             base = _rows_read(conn, table)
             status, answer = post(port, "/admin/resources/feed/refresh?force=1")
             refreshed = _settled(conn, table, base, READ_ROWS)
+        reload_reads, reload_said, reload_invalid = _reload_reads(conn, table, workers, Path(d))
     said = f"admin refresh (to one worker) answered {status} {_result(answer)!r}"
     load_avg = os.getloadavg()[0]
     start_invalid = None if at_start > 0 else "the counter saw no read at start"
@@ -213,5 +260,13 @@ def database_reads(workers: int = 4) -> list[Result]:
                 else "; no read: the refresh did not reach the supervisor's loader"
             ),
             start_invalid,
+        ),
+        Result(
+            20,
+            READS_RELOAD,
+            reload_reads,
+            0.0,
+            f"{reload_reads:g} reads of {READ_ROWS:,} rows; {reload_said}; load {load_avg:.1f}",
+            reload_invalid,
         ),
     ]

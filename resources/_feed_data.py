@@ -12,6 +12,8 @@ import re
 import time
 from typing import Any
 
+import orjson
+
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
 from pineapple.resource import NOT_MODIFIED, redact
 
@@ -104,7 +106,7 @@ class FeedDataFetcher:
         version = None
         if self.version_query:
             version = self.source.scalar_row(self.version_query)
-            if self._has_version and version == self._version:
+            if self._has_version and _same_version(version, self._version):
                 return NOT_MODIFIED
         table = self.source.read(self.sql, lambda stream: self._build(stream, version, started))
         self._version, self._has_version = version, self.version_query is not None
@@ -174,6 +176,21 @@ class FeedDataFetcher:
         """
         self._cancelled = True
         self.source.cancel()
+
+
+def _same_version(a: Any, b: Any) -> bool:
+    """Whether two answers of the version query are the same, compared as JSON.
+
+    A version carried over from a shared snapshot went through JSON (a row's
+    tuple came back a list, a datetime its ISO text), so both sides are
+    compared in that form.
+    """
+    if a == b:
+        return True
+    try:
+        return orjson.dumps(a, default=str) == orjson.dumps(b, default=str)
+    except TypeError:  # not JSON even with str(): only equality counts
+        return False
 
 
 class FeedDataPrinter:

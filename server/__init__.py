@@ -10,6 +10,7 @@ Layers (each imports only the ones above it):
     _build                       building a snapshot step by step (Engine, Manager, checks)
     _metrics, _reload_policy     Prometheus metrics; the reload decision (ReloadOutcome)
     _reloader                    reload = build + swap, serialised
+    _decisions                   Decisions: every decision and status routes and signals ask for
     _watcher, _service           the directory watcher; the service that owns all of it
     _execute, _routes            HTTP: /execute, the other routes
     _app, _run, _cli             the Starlette app; run()/check(); the CLI subcommands

@@ -10,15 +10,22 @@ file); a bad config is logged once, here, and publishes nothing, so no worker
 switches. Each outcome is kept in the manifest (``_reload``) for every
 worker's ``GET /config``.
 
-Admin refreshes and pins of shared resources reach the authority over the
-control channel (``server/_control.py``, answered by :meth:`handle`): one
-source read, whatever worker was asked, and every worker maps the result.
+The authority is the pod's one process for what it shares, with the
+single-process semantics: its publisher is a plain Manager (validators,
+``keep_previous`` and rollback, pins, the memory budget, carry-over and
+``NOT_MODIFIED`` across reloads) whose shared values are the snapshots as
+workers map them, and a value is published only once that Manager accepted
+it (``PublishingFetcher``). Admin actions, reloads and the statuses of shared
+resources reach it over the control channel (``server/_control.py``,
+answered by :meth:`handle` with the answers of ``server/_decisions.py``): one
+source read, one pin, one log line, whatever worker was asked.
 
 Guarantees:
 - Only the publisher Manager's refresh threads and the reload path write the
-  store's data. The policy's ``_reload_lock`` serialises reloads, pins and
-  unpins (each waits at most ``start_timeout`` for it), so the pins carried
-  into a new publisher and the ``_pins`` entry describe the same one.
+  store's data. The policy's ``_reload_lock`` serialises reloads, pins,
+  unpins and rollbacks (each waits at most ``start_timeout`` for it), so a
+  pin lands on the publisher that the next reload carries over (an unchanged
+  entry keeps it, a changed one starts unpinned).
 - A config generation is published only after its data resources were, so a
   worker building it finds every snapshot it names. After each reload, applied
   or not, the store is told which entries the newest generation names
@@ -41,8 +48,9 @@ from pineapple import resource
 from ._build import Builder, read_config_file
 from ._config import Config
 from ._control import ControlError
+from ._decisions import ACTIONS, Action, Refused, act, status_body
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
-from ._shared import PINS_ENTRY, RELOAD_ENTRY, SharedStore, publishing_registry
+from ._shared import RELOAD_ENTRY, SharedStore, publishing_registry
 
 __all__ = ["ConfigAuthority"]
 
@@ -66,6 +74,12 @@ class ConfigAuthority(ReloadPolicy):
         """The store keys of the shared entries the publisher holds."""
         self.generation = 0
         """The config generation every worker serves or is switching to."""
+        self.attempts = 0
+        """Recorded reload outcomes (as a one-process ``Reloader`` counts them)."""
+        self.last_error: ReloadOutcome | None = None
+        """The latest recorded ``error`` outcome."""
+        # One budget for every publisher, as one process has one for every snapshot.
+        self._budget = resource.MemoryBudget(config.resource_memory_budget_bytes or None)
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
@@ -95,7 +109,9 @@ class ConfigAuthority(ReloadPolicy):
         The store key of each of its shared entries is added to ``named``.
         """
         registry = self._registry(set() if named is None else named)
-        manager = resource.Manager(registry, start_timeout=self.config.start_timeout)
+        manager = resource.Manager(
+            registry, start_timeout=self.config.start_timeout, budget=self._budget
+        )
         try:
             manager.load_from_root_config(
                 data,
@@ -131,9 +147,10 @@ class ConfigAuthority(ReloadPolicy):
         named: set[str] = set()
         try:
             Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
+            # Unchanged entries keep their value, pin and previous value; a changed
+            # entry is fetched anew and unpinned, as in one process.
             manager = self.load(data, carry_over=self.publisher, named=named)
             try:
-                self._carry_pins(self.publisher, manager)
                 generation = self.store.publish_config(data, digest)
             except Exception:
                 manager.stop()
@@ -146,7 +163,6 @@ class ConfigAuthority(ReloadPolicy):
             # Applied or not, and after old.stop() (nothing publishes them again): the
             # entries the serving generation does not name go once no worker needs them.
             self.store.retire(self._named)
-        self._publish_pins()
         return generation
 
     def _serves(self, serial: int) -> str:
@@ -162,77 +178,74 @@ class ConfigAuthority(ReloadPolicy):
         """Keep ``outcome`` and show it to every worker (``_reload`` in the manifest)."""
         if quiet:
             return outcome
+        self.attempts += 1
         self.last = outcome
+        if outcome.result == "error":
+            self.last_error = outcome
         try:
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())
         except resources.SnapshotWriteError as exc:
             _log.warning("cannot record the reload outcome: %s", exc)
         return outcome
 
-    # -- pins ---------------------------------------------------------------------------
-
-    @staticmethod
-    def _pins(manager: resource.Manager) -> dict[str, str]:
-        """``name -> reason`` of the shared resources pinned in ``manager``."""
-        pins: dict[str, str] = {}
-        for status in manager.status():
-            pinned = status.condition("Pinned")
-            shared = status.type in resources.SHARED_TYPES
-            if shared and pinned is not None and pinned.status == "True":
-                pins[status.name] = pinned.message
-        return pins
-
-    def _carry_pins(self, old: resource.Manager | None, new: resource.Manager) -> None:
-        """Pin in ``new`` what was pinned in ``old`` (a config reload keeps pins)."""
-        if old is None:
-            return
-        names = set(new.names())
-        for name, reason in self._pins(old).items():
-            if name in names and new.status_of(name).type in resources.SHARED_TYPES:
-                new.pin(name, reason)
-
-    def _publish_pins(self) -> None:
-        if self.publisher is not None:
-            self.store.amend(PINS_ENTRY, self._pins(self.publisher))
-
     # -- the control channel ------------------------------------------------------------
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer one control request from a worker (see ``server/_control.py``)."""
+        """Answer one control request from a worker (see ``server/_control.py``).
+
+        Actions and statuses answer what :mod:`server._decisions` answers in one
+        process; a refusal is a :class:`Refused` (its status and the resource's).
+        """
         op = request.get("op")
         force = request.get("force") is True
         if op == "reload":
             trigger: Trigger = "signal" if request.get("trigger") == "signal" else "admin"
             return self.reload(trigger, force=force).to_dict()
+        if op == "config":
+            return self._config_status()
+        if op == "status":
+            return {"resources": self._shared_statuses()}
         name = request.get("name")
         if not isinstance(name, str) or len(name.encode()) > _MAX_NAME_BYTES:
             raise ControlError(f"control request {op!r}: a resource name is required")
-        if op == "refresh":
-            result = self._shared_publisher(name).refresh(name, force=force)
-            return {"result": result, "forced": force}
-        if op in ("pin", "unpin"):
-            return self._pin(name, op == "pin")
-        raise ControlError(f"unknown control request {op!r}")
+        if op not in ACTIONS:
+            raise ControlError(f"unknown control request {op!r}")
+        action: Action = op
+        if action == "refresh":  # a fetch may be long: not under the reload lock
+            return act(self._shared_publisher(name), action, name, force)
+        # Serialised with reloads: a pin lands on the publisher the next reload carries over.
+        if not self._reload_lock.acquire(timeout=self._wait):
+            raise Refused(503, "a config reload is running; try again")
+        try:
+            return act(self._shared_publisher(name), action, name, force)
+        finally:
+            self._reload_lock.release()
 
     def _shared_publisher(self, name: str) -> resource.Manager:
         publisher = self.publisher
         if publisher is None:
-            raise resource.ManagerStateError("the supervisor has not loaded the config yet")
-        if publisher.status_of(name).type not in resources.SHARED_TYPES:
-            raise ControlError(f"resource {name!r} is not shared: each worker owns its own")
+            raise Refused(503, "the supervisor has not loaded the config yet")
+        if not _shared(status_body(publisher, name)["type"]):
+            raise Refused(400, f"resource {name!r} is not shared: each worker owns its own")
         return publisher
 
-    def _pin(self, name: str, pin: bool) -> dict[str, Any]:
-        if not self._reload_lock.acquire(timeout=self._wait):
-            raise resource.ManagerStateError("a config reload is running; try again")
-        try:
-            publisher = self._shared_publisher(name)
-            if pin:
-                publisher.pin(name)
-                result = "pinned"
-            else:
-                result = "unpinned" if publisher.unpin(name) else "not_pinned"
-            self._publish_pins()
-            return {"result": result}
-        finally:
-            self._reload_lock.release()
+    def _shared_statuses(self) -> list[dict[str, Any]]:
+        publisher = self.publisher
+        if publisher is None:
+            return []
+        return [st.to_dict() for st in publisher.status() if _shared(st.type)]
+
+    def _config_status(self) -> dict[str, Any]:
+        """The reload record (as one process's ``GET /config``) and the publisher's state."""
+        publisher = self.publisher
+        return {
+            "reload_attempts": self.attempts,
+            "last_reload": self.last.to_dict() if self.last else None,
+            "last_reload_error": self.last_error.to_dict() if self.last_error else None,
+            "halted": publisher.halted_reason if publisher is not None else None,
+        }
+
+
+def _shared(type_name: str) -> bool:
+    """Whether resources of ``type_name`` are fetched here and shared with every worker."""
+    return type_name in resources.SHARED_TYPES

@@ -8,9 +8,11 @@ a worker forwards the call there: one JSON line in, one JSON line out, then
 the connection closes.
 
 A request is ``{"op": ..., ...}``; a reply is the handler's dict, or
-``{"error": {"kind": <exception class name>, "message": ...}}`` when the
-handler raised a ``PineappleError`` (messages are already redacted by whoever
-raised them; any other exception is logged here and answered without its text).
+``{"error": {"status": <HTTP status>, "message": ..., "resource": <status>}}``
+when the handler raised a ``PineappleError`` (the status from
+``server/_decisions.py``'s table, keyed by class; messages are already
+redacted by whoever raised them; any other exception is logged here and
+answered without its text).
 
 Bounds (fixed: requests are a few hundred bytes and admin calls are rare):
 ``CONTROL_MAX_BYTES`` per message, ``CONTROL_MAX_HANDLERS`` requests at once
@@ -41,6 +43,8 @@ import orjson
 
 from pineapple import PineappleError
 
+from ._decisions import Refused, http_status
+
 __all__ = [
     "CONTROL_MAX_BYTES",
     "CONTROL_MAX_HANDLERS",
@@ -49,6 +53,7 @@ __all__ = [
     "ControlError",
     "ControlServer",
     "call",
+    "refusal_of",
 ]
 
 CONTROL_SOCKET = "control.sock"
@@ -118,8 +123,22 @@ def _sun_path(path: Path, act: Callable[[str], None]) -> None:
         os.close(fd)
 
 
-def _error_reply(kind: str, message: str) -> dict[str, Any]:
-    return {"error": {"kind": kind, "message": message}}
+def _error_reply(status: int, message: str, resource: Any = None) -> dict[str, Any]:
+    return {"error": {"status": status, "message": message, "resource": resource}}
+
+
+def refusal_of(reply: dict[str, Any]) -> Refused | None:
+    """The :class:`Refused` an error reply carries (None for an answer)."""
+    error = reply.get("error")
+    if not isinstance(error, dict):
+        return None
+    status = error.get("status")
+    resource = error.get("resource")
+    return Refused(
+        status if isinstance(status, int) else 502,
+        str(error.get("message")),
+        resource if isinstance(resource, dict) else None,
+    )
 
 
 def call(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -185,7 +204,7 @@ class ControlServer:
             except OSError:
                 return  # closed
             if not self._slots.acquire(blocking=False):
-                self._reply(conn, _error_reply("Busy", "the supervisor is busy; try again"))
+                self._reply(conn, _error_reply(503, "the supervisor is busy; try again"))
                 continue
             threading.Thread(
                 target=self._serve, args=(conn,), name="pineapple-control-call", daemon=True
@@ -198,11 +217,13 @@ class ControlServer:
                     conn, time.monotonic() + CONTROL_READ_SECONDS, "control request"
                 )
                 reply = self._handle(request)
+            except Refused as exc:
+                reply = _error_reply(exc.status, str(exc), exc.resource)
             except PineappleError as exc:
-                reply = _error_reply(type(exc).__name__, str(exc))
+                reply = _error_reply(http_status(exc), str(exc))
             except Exception:
                 _log.exception("a control request failed")
-                reply = _error_reply("InternalError", "the supervisor failed (see its log)")
+                reply = _error_reply(502, "the supervisor failed (see its log)")
             self._reply(conn, reply)
         finally:
             self._slots.release()

@@ -15,8 +15,9 @@ The supervisor built and validated them first, so a failure here is a fault
 of this worker alone: it logs why, keeps serving the old generation while it
 drains, and stops itself (SIGTERM); the supervisor starts a new worker, which
 builds the current generation at start. So no worker serves an older config
-generation for longer than one drain. Pins follow too: a shared resource is
-pinned here exactly while the manifest's ``_pins`` names it.
+generation for longer than one drain. Pins are the supervisor's alone: a
+pinned resource gets no new generation, and a rollback publishes the value it
+brings back, which the follower maps like any other.
 
 End-of-file on the pipe means the supervisor is gone (it died, even by
 SIGKILL, because the kernel closes its descriptors): the worker then stops
@@ -29,7 +30,7 @@ Guarantees:
   config reload cannot close that Manager under it.
 - One pass at a time (``_pass``, taken with a timeout of ``pass_timeout``), whether the
   follower's thread or an admin call (``SupervisorLink.catch_up``) runs it; so
-  ``SharedConfigSource.served`` and the local pins have a single writer.
+  ``SharedConfigSource.served`` has a single writer.
 - Every wait is bounded (``poll_seconds``); ``stop()`` returns within one wait.
 """
 
@@ -44,10 +45,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import resources
-from pineapple import PineappleError, resource
+from pineapple import PineappleError
 
 from ._reloader import Reloader
-from ._shared import CONFIG_ENTRY, PINS_ENTRY, SharedStore, SnapshotMissingError
+from ._shared import CONFIG_ENTRY, SharedStore, SnapshotMissingError
 from ._snapshot import SnapshotHolder
 from ._supervisor_link import SharedConfigSource
 
@@ -174,39 +175,23 @@ class Follower:
                 _log.warning("cannot read %s: %s", self._store.manifest_path, exc)
                 return
             if self._config is None or self._config.follow(manifest):
-                self._follow_data(manifest)
+                self._follow_data()
         finally:
             self._pass.release()
 
-    def _follow_data(self, manifest: dict[str, dict[str, object]]) -> None:
-        pins = {str(k): str(v) for k, v in (manifest.get(PINS_ENTRY) or {}).items()}
+    def _follow_data(self) -> None:
         snap = self._holder.acquire()
         if snap is None:
             return
         try:
             for status in snap.manager.status():
                 if status.type in resources.SHARED_TYPES:
-                    self._follow_one(snap.manager, status, pins.get(status.name))
+                    try:
+                        snap.manager.refresh(status.name)  # maps a newer generation, if any
+                    except PineappleError as exc:
+                        _log.warning("cannot map the new snapshot of %r: %s", status.name, exc)
         finally:
             snap.release()
-
-    @staticmethod
-    def _follow_one(
-        manager: resource.Manager, status: resource.ResourceStatus, pin: str | None
-    ) -> None:
-        """Map the newest generation of one resource, and pin it here as the supervisor did."""
-        pinned = status.condition("Pinned")
-        local = pinned.message if pinned is not None and pinned.status == "True" else None
-        if pin is not None and local == pin:
-            return  # pinned here with the newest generation already (nothing is published)
-        if local is not None:
-            manager.unpin(status.name)
-        try:
-            manager.refresh(status.name)
-        except PineappleError as exc:
-            _log.warning("cannot map the new snapshot of %r: %s", status.name, exc)
-        if pin is not None:
-            manager.pin(status.name, pin)
 
     def _parent_gone(self) -> None:
         if self._stop.is_set():

@@ -224,15 +224,11 @@ def _install_signal_handlers(service: Service, server: uvicorn.Server) -> dict[i
 
 
 def _reload_on_signal(service: Service) -> None:
-    """SIGHUP: reload here, or (in a worker) ask the supervisor, which decides for all."""
-    link = service.supervisor
-    if link is None:
-        service.reloader.reload("signal")
-        return
+    """SIGHUP: reload (``service.decisions`` decides where)."""
     try:
-        link.reload("signal", force=False)
+        service.decisions.reload("signal", force=False)
     except PineappleError as exc:
-        _log.error("SIGHUP: cannot ask the supervisor to reload: %s", exc)
+        _log.error("SIGHUP: cannot reload: %s", exc)
 
 
 def _restore(previous: dict[int, object]) -> None:

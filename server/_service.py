@@ -9,18 +9,15 @@ last request has finished and its resources are closed.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
+from ._decisions import Decisions, LocalDecisions
 from ._metrics import ServerMetrics
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
-
-if TYPE_CHECKING:
-    from ._supervisor_link import SupervisorLink
 
 __all__ = ["Service"]
 
@@ -44,9 +41,12 @@ class Service:
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
-        self.supervisor: SupervisorLink | None = None
-        """In a worker of ``--workers N``: where reloads and shared admin actions are decided."""
         self.draining = False
+        self.local = LocalDecisions(self.holder, self.reloader, config.path, lambda: self.draining)
+        """This process's own decisions and statuses."""
+        self.decisions: Decisions = self.local
+        """Where routes and signals ask for decisions and statuses (a worker of
+        ``--workers N`` replaces it with its ``SupervisorLink``)."""
         self.started = False
         self._hand_fetchers_closed = False
 

@@ -17,9 +17,14 @@ Guarantees:
   ``manifest.json`` with one ``rename`` (atomic): a reader sees the old or the
   new manifest, never a mix, and every file a manifest names is complete.
 - Only the supervisor writes (one publish at a time, under ``_lock``); workers
-  only read. A generation's files are unlinked once a newer generation of the
-  same key is in the manifest; a worker still mapping them keeps its pages
-  until it unmaps them (the kernel frees them after the last unmap).
+  only read. A value is first *staged* (its files written, the manifest
+  unchanged) and *committed* (named in the manifest) only once the
+  supervisor's Manager accepted it (validators, budget, pin:
+  :class:`PublishingFetcher`); a refused one is discarded, so a worker never
+  opens a value the supervisor does not serve. A generation's files are
+  unlinked once a newer generation of the same key is in the manifest; a
+  worker still mapping them keeps its pages until it unmaps them (the kernel
+  frees them after the last unmap).
 - An entry that the newest config generation no longer names (a reload
   dropped or renamed its resource, or a failed reload fetched it) is removed,
   manifest entry then files, once no worker may still build a generation that
@@ -33,9 +38,8 @@ Guarantees:
   supervisor's Manager keeps its last good value and retries with backoff.
 - Besides one entry per shared resource, the manifest holds entries whose keys
   start with ``_`` (an entry key starts with a type name): ``_config`` (the
-  config bytes the supervisor accepted, its generation and hash), ``_pins``
-  (``name -> reason`` of every pinned shared resource) and ``_reload`` (the
-  supervisor's last reload outcome). They are amended under the same ``_lock``
+  config bytes the supervisor accepted, its generation and hash) and
+  ``_reload`` (the supervisor's last reload outcome). They are amended under the same ``_lock``
   and written with the same atomic rename, so a worker sees a config
   generation only after every snapshot it names was published.
 """
@@ -69,13 +73,12 @@ from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 __all__ = [
     "CONFIG_ENTRY",
     "MANIFEST_MAX_BYTES",
-    "PINS_ENTRY",
     "RELOAD_ENTRY",
     "MappedFetcher",
-    "Published",
     "PublishingFetcher",
     "SharedStore",
     "SnapshotMissingError",
+    "Staged",
     "default_shared_parent",
     "entry_key",
     "mapped_registry",
@@ -87,8 +90,6 @@ MANIFEST_MAX_BYTES = 1024 * 1024
 
 CONFIG_ENTRY = "_config"
 """Manifest entry: ``{"generation", "file", "content_hash"}`` of the accepted config."""
-PINS_ENTRY = "_pins"
-"""Manifest entry: ``{name: reason}`` of the shared resources the supervisor holds pinned."""
 RELOAD_ENTRY = "_reload"
 """Manifest entry: the supervisor's last config reload outcome (``ReloadOutcome.to_dict``)."""
 _CONFIG_READ_ATTEMPTS = 3
@@ -114,16 +115,13 @@ def default_shared_parent() -> Path:
 
 
 @dataclass(frozen=True)
-class Published:
-    """The supervisor's value of a shared resource: what it last published."""
+class Staged:
+    """A generation of one entry written to the store (named in the manifest once committed)."""
 
     key: str
     generation: int
     kind: str
-    summary: str
-
-    def __str__(self) -> str:
-        return f"generation {self.generation} ({self.summary})"
+    stem: str
 
 
 class SharedStore:
@@ -145,6 +143,8 @@ class SharedStore:
         """Supervisor: ``key -> newest config generation that may name it`` of unnamed entries."""
         self._lease: tuple[int, int] | None = None
         """Worker: ``(generation, descriptor)`` of the config generation it last read."""
+        self._staged_top: dict[str, int] = {}
+        """Supervisor: ``key -> newest generation staged`` (generations only grow)."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -176,30 +176,61 @@ class SharedStore:
             raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
         return parsed
 
-    def publish(self, key: str, type_name: str, value: Any) -> Published:
-        """Write ``value`` as the next generation of ``key`` and name it in the manifest."""
+    def stage(self, key: str, type_name: str, value: Any) -> Staged:
+        """Write ``value`` as the next generation of ``key``, not yet named in the manifest.
+
+        :meth:`commit` names it; :meth:`discard` removes it. Generations of a
+        key only grow (a discarded one is never reused).
+        """
+        with self._lock:
+            entry = self.manifest().get(key)
+            newest = max(int(entry["generation"]) if entry else 0, self._staged_top.get(key, 0))
+            generation = newest + 1
+            self._staged_top[key] = generation
+        stem = self.path / f"{key}.{generation}"
+        kind = resources.write_snapshot(type_name, value, stem)  # SnapshotWriteError: no files
+        return Staged(key, generation, kind, stem.name)
+
+    def commit(self, staged: Staged) -> None:
+        """Name ``staged`` in the manifest as its key's newest generation; unlink the one
+        it replaces. ``SnapshotWriteError`` (manifest unchanged) when it cannot, or when a
+        newer generation of the key is named already."""
         with self._lock:
             manifest = self.manifest()
-            old = manifest.get(key)
-            generation = (old["generation"] if old else 0) + 1
-            stem = self.path / f"{key}.{generation}"
-            kind = resources.write_snapshot(type_name, value, stem)
-            manifest[key] = {"generation": generation, "kind": kind, "stem": stem.name}
-            try:
-                self._write_manifest(manifest)
-            except OSError as exc:
-                for path in resources.snapshot_files(kind, stem):
-                    path.unlink(missing_ok=True)
+            old = manifest.get(staged.key)
+            if old is not None and int(old["generation"]) >= staged.generation:
                 raise resources.SnapshotWriteError(
-                    f"cannot write {self.manifest_path}: {exc}"
-                ) from exc
+                    f"{staged.key}: generation {old['generation']} is published already, "
+                    f"newer than {staged.generation}"
+                )
+            entry = {"generation": staged.generation, "kind": staged.kind, "stem": staged.stem}
+            manifest[staged.key] = entry
+            self._write(manifest)
             if old is not None:
                 for path in resources.snapshot_files(old["kind"], self.path / old["stem"]):
                     path.unlink(missing_ok=True)
-        return Published(key, generation, kind, _summary(value))
+
+    def discard(self, staged: Staged) -> None:
+        """Remove the files of ``staged``, which was never committed."""
+        for path in resources.snapshot_files(staged.kind, self.path / staged.stem):
+            path.unlink(missing_ok=True)
+
+    def publish(self, key: str, type_name: str, value: Any) -> Staged:
+        """Write ``value`` as the next generation of ``key`` and name it in the manifest."""
+        staged = self.stage(key, type_name, value)
+        try:
+            self.commit(staged)
+        except BaseException:
+            self.discard(staged)
+            raise
+        return staged
+
+    def open_staged(self, staged: Staged) -> Any:
+        """The value of ``staged``, opened as a worker opens a published one."""
+        return resources.open_snapshot(staged.kind, self.path / staged.stem, staged.generation)
 
     def amend(self, entry: str, value: dict[str, Any]) -> None:
-        """Set the reserved manifest ``entry`` (``_pins``, ``_reload``) to ``value``."""
+        """Set the reserved manifest ``entry`` (``_reload``) to ``value``."""
         with self._lock:
             manifest = self.manifest()
             manifest[entry] = value
@@ -348,20 +379,22 @@ def _release_freed_memory() -> None:
         _log.debug("cannot release freed memory after a publish: %s", exc)
 
 
-def _summary(value: Any) -> str:
-    if isinstance(value, resources.FeedTable):
-        return f"{len(value)} rows"
-    try:
-        return f"{len(value)} entries"
-    except TypeError:
-        return type(value).__name__
-
-
 class PublishingFetcher:
-    """Supervisor side: fetch with the type's own fetcher, publish, drop the value.
+    """Supervisor side: fetch with the type's own fetcher, stage, serve what workers map.
 
-    The supervisor keeps only a :class:`Published` record: the table lives in
-    the shared files, not in the supervisor's heap.
+    Two-phase (the Manager's ``commit``/``discard`` hooks): a fetched value is
+    written to the store (staged, not yet in the manifest) and dropped from the
+    heap; the Manager gets the staged snapshot opened exactly as a worker
+    opens it, runs its validators and budget on it, and commits it (the
+    manifest names it) only once it is accepted, under its swap lock. A
+    refused or pinned-meanwhile value is discarded: no worker ever sees it.
+    A rollback commits the kept previous value, which is written again as the
+    newest generation.
+
+    Guarantees: ``_pending`` is written by ``__call__``, ``commit`` and
+    ``discard`` of one resource, which its Manager serialises (the refresh
+    lock around a fetch and its admission; a rollback's commit never matches
+    ``_pending``, so it only reads it).
     """
 
     def __init__(self, inner: Fetcher, store: SharedStore, key: str, type_name: str) -> None:
@@ -369,22 +402,56 @@ class PublishingFetcher:
         self._store = store
         self.key = key
         self.type_name = type_name
+        self._pending: tuple[Any, Staged] | None = None
 
     def __call__(self) -> Any:
         value = self._inner()
         if value is NOT_MODIFIED:
             return NOT_MODIFIED
         try:
-            return self._store.publish(self.key, self.type_name, value)
+            staged = self._store.stage(self.key, self.type_name, value)
         finally:
             close = getattr(value, "close", None)
             if callable(close):
                 close()
             del value
             _release_freed_memory()
+        try:
+            opened = self._store.open_staged(staged)
+        except BaseException:
+            self._store.discard(staged)
+            raise
+        self._pending = (opened, staged)
+        return opened
+
+    def commit(self, value: Any) -> None:
+        """Publish ``value``: the staged one named in the manifest, or (a rollback) written
+        again as the newest generation."""
+        pending = self._pending
+        if pending is not None and pending[0] is value:
+            self._pending = None
+            self._store.commit(pending[1])  # on failure the Manager discards it
+            return
+        self._store.publish(self.key, self.type_name, value)
+
+    def discard(self, value: Any) -> None:
+        """``value`` will not be served: its staged files go."""
+        pending = self._pending
+        if pending is not None and pending[0] is value:
+            self._pending = None
+            self._store.discard(pending[1])
+
+    def carry_over(self, value: Any) -> None:
+        """A config reload carried ``value`` over: the inner fetcher resumes from it."""
+        resume = getattr(self._inner, "carry_over", None)
+        if callable(resume):
+            resume(value)
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._store.discard(pending[1])
         close = getattr(self._inner, "close", None)
         if callable(close):
             close()
@@ -397,7 +464,14 @@ class PublishingFetcher:
 
 
 class MappedFetcher:
-    """Worker side: the newest published snapshot of ``key``, opened (never a source read)."""
+    """Worker side: the newest published snapshot of ``key``, opened (never a source read).
+
+    ``admitted_upstream``: the supervisor validated every published value and
+    fitted it in its budget before publishing, so the worker's Manager serves
+    it as it comes (no worker can refuse what the supervisor published).
+    """
+
+    admitted_upstream = True
 
     def __init__(self, store: SharedStore, key: str) -> None:
         self._store = store

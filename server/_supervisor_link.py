@@ -5,15 +5,14 @@ A worker never reads the config file and never decides anything shared:
 - :class:`SharedConfigSource` hands its Reloader the config bytes the
   supervisor accepted (the ``_config`` entry of the store's manifest), so
   every worker builds exactly the same bytes;
-- :class:`SupervisorLink` forwards ``POST /admin/reload``, SIGHUP and the
-  admin actions on shared resources (refresh, pin, unpin) to the supervisor
-  over the control channel, then catches up with what it published before
-  answering, so the answering worker already serves the result.
-
-``rollback`` of a shared resource is refused with ``--workers``: the
-supervisor does not keep a previous snapshot (its files are unlinked once a
-newer generation is published), and a rollback in one worker alone would
-make workers disagree. Pin the resource and fix the source instead.
+- :class:`SupervisorLink` is the worker's ``Decisions`` (``server/_decisions.py``):
+  ``POST /admin/reload``, SIGHUP and the admin actions on shared resources
+  (refresh, rollback, pin, unpin) are the supervisor's, asked over the
+  control channel; the worker then catches up with what it published before
+  answering, so the answering worker already serves the result. The status
+  of a shared resource (``/resources``, an admin answer, ``/readyz``) is the
+  supervisor's, plus a ``worker`` block saying what this worker maps. A
+  resource that is not shared is this worker's own (:class:`LocalDecisions`).
 
 Guarantees:
 - ``served`` and ``last_read`` are written only by the follower's pass
@@ -28,35 +27,13 @@ from collections.abc import Callable
 from typing import Any
 
 import resources
-from pineapple import PineappleError, resource
 
-from ._control import CONTROL_SOCKET, ControlError, call
+from ._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
+from ._decisions import Action, LocalDecisions, Refused
+from ._reload_policy import Trigger
 from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore
 
-__all__ = ["REFUSAL_STATUS", "SharedConfigSource", "SupervisorLink", "SupervisorRefusal"]
-
-REFUSAL_STATUS: dict[str, int] = {
-    "UnknownResourceError": 404,
-    "PinnedError": 409,
-    "NoPreviousValueError": 409,
-    "RollbackUnsupported": 409,
-    "ValidationRefusedError": 422,
-    "MemoryBudgetExceededError": 507,
-    "RefreshError": 502,
-    "ManagerStateError": 503,
-    "Busy": 503,
-    "ControlError": 503,
-}
-"""HTTP status of each refusal kind the supervisor answers (other kinds: 502)."""
-
-
-class SupervisorRefusal(PineappleError):
-    """The supervisor refused (or could not be asked); ``kind`` names why, ``status`` maps it."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = REFUSAL_STATUS.get(kind, 502)
+__all__ = ["SharedConfigSource", "SupervisorLink"]
 
 
 class SharedConfigSource:
@@ -77,49 +54,119 @@ class SharedConfigSource:
 
 
 class SupervisorLink:
-    """A worker's requests to its supervisor (see module docs)."""
+    """A worker's :class:`~server._decisions.Decisions` (see module docs)."""
 
-    def __init__(self, store: SharedStore, source: SharedConfigSource, timeout: float) -> None:
+    def __init__(
+        self, store: SharedStore, source: SharedConfigSource, timeout: float, local: LocalDecisions
+    ) -> None:
         self._store = store
         self.source = source
         self.timeout = timeout
         """Longest wait for the supervisor's answer (a reload may build for a while)."""
+        self.local = local
+        """This worker's own decisions (for what it does not share)."""
         self.catch_up: Callable[[], None] = lambda: None
         """Maps what the supervisor published (set to the follower's pass once it runs)."""
 
-    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """The supervisor's answer to ``request`` within ``timeout`` (default: ``self.timeout``);
+        :class:`Refused` when it refused or cannot be asked."""
         try:
-            reply = call(self._store.path / CONTROL_SOCKET, request, self.timeout)
+            reply = call(self._store.path / CONTROL_SOCKET, request, timeout or self.timeout)
         except ControlError as exc:
-            raise SupervisorRefusal("ControlError", str(exc)) from None
-        error = reply.get("error")
-        if isinstance(error, dict):
-            raise SupervisorRefusal(str(error.get("kind")), str(error.get("message")))
+            raise Refused(503, str(exc)) from None
+        refused = refusal_of(reply)
+        if refused is not None:
+            raise refused
         return reply
 
-    def reload(self, trigger: str, force: bool) -> dict[str, Any]:
+    # -- decisions ----------------------------------------------------------------------
+
+    def reload(self, trigger: Trigger, force: bool) -> dict[str, Any]:
         """Ask the supervisor to reload; its outcome, once this worker serves the result."""
         outcome = self._call({"op": "reload", "trigger": trigger, "force": force})
         if outcome.get("result") == "ok":
             self.catch_up()
         return {**outcome, "worker": self.describe()}
 
-    @staticmethod
-    def shares(manager: resource.Manager, name: str) -> bool:
-        """Whether ``name`` is a shared resource (its admin actions are the supervisor's)."""
-        return manager.status_of(name).type in resources.SHARED_TYPES
-
-    def resource_action(self, action: str, name: str, force: bool = False) -> dict[str, Any]:
-        """``refresh``/``pin``/``unpin`` decided by the supervisor, then mapped here."""
-        if action == "rollback":
-            raise SupervisorRefusal(
-                "RollbackUnsupported",
-                f"resource {name!r} is shared by every worker: rollback is not supported with "
-                "--workers (the supervisor keeps no previous snapshot); pin it and fix the source",
-            )
-        reply = self._call({"op": action, "name": name, "force": force})
+    def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
+        """A shared resource's action is the supervisor's, then mapped here; others local."""
+        if not self._shares(name):
+            return self.local.act(action, name, force)
+        try:
+            body = self._call({"op": action, "name": name, "force": force})
+        except Refused as exc:
+            if exc.resource is not None:
+                exc.resource = self._merged(name, exc.resource)
+            raise
         self.catch_up()
-        return reply
+        body["status"] = self._merged(name, body["status"])
+        return body
+
+    # -- statuses -----------------------------------------------------------------------
+
+    def resources(self) -> dict[str, Any]:
+        body = self.local.resources()
+        local = body["resources"]
+        if any(_shared(st["type"]) for st in local):
+            pod = {
+                st["name"]: st
+                for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
+            }
+            body["resources"] = [
+                _with_worker(pod[st["name"]], st) if st["name"] in pod else st for st in local
+            ]
+        return body
+
+    def resource(self, name: str) -> dict[str, Any]:
+        body = self.local.resource(name)
+        if _shared(body["status"]["type"]):
+            pod = {
+                st["name"]: st
+                for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
+            }
+            if name in pod:
+                body["status"] = _with_worker(pod[name], body["status"])
+        return body
+
+    def config(self) -> dict[str, Any]:
+        body = self.local.config()
+        pod = self._call({"op": "config"}, CONTROL_READ_SECONDS)
+        shared = self.describe()
+        shared["worker_last_reload"] = body["last_reload"]  # this worker's switch
+        for key in ("reload_attempts", "last_reload", "last_reload_error"):
+            body[key] = pod.get(key)
+        body["shared"] = shared
+        return body
+
+    def readiness(self) -> tuple[int, dict[str, Any]]:
+        code, body = self.local.readiness()
+        if code != 200:
+            return code, body
+        try:
+            halted = self._call({"op": "config"}, CONTROL_READ_SECONDS).get("halted")
+        except Refused as exc:
+            return 503, {"status": "no supervisor", "reason": str(exc)}
+        if halted is not None:  # the one process that refreshes what it shares stopped
+            return 503, {"status": "refresh stopped", "reason": halted}
+        return code, body
+
+    def _pod_statuses(self) -> dict[str, dict[str, Any]]:
+        """``name -> status`` of every shared resource, as the supervisor sees it."""
+        reply = self._call({"op": "status"}, CONTROL_READ_SECONDS)
+        return {st["name"]: st for st in reply["resources"]}
+
+    def _shares(self, name: str) -> bool:
+        """Whether ``name`` is a shared resource (its admin actions are the supervisor's)."""
+        snap, status = self.local.manager_of(name)
+        snap.release()
+        return _shared(status.type)
+
+    def _merged(self, name: str, pod: dict[str, Any]) -> dict[str, Any]:
+        """The supervisor's status of ``name`` with what this worker maps of it."""
+        snap, status = self.local.manager_of(name)
+        snap.release()
+        return _with_worker(pod, status.to_dict())
 
     def describe(self) -> dict[str, Any]:
         """What ``GET /config`` shows of the shared config in this worker."""
@@ -131,3 +178,20 @@ class SupervisorLink:
             "latest_config_generation": latest.get("generation"),
             "supervisor_last_reload": manifest.get(RELOAD_ENTRY),
         }
+
+
+def _shared(type_name: str) -> bool:
+    return type_name in resources.SHARED_TYPES
+
+
+def _with_worker(pod: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` (the supervisor's status) plus ``worker``: what this worker maps."""
+    return {
+        **pod,
+        "worker": {
+            "pid": os.getpid(),
+            "version": local["version"],
+            "summary": local["summary"],
+            "loaded_at": local["loaded_at"],
+        },
+    }

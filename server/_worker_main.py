@@ -56,8 +56,6 @@ def worker_main(
     import_plugins(config.plugins)
     store = SharedStore(store_path)
     source = SharedConfigSource(store)
-    # A reload may wait start_timeout for the lock, then build for up to start_timeout.
-    link = SupervisorLink(store, source, timeout=2 * config.start_timeout + CONTROL_READ_SECONDS)
     base = config.registry or resource.default_registry()
     worker_config = replace(
         config,
@@ -77,8 +75,11 @@ def worker_main(
             config=ConfigFollow(service.reloader, source),
             pass_timeout=2 * config.start_timeout,
         )
+        # A reload may wait start_timeout for the lock, then build for up to start_timeout.
+        timeout = 2 * config.start_timeout + CONTROL_READ_SECONDS
+        link = SupervisorLink(store, source, timeout, service.local)
         link.catch_up = follower.follow
-        service.supervisor = link
+        service.decisions = link
         follower.start()
         followers.append(follower)
 

@@ -40,7 +40,15 @@ Guarantees:
   refused value is never seen by a reader: it is closed on the closer thread.
 - A pinned resource is never swapped by a fetch: timed refreshes skip it and
   ``refresh`` raises :class:`PinnedError`; ``rollback`` swaps the kept previous
-  value back under ``_swap_lock`` and pins the resource.
+  value back under ``_swap_lock`` and pins the resource. A second ``pin``
+  raises :class:`PinnedError` (the first one's reason holds).
+- Two-phase fetchers (a supervisor publishing for its workers): a fetcher may
+  define ``commit(value)``, called under ``_swap_lock`` once ``value`` passed
+  every check (validators, budget, pin) and just before it is served, and
+  for the previous value a ``rollback`` brings back; if it raises nothing is
+  swapped. ``discard(value)`` is called for a fetched value that is not
+  served (refused, pinned meanwhile, commit failed, manager stopped). So
+  nothing is published that this Manager does not serve.
 """
 
 from __future__ import annotations
@@ -564,12 +572,15 @@ class Manager:
         try:
             self._admit(slot, value, now, force)
         except ValueRefusedError as exc:
-            schedule_close(slot.label, value)  # never published: closed on the closer thread
+            _drop_unserved(slot, value)  # never published: closed on the closer thread
             return self._record_refusal(slot, now, exc)
         except PinnedError as exc:
-            schedule_close(slot.label, value)
+            _drop_unserved(slot, value)
             _log.info("%s: fetched value dropped: %s", slot.label, exc)
             return "not_modified"
+        except Exception as exc:  # the fetcher's commit hook failed: nothing swapped
+            _drop_unserved(slot, value)
+            return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
         return "swapped"
 
     # -- refresh safety: validate, budget, swap; rollback and pin ----------------------
@@ -578,23 +589,34 @@ class Manager:
         """Validate ``value``, size it, check the budget and the pin, swap it in.
 
         Raises :class:`ValueRefusedError` (nothing swapped) or
-        :class:`PinnedError` (pinned during the fetch: nothing swapped).
+        :class:`PinnedError` (pinned during the fetch: nothing swapped), or
+        what the fetcher's ``commit`` raised (nothing swapped).
+
+        A fetcher whose ``admitted_upstream`` is True serves values another
+        process already validated and fitted in its budget (a worker mapping
+        what its supervisor published): they are neither validated nor refused
+        by the budget here, only counted.
         """
-        forced = self._validate(slot, value, force)
+        upstream = getattr(slot.fetcher, "admitted_upstream", False) is True
+        forced = None if upstream else self._validate(slot, value, force)
         size = size_of(slot.printer, slot.label, value)
         summary = slot.summary_of(value)  # before the swap: after it a rollback may retire it
         ref = RefValue(value, slot.label)
         version: int | None = None  # set once the value is published
+        commit = getattr(slot.fetcher, "commit", None)
         with self._swap_lock:
             # On a refusal ``ref`` is dropped unreleased (its value was never
             # published); the caller hands the value to the closer once.
             if slot.pinned is not None:
                 raise PinnedError(slot.name, slot.pinned)
-            self._check_budget(slot, size)
+            if not upstream:
+                self._check_budget(slot, size)
             with slot.lock:
                 if self._state == "stopped":  # too late to publish: drop the new value
                     retire: tuple[RefValue, int | None] | None = (ref, None)
                 else:
+                    if callable(commit):  # every check passed: the fetcher publishes it
+                        commit(value)
                     old_size = slot.current_size
                     old = slot.publish(ref, now)
                     slot.current_size = size
@@ -667,15 +689,15 @@ class Manager:
             )
 
     def _record_refusal(self, slot: Slot, now: float, exc: ValueRefusedError) -> RefreshResult:
-        message = slot.redact(str(exc))
         with slot.lock:
+            refused = type(exc)(
+                slot.name, exc.check, slot.redact(exc.reason), serving=slot.current is not None
+            )
+            message = str(refused)
             slot.last_attempt_at = now
             slot.last_error = message
             slot.consecutive_failures += 1
-            slot.refusal, slot.refused_error = (
-                message,
-                type(exc)(slot.name, exc.check, slot.redact(exc.reason)),
-            )
+            slot.refusal, slot.refused_error = message, refused
             self._observe(slot, now)
         _log.warning("refresh of %s refused (Valid=False): %s", slot.label, message)
         observe = getattr(self._metrics, "observe_refusal", None)
@@ -708,36 +730,55 @@ class Manager:
         if self._state != "started":
             raise ManagerStateError(f"cannot roll back {name!r}: the manager is {self._state}")
         now = time.time()
-        with self._swap_lock, slot.lock:
+        commit = getattr(slot.fetcher, "commit", None)
+        with self._swap_lock:
             previous, previous_size = slot.previous, slot.previous_size
             if previous is None:
                 why = "keep_previous is off" if not slot.keep_previous else "none kept yet"
                 raise NoPreviousValueError(
                     f"resource {name!r} has no previous value to roll back to ({why})"
                 )
-            slot.previous, slot.previous_size = None, None
-            replaced_size = slot.current_size
-            replaced = slot.publish(previous, now)
-            slot.current_size = previous_size
-            slot.pinned = f"rolled back to the previous value at {_utc(now)}"
+            if callable(commit):  # the fetcher publishes it again (outside the slot lock)
+                try:
+                    commit(previous.value)
+                except Exception as exc:
+                    reason = slot.redact(f"{type(exc).__name__}: {exc}")
+                    raise RefreshError(f"rollback of resource {name!r} failed: {reason}") from None
+            self._swap_back(slot, previous, previous_size, now)
             version = slot.version
-            self._observe(slot, now)
-        if replaced is not None:
-            self._budget.retire(replaced, replaced_size)
         _log.warning(
             "%s: rolled back to the previous value (version %d), pinned", slot.label, version
         )
         self._resume_from_current(slot)
         return version
 
+    def _swap_back(
+        self, slot: Slot, previous: RefValue, previous_size: int | None, now: float
+    ) -> None:
+        """Serve the kept ``previous`` again and pin it (caller holds ``_swap_lock``)."""
+        with slot.lock:
+            slot.previous, slot.previous_size = None, None
+            replaced_size = slot.current_size
+            replaced = slot.publish(previous, now)
+            slot.current_size = previous_size
+            slot.pinned = f"rolled back to the previous value at {_utc(now)}"
+            self._observe(slot, now)
+        if replaced is not None:
+            self._budget.retire(replaced, replaced_size)
+
     def pin(self, name: str, reason: str = "") -> None:
-        """Hold the current value of ``name``: no fetch swaps it until :meth:`unpin`."""
+        """Hold the current value of ``name``: no fetch swaps it until :meth:`unpin`.
+
+        :class:`PinnedError` when it is pinned already (the first pin and its reason hold).
+        """
         slot = self._slot(name)
         now = time.time()
         why = reason or f"pinned by an admin at {_utc(now)}"
         with self._swap_lock, slot.lock:
-            slot.pinned = why
+            already, slot.pinned = slot.pinned, slot.pinned or why
             self._observe(slot, now)
+        if already is not None:
+            raise PinnedError(name, already)
         _log.warning("%s: pinned (%s)", slot.label, why)
 
     def unpin(self, name: str) -> bool:
@@ -831,6 +872,17 @@ def _set_safety(
     slot.validation = spec
     slot.validator = validator
     slot.keep_previous = keep_previous
+
+
+def _drop_unserved(slot: Slot, value: Any) -> None:
+    """A fetched value that is not served: the fetcher's ``discard`` hook, then the closer."""
+    discard = getattr(slot.fetcher, "discard", None)
+    if callable(discard):
+        try:
+            discard(value)
+        except Exception as exc:
+            _log.warning("%s: discard hook failed: %s", slot.label, slot.redact(str(exc)))
+    schedule_close(slot.label, value)
 
 
 def _utc(when: float) -> str:

@@ -28,14 +28,14 @@ class ValueRefusedError(PineappleError):
     ``memory_budget``...); ``reason`` says why, without the resource's name.
     """
 
-    def __init__(self, resource: str, check: str, reason: str) -> None:
-        super().__init__(
-            f"resource {resource!r}: new value refused by {check}: {reason} "
-            "(the previous value keeps serving)"
-        )
+    def __init__(self, resource: str, check: str, reason: str, *, serving: bool = True) -> None:
+        kept = "the previous value keeps serving" if serving else "no value is loaded yet"
+        super().__init__(f"resource {resource!r}: new value refused by {check}: {reason} ({kept})")
         self.resource = resource
         self.check = check
         self.reason = reason
+        self.serving = serving
+        """False when no value was loaded (a first load refused): nothing keeps serving."""
 
 
 class ValidationRefusedError(ValueRefusedError):

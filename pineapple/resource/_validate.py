@@ -222,7 +222,9 @@ def _unique_key(key: str, value: Any) -> None:
 
 def _builtin(spec: ValidationSpec, old: Any, new: Any) -> None:
     if spec.min_rows is not None or spec.max_rows is not None or spec.max_change_ratio is not None:
-        rows = _row_count("min_rows" if spec.min_rows is not None else "max_rows", new)
+        counting = ("min_rows", "max_rows", "max_change_ratio")
+        first = next(k for k in counting if getattr(spec, k) is not None)
+        rows = _row_count(first, new)  # a refusal names the check that asked for the count
         if spec.min_rows is not None and rows < spec.min_rows:
             raise _Refusal("min_rows", f"{rows} rows, fewer than min_rows {spec.min_rows}")
         if spec.max_rows is not None and rows > spec.max_rows:

@@ -20,6 +20,7 @@ from pineapple.resource import (
     register_validator,
 )
 from pineapple.resource import Registry as ResourceRegistry
+from pineapple.resource._validate import run_validators
 
 from ._scripted import Rows, Scripted, rows
 
@@ -172,3 +173,22 @@ def test_a_bad_validate_block_is_a_config_error_naming_the_resource(
     config = {"resource_config": {"feed": {"type": "t", "params": {}, "validate": block}}}
     with pytest.raises(ConfigError, match=f"'feed'.*{message}"):
         Manager(reg).load_from_root_config(config)
+
+
+@pytest.mark.parametrize(
+    ("block", "check"),
+    [
+        ({"min_rows": 1}, "min_rows"),
+        ({"max_rows": 9}, "max_rows"),
+        ({"max_change_ratio": 0.5}, "max_change_ratio"),
+        ({"max_rows": 9, "max_change_ratio": 0.5}, "max_rows"),
+    ],
+)
+def test_a_value_without_rows_is_refused_by_the_check_that_counts(
+    block: dict[str, Any], check: str
+) -> None:
+    spec = ValidationSpec.parse("feed", block)
+    with pytest.raises(ValidationRefusedError) as caught:
+        run_validators("feed", spec, None, None, object())
+    assert caught.value.check == check
+    assert f"refused by {check}: a object has no row count" in str(caught.value)

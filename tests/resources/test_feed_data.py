@@ -208,3 +208,28 @@ def test_reload_carry_over_resumes_not_modified_without_reading_the_table(db: Pa
         assert new.refresh("feed") == "swapped"
     finally:
         new.stop()
+
+
+def test_a_version_carried_over_from_a_shared_snapshot_still_matches(
+    db: Path, tmp_path: Path
+) -> None:
+    """A snapshot keeps the version as JSON (the row's tuple is a list there): a fetcher
+    resuming from the mapped table still answers NOT_MODIFIED for the same version."""
+    params = {
+        "sqlite_path": str(db),
+        "version_query": "SELECT MAX(id), 'v' FROM recommend_feed_item",
+    }
+    fetcher = resources.FeedDataFetcher(params)
+    try:
+        table = fetcher()
+        assert isinstance(table, resources.FeedTable) and isinstance(table.version, tuple)
+        resources.write_feed_snapshot(table, tmp_path / "feed")
+        mapped = resources.open_mapped_table(tmp_path / "feed")
+        assert isinstance(mapped.version, list)
+        resumed = resources.FeedDataFetcher(params)
+        resumed.carry_over(mapped)
+        assert resumed() is NOT_MODIFIED
+        mapped.close()
+        resumed.close()
+    finally:
+        fetcher.close()

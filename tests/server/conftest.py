@@ -1,4 +1,5 @@
-"""Fixtures of the server tests: a temp config file and a server Config around it."""
+"""Fixtures of the server tests: a temp config file and a server Config around it, and
+``serve``: a real ``pineapple serve`` in each process model (``pod.MODES``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 import server
@@ -14,6 +16,7 @@ from pineapple import resource
 
 from .engines import TrackedEngine
 from .fakes import GATES, Tracker, dump, tracked_registry
+from .pod import MODES, Server
 
 WriteConfig = Callable[[Mapping[str, Any]], bytes]
 MakeConfig = Callable[..., server.Config]
@@ -71,3 +74,23 @@ def make_config(config_path: Path, tracker: Tracker) -> MakeConfig:
         return server.Config(**settings)
 
     return make
+
+
+@pytest.fixture(params=list(MODES))
+def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Start ``pineapple serve`` on a config, in one process or with ``--workers 2``."""
+    started: list[Server] = []
+    mode = MODES[request.param]
+
+    def start(config: dict[str, Any], *args: str, env: dict[str, str] | None = None) -> Server:
+        path = tmp_path / "pineapple.json"
+        path.write_bytes(orjson.dumps(config))
+        running = Server(path, *args, mode=mode, env=env)
+        started.append(running)
+        return running
+
+    try:
+        yield start
+    finally:
+        for running in started:
+            running.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pineapple import PineappleError
+from pineapple import PineappleError, resource
 from server import _control
 from server._control import (
     CONTROL_MAX_BYTES,
@@ -18,10 +18,12 @@ from server._control import (
     ControlError,
     ControlServer,
     call,
+    refusal_of,
 )
+from server._decisions import Refused
 
 
-class Refused(PineappleError):
+class Odd(PineappleError):
     pass
 
 
@@ -46,10 +48,14 @@ def _serve(path: Path, handle: Any) -> ControlServer:
     return server
 
 
-def test_round_trip_and_errors_by_kind_over_a_long_path(deep: Path) -> None:
+def test_round_trip_and_errors_by_status_over_a_long_path(deep: Path) -> None:
     def handle(request: dict[str, Any]) -> dict[str, Any]:
         if request["op"] == "fail":
-            raise Refused("resource 'feed' refused")
+            raise Refused(409, "resource 'feed' refused", {"name": "feed"})
+        if request["op"] == "pinned":
+            raise resource.PinnedError("feed", "by an admin")
+        if request["op"] == "odd":
+            raise Odd("odd")
         if request["op"] == "crash":
             raise RuntimeError("secret=hunter2")
         return {"echo": request["op"]}
@@ -59,11 +65,26 @@ def test_round_trip_and_errors_by_kind_over_a_long_path(deep: Path) -> None:
         target = deep / _control.CONTROL_SOCKET
         assert len(str(target)) > 108
         assert call(target, {"op": "hi"}, 5) == {"echo": "hi"}
-        assert call(target, {"op": "fail"}, 5) == {
-            "error": {"kind": "Refused", "message": "resource 'feed' refused"}
+        assert refusal_of(call(target, {"op": "hi"}, 5)) is None
+        failed = call(target, {"op": "fail"}, 5)
+        assert failed == {
+            "error": {
+                "status": 409,
+                "message": "resource 'feed' refused",
+                "resource": {"name": "feed"},
+            }
         }
+        refused = refusal_of(failed)
+        assert refused is not None
+        assert (refused.status, str(refused), refused.resource) == (
+            409,
+            "resource 'feed' refused",
+            {"name": "feed"},
+        )
+        assert call(target, {"op": "pinned"}, 5)["error"]["status"] == 409  # by class
+        assert call(target, {"op": "odd"}, 5)["error"]["status"] == 502  # not in the table
         crashed = call(target, {"op": "crash"}, 5)
-        assert crashed["error"]["kind"] == "InternalError"
+        assert crashed["error"]["status"] == 502
         assert "hunter2" not in str(crashed)
     finally:
         server.stop()
@@ -78,7 +99,7 @@ def test_oversized_and_silent_requests_are_cut_off(
     server = _serve(tmp_path, lambda request: {"ok": True})
     try:
         big = call(tmp_path / _control.CONTROL_SOCKET, {"op": "x" * CONTROL_MAX_BYTES}, 5)
-        assert big["error"]["kind"] == "ControlError"
+        assert big["error"]["status"] == 502
         assert "over" in big["error"]["message"]
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
             silent.settimeout(5)
@@ -121,7 +142,8 @@ def test_requests_past_the_handler_limit_are_answered_busy(
             caller.start()
         for _ in range(CONTROL_MAX_HANDLERS):
             assert entered.acquire(timeout=10)  # every handler slot is taken
-        assert call(target, {"op": "x"}, 5)["error"]["kind"] == "Busy"
+        busy = call(target, {"op": "x"}, 5)["error"]
+        assert (busy["status"], busy["message"]) == (503, "the supervisor is busy; try again")
     finally:
         gate.set()
         for caller in callers:

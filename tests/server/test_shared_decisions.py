@@ -98,7 +98,8 @@ def _until(what: str, done: Callable[[], bool]) -> None:
 
 
 def _generation(body: dict[str, Any]) -> int:
-    found = re.search(r"shared snapshot generation (\d+)", body["status"]["summary"])
+    """The generation the answering worker maps."""
+    found = re.search(r"shared snapshot generation (\d+)", body["status"]["worker"]["summary"])
     assert found, body
     return int(found.group(1))
 
@@ -126,9 +127,11 @@ def test_good_edit_reaches_every_worker_and_a_bad_one_none_reported_once(
     _until("every worker serves config generation 2", lambda: everywhere(2))
     bodies = list(_configs(served, pids).values())
     assert {b["config"]["revision"] for b in bodies} == {revision}
-    switched = [b["last_reload"]["at"] for b in bodies]
+    switched = [b["shared"]["worker_last_reload"]["at"] for b in bodies]
     assert max(switched) - min(switched) < 2.0  # the issue's bound between workers
-    assert all(b["last_reload"]["trigger"] == "supervisor" for b in bodies)
+    assert all(b["shared"]["worker_last_reload"]["trigger"] == "supervisor" for b in bodies)
+    # The pod's reload record is the supervisor's, whichever worker answers.
+    assert {b["last_reload"]["trigger"] for b in bodies} == {"watch"}
 
     # Two bad edits in a row: each is refused once, by the supervisor; no worker moves.
     for bad in (b'{"pipeline_config": ', b'{"resource_config": 3}'):
@@ -193,7 +196,10 @@ def test_pins_are_the_supervisors_and_hold_in_every_worker(served: Served) -> No
     assert served.feed_generation() == 1
     response = httpx.post(f"{served.url}/admin/resources/feed/rollback", timeout=30)
     assert response.status_code == 409, response.text
-    assert "not supported with --workers" in response.json()["error"]
+    assert "keep_previous is off" in response.json()["error"]  # as in one process
+    response = httpx.post(f"{served.url}/admin/resources/feed/pin", timeout=30)
+    assert response.status_code == 409, response.text  # one pin for the pod
+    assert _pinned({"status": response.json()["resource"]})
     response = httpx.post(f"{served.url}/admin/resources/feed/unpin", timeout=30)
     assert response.json()["result"] == "unpinned", response.text
     _until(
@@ -203,6 +209,8 @@ def test_pins_are_the_supervisors_and_hold_in_every_worker(served: Served) -> No
     response = httpx.post(f"{served.url}/admin/resources/feed/refresh", timeout=30)
     assert response.json()["result"] == "swapped", response.text
     assert served.feed_generation() == 2
+    log = "".join(served.server.log)
+    assert log.count(": pinned (") == 1 and log.count(": unpinned") == 1, log  # the supervisor's
 
 
 def test_a_renamed_resource_leaves_the_store_once_every_worker_moved_on(served: Served) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import resources
 from pineapple import resource
 from resources import FeedTable, MappedFeedTable, SnapshotWriteError, build_feed_table
+from resources._feed_data import FeedDataPrinter
 from server._shared import (
     MappedFetcher,
     PublishingFetcher,
@@ -40,6 +42,17 @@ class _Source:
         return _table(self.tag)
 
 
+def publishing(
+    store: SharedStore, source: Any, key: str = "feed_data-k", **register: Any
+) -> resource.Manager:
+    """The supervisor's started Manager with one resource, ``feed``, published at ``key``."""
+    supervisor = resource.Manager()
+    fetcher = PublishingFetcher(source, store, key, "feed_data")
+    supervisor.register("feed", fetcher, interval=-1, **register)
+    supervisor.start()
+    return supervisor
+
+
 def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
     """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
     worker = resource.Manager()
@@ -55,8 +68,7 @@ def _titles(table: Any) -> list[str]:
 def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     source = _Source()
-    publisher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
-    publisher()
+    publisher = publishing(store, source)
     worker = mapping_worker(store, "feed_data-k")
     try:
         old = worker.get("feed")
@@ -64,7 +76,8 @@ def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -
         with old as table:
             assert isinstance(table, MappedFeedTable) and table.generation == 1
             source.tag = "v2"
-            publisher()  # generation 2 published; generation 1's files unlinked
+            assert publisher.refresh("feed") == "swapped"  # generation 2 published
+            assert not list(store.path.glob("feed_data-k.1.*"))  # generation 1's unlinked
             assert not list(store.path.glob("feed_data-k.1.*"))
             assert worker.refresh("feed") == "swapped"
             # The borrowed table still reads generation 1, from its unlinked mapping.
@@ -77,6 +90,7 @@ def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -
         assert source.reads == 2
     finally:
         worker.stop()
+        publisher.stop()
         store.remove()
 
 
@@ -84,22 +98,22 @@ def test_full_directory_publishes_nothing_and_keeps_the_last_good(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = SharedStore.create(tmp_path)
-    publisher = PublishingFetcher(_Source(), store, "feed_data-k", "feed_data")
-    first = publisher()
+    publisher = publishing(store, _Source())
     before = store.manifest()
 
     def full(type_name: str, value: Any, stem: Path) -> str:
         raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
 
     monkeypatch.setattr(resources, "write_snapshot", full)
-    with pytest.raises(SnapshotWriteError, match=r"feed_data-k\.2.*full"):
-        publisher()
-    assert store.manifest() == before and first.generation == 1
+    with pytest.raises(resource.RefreshError, match=r"feed_data-k\.2.*full"):
+        publisher.refresh("feed")
+    assert store.manifest() == before
     generation, table = store.open("feed_data-k")
     try:
         assert generation == 1 and _titles(table) == ["v1-1", "v1-3", "v1-5"]
     finally:
         table.close()
+        publisher.stop()
     store.remove()
 
 
@@ -135,16 +149,170 @@ def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
     store = SharedStore.create(tmp_path)
     trims: list[str] = []
     monkeypatch.setattr("server._shared.trim_heap", lambda: trims.append("trim"))
-    publisher = PublishingFetcher(_Source(), store, "feed_data-k", "feed_data")
+    publisher = publishing(store, _Source())
     try:
-        assert publisher().generation == 1
-        assert trims == ["trim"]  # after the table was published and closed
+        assert store.generation("feed_data-k") == 1
+        assert trims == ["trim"]  # after the table was written and closed
 
         def broken() -> None:
             raise OSError("no malloc_trim here")
 
         monkeypatch.setattr("server._shared.trim_heap", broken)
-        assert publisher().generation == 2  # the publish stands
+        assert publisher.refresh("feed") == "swapped"  # the publish stands
         assert store.generation("feed_data-k") == 2
     finally:
+        publisher.stop()
+        store.remove()
+
+
+class _Sized(_Source):
+    """``_Source`` whose row count the test sets, which can block until released, and
+    which records what a config reload carried over to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows = 20
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+        self.carried: list[Any] = []
+
+    def __call__(self) -> FeedTable:
+        self.reads += 1
+        self.entered.set()
+        assert self.release.wait(10)
+        return _table(self.tag, self.rows)
+
+    def carry_over(self, value: Any) -> None:
+        self.carried.append(value)
+
+
+def _stems(store: SharedStore) -> set[str]:
+    return {p.name.split(".")[1] for p in store.path.glob("feed_data-k.*")}
+
+
+def test_a_refused_value_is_never_published_and_its_files_go(tmp_path: Path) -> None:
+    store = SharedStore.create(tmp_path)
+    source = _Sized()
+    validate = {"min_rows": 10, "max_change_ratio": 0.5}
+    publisher = publishing(store, source, validate=validate)
+    try:
+        source.rows = 5  # fewer than min_rows, checked on the value as workers map it
+        with pytest.raises(resource.ValidationRefusedError, match="by min_rows: 5 rows"):
+            publisher.refresh("feed")
+        source.rows = 35  # passes min_rows, but grew by 75%
+        with pytest.raises(resource.ValidationRefusedError, match="by max_change_ratio"):
+            publisher.refresh("feed")
+        assert store.generation("feed_data-k") == 1 and _stems(store) == {"1"}
+        source.rows = 25
+        assert publisher.refresh("feed") == "swapped"
+        assert store.generation("feed_data-k") == 4  # generations only grow
+        assert _stems(store) == {"4"}
+    finally:
+        publisher.stop()
+        store.remove()
+
+
+def test_a_first_value_refused_says_nothing_keeps_serving(tmp_path: Path) -> None:
+    store = SharedStore.create(tmp_path)
+    source = _Sized()
+    with pytest.raises(resource.StartError) as caught:
+        publishing(store, source, validate={"min_rows": 100})
+    assert "new value refused by min_rows: 20 rows, fewer than min_rows 100" in str(caught.value)
+    assert "no value is loaded yet" in str(caught.value)
+    assert "previous value keeps serving" not in str(caught.value)
+    assert store.manifest() == {} and _stems(store) == set()
+    store.remove()
+
+
+def test_a_pin_that_lands_during_the_fetch_wins_and_nothing_is_published(
+    tmp_path: Path,
+) -> None:
+    store = SharedStore.create(tmp_path)
+    source = _Sized()
+    publisher = publishing(store, source)
+    results: list[str] = []
+    try:
+        source.entered.clear()
+        source.release.clear()
+        source.tag = "v2"
+        fetch = threading.Thread(target=lambda: results.append(publisher.refresh("feed")))
+        fetch.start()
+        assert source.entered.wait(10)  # the fetch is under way
+        publisher.pin("feed")
+        source.release.set()
+        fetch.join(10)
+        assert results == ["not_modified"]
+        assert store.generation("feed_data-k") == 1 and _stems(store) == {"1"}
+        with pytest.raises(resource.PinnedError):
+            publisher.pin("feed")  # a second pin is refused; the first holds
+    finally:
+        source.release.set()
+        publisher.stop()
+        store.remove()
+
+
+def test_rollback_publishes_the_kept_previous_value_again(tmp_path: Path) -> None:
+    store = SharedStore.create(tmp_path)
+    source = _Sized()
+    publisher = publishing(store, source, keep_previous=True)
+    worker = mapping_worker(store, "feed_data-k")
+    try:
+        source.tag = "v2"
+        assert publisher.refresh("feed") == "swapped"
+        assert worker.refresh("feed") == "swapped"
+        publisher.rollback("feed")
+        assert store.generation("feed_data-k") == 3  # written again, as the newest
+        assert worker.refresh("feed") == "swapped"
+        handle = worker.get("feed")
+        assert handle is not None
+        with handle as table:
+            assert _titles(table) == ["v1-1", "v1-3", "v1-5"]
+        assert source.reads == 2  # no source read for a rollback
+    finally:
+        worker.stop()
+        publisher.stop()
+        store.remove()
+
+
+def test_the_budget_is_applied_before_anything_is_published(tmp_path: Path) -> None:
+    store = SharedStore.create(tmp_path)
+    source = _Sized()
+    supervisor = resource.Manager(budget=resource.MemoryBudget(1))
+    fetcher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
+    supervisor.register("feed", fetcher, interval=-1, printer=FeedDataPrinter())
+    with pytest.raises(resource.StartError, match="refused by memory_budget"):
+        supervisor.start()
+    assert store.manifest() == {} and _stems(store) == set()
+    store.remove()
+
+
+def test_carry_over_reaches_the_inner_fetcher(tmp_path: Path) -> None:
+    store = SharedStore.create(tmp_path)
+    source = _Sized()
+    fetcher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
+    fetcher.carry_over("served")
+    assert source.carried == ["served"]
+    store.remove()
+
+
+def test_a_worker_serves_what_was_published_whatever_its_own_checks(tmp_path: Path) -> None:
+    """The supervisor checked the value; a worker's own budget or validators never refuse it."""
+    store = SharedStore.create(tmp_path)
+    publisher = publishing(store, _Sized())
+    worker = resource.Manager(budget=resource.MemoryBudget(1))
+    worker.register(
+        "feed",
+        MappedFetcher(store, "feed_data-k"),
+        interval=-1,
+        printer=FeedDataPrinter(),
+        validate={"min_rows": 1000},
+    )
+    try:
+        worker.start()  # 20 rows, over a 1-byte budget: mapped all the same
+        status = worker.status_of("feed")
+        assert status.ready and status.size_bytes is not None and status.size_bytes > 1
+    finally:
+        worker.stop()
+        publisher.stop()
         store.remove()

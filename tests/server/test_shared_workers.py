@@ -137,7 +137,8 @@ def _generations(server: ServeProcess, want_pids: set[int]) -> dict[int, int]:
     while not want_pids <= set(seen) and time.monotonic() < end:
         # A new connection each time: the kernel hands it to any worker accepting.
         body = httpx.get(f"{server.url}/resources/feed", timeout=10).json()
-        found = re.search(r"shared snapshot generation (\d+)", body["status"]["summary"])
+        # What this worker maps (the rest of the status is the supervisor's).
+        found = re.search(r"shared snapshot generation (\d+)", body["status"]["worker"]["summary"])
         assert found, body
         seen[body["worker"]] = int(found.group(1))
     assert want_pids <= set(seen), f"workers {want_pids - set(seen)} never answered"

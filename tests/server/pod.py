@@ -1,0 +1,226 @@
+"""A real ``pineapple serve`` for the tests that run against both process models.
+
+:data:`MODES` are one process and ``--workers 2``; the ``serve`` fixture
+(``conftest.py``) starts a :class:`Server` in each, so a test written once
+expects the same answers from both. Every wait is bounded (``WAIT``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import psutil
+
+from .._serve import LISTENING
+
+__all__ = [
+    "CLI",
+    "MODES",
+    "WAIT",
+    "Server",
+    "admin_cli",
+    "children",
+    "condition",
+    "feed_config",
+    "fill",
+    "pipeline_config",
+    "serve_env",
+    "wait_until",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
+WAIT = 30.0  # seconds: the bound of every wait below
+SERVE_ARGS = ("--addr", "127.0.0.1:0", "--no-watch")
+
+
+def serve_env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PINEAPPLE_ADMIN_TOKEN", None)
+    return env
+
+
+MODES = {"one process": (), "--workers 2": ("--workers", "2")}
+"""The process models every test here runs against (``serve``'s params)."""
+
+
+class Server:
+    """``pineapple serve CONFIG`` on a free loopback port; killed by ``close``."""
+
+    def __init__(
+        self,
+        config: Path,
+        *args: str,
+        mode: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.workers = bool(mode)
+        self.config = config
+        if mode:  # the store under the test's folder, never the machine's /dev/shm
+            shared = config.parent / "shm"
+            shared.mkdir(exist_ok=True)
+            mode = (*mode, "--shared-dir", str(shared))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CLI, "serve", str(config), *SERVE_ARGS, *mode, *args],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**serve_env(), **(env or {})},
+            cwd=ROOT,
+        )
+        self.log: list[str] = []
+        self.url = ""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:  # bounded: the process ends or listens
+            self.log.append(line)
+            found = LISTENING.search(line)
+            if found:
+                self.url = found.group(1)
+                break
+        self._drain = threading.Thread(target=self._read_rest, daemon=True)
+        self._drain.start()
+        if not self.url:
+            self.close()
+            raise AssertionError("serve exited before listening:\n" + "".join(self.log))
+        self.http = httpx.Client(base_url=self.url, timeout=WAIT)
+
+    @property
+    def addr(self) -> str:
+        return self.url.removeprefix("http://")
+
+    def _read_rest(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def items(self) -> list[dict[str, Any]]:
+        response = self.http.post("/execute", content=b'{"common": {}, "items": []}')
+        assert response.status_code == 200, response.text
+        items: list[dict[str, Any]] = response.json()["items"]
+        return items
+
+    def items_become(self, want: list[dict[str, Any]]) -> None:
+        """Wait until ``/execute`` serves ``want`` (another worker maps an admin's result
+        within its follow poll; one process at once). Bounded by ``WAIT``."""
+        deadline = time.monotonic() + WAIT
+        while (got := self.items()) != want:
+            assert time.monotonic() < deadline, f"served {got}, never {want}"
+            time.sleep(0.05)  # polling what other processes serve, with a deadline
+
+    def status_anywhere(self, name: str = "feed") -> dict[str, Any]:
+        """The status from a new connection (with workers: whichever worker accepts it)."""
+        body: dict[str, Any] = httpx.get(f"{self.url}/resources/{name}", timeout=WAIT).json()
+        return dict(body["status"])
+
+    def reload(self, config: dict[str, Any]) -> httpx.Response:
+        """Write ``config`` and ask for a reload (the server does not watch)."""
+        self.config.write_bytes(orjson.dumps(config))
+        return self.http.post("/admin/reload")
+
+    def status(self, name: str = "feed") -> dict[str, Any]:
+        status: dict[str, Any] = self.http.get(f"/resources/{name}").json()["status"]
+        return status
+
+    def admin(self, action: str, name: str = "feed", query: str = "") -> httpx.Response:
+        return self.http.post(f"/admin/resources/{name}/{action}{query}")
+
+    def close(self) -> None:
+        workers = children(self.proc.pid)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(WAIT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        for child in workers:  # no worker may outlive its test (or hold the log pipe)
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        self._drain.join(5)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+        if hasattr(self, "http"):
+            self.http.close()
+
+
+def children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def pipeline_config(resource: dict[str, Any], operator: dict[str, Any]) -> dict[str, Any]:
+    meta = {
+        "common_input": [],
+        "common_output": [],
+        "item_input": [],
+        "item_output": ["id", "score"],
+    }
+    return {
+        "_PINEAPPLE_VERSION": 1,
+        "resource_config": {"feed": resource},
+        "pipeline_config": {"operators": {"recall": {**operator, "$metadata": meta}}},
+        "pipeline_group": {"main": {"pipeline": ["recall"]}},
+        "flow_contract": {
+            "common_input": [],
+            "item_input": [],
+            "common_output": [],
+            "item_output": ["id", "score"],
+        },
+    }
+
+
+def feed_config(dsn: str, table: str, interval: float = -1, **entry: Any) -> dict[str, Any]:
+    params = {"mysql_dsn": dsn, "table": table, "order_columns": ["id"], "loader": "thread"}
+    resource = {"type": "feed_data", "interval": interval, "params": params, **entry}
+    operator = {
+        "type_name": "recall_feed_data",
+        "resource_name": "feed",
+        "order_by": "id",
+        "default_size": 100_000,
+        "max_size": 100_000,
+    }
+    return pipeline_config(resource, operator)
+
+
+def fill(conn: Any, table: str, n: int, score: float = 1.0, start: int = 0) -> None:
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE IF NOT EXISTS `{table}` (id INT PRIMARY KEY, score DOUBLE)")
+        cur.executemany(
+            f"INSERT INTO `{table}` VALUES (%s, %s)",
+            [(i, score) for i in range(start, start + n)],
+        )
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    cond: dict[str, Any] = next(c for c in status["conditions"] if c["type"] == kind)
+    return cond
+
+
+def admin_cli(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", CLI, "admin", *args, "--addr", server.addr],
+        capture_output=True,
+        text=True,
+        env=serve_env(),
+        cwd=ROOT,
+        timeout=WAIT,
+    )
+
+
+def wait_until(what: str, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():  # bounded by the deadline
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
