@@ -30,8 +30,7 @@ def fill_adversarial(conn: Conn, table: str) -> None:
     """``ROWS`` rows; the odd ones carry ``BIG`` bytes of text, the even ones one byte."""
     with conn.cursor() as cur:
         cur.execute(
-            f"CREATE TABLE IF NOT EXISTS `{table}` "
-            "(id INT PRIMARY KEY, score DOUBLE, pad LONGTEXT)"
+            f"CREATE TABLE IF NOT EXISTS `{table}` (id INT PRIMARY KEY, score DOUBLE, pad LONGTEXT)"
         )
         cur.execute(
             f"INSERT INTO `{table}` SELECT seq, seq / 10, "
