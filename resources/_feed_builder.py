@@ -2,8 +2,10 @@
 
 Each column's chunks are joined into one tuple, untracked from the cyclic
 garbage collector as soon as it exists (see ``_feed_table`` for why tuples);
-DECIMAL columns become floats and temporal or bytes values JSON values
-(``json_converter``); then every index column is indexed (``build_index``).
+``float_columns`` become floats and bytes values base64 text
+(``json_converter``); the values of each column are measured
+(``values_nbytes``, unless the loader process measured them already), and
+every index column is indexed (``build_index``).
 
 Guarantees: a build runs on one thread (the refresh thread) and shares
 nothing until it returns the table. It calls the given ``pause`` (a
@@ -24,6 +26,7 @@ from ._feed_table import FeedTable
 from ._json_values import json_converter
 from ._pacing import Pause, no_pause, pieces
 from ._untracking import untrack_atomic
+from ._value_size import values_nbytes
 
 __all__ = ["build_feed_table"]
 
@@ -63,6 +66,7 @@ def build_feed_table(
     float_columns: Iterable[str] = (),
     columnar: bool = False,
     pause: Pause = no_pause,
+    value_bytes: Sequence[int] | None = None,
     **info: Any,
 ) -> FeedTable:
     """Build a table from row chunks (each a sequence of row tuples in ``names`` order).
@@ -72,6 +76,9 @@ def build_feed_table(
     ``float_columns`` (e.g. DECIMAL columns) are converted to ``float``. The
     caller checks that ``id_column`` and ``index_columns`` are among ``names``.
     ``pause`` is called between chunks and between pieces of every later pass.
+    ``value_bytes``: per column, the bytes of its values as the loader process
+    measured them, complete once ``chunks`` is exhausted; else (or if it does
+    not have one entry per name) the build measures every value itself.
 
     >>> t = build_feed_table(["id", "cat"], [[(1, "a"), (2, "b"), (3, "a")]], "id", ["cat"])
     >>> t.index_keys("cat"), t.column("id")
@@ -96,5 +103,14 @@ def build_feed_table(
         convert = json_converter(column)
         if convert is not None:
             by_name[name] = _converted(column, convert, pause)
+    if value_bytes is None or len(value_bytes) != len(names):
+        sizes = {name: _measured(column, pause) for name, column in by_name.items()}
+    else:
+        sizes = dict(zip(names, value_bytes, strict=True))
     indices = {name: build_index(by_name[name], pause) for name in index_columns}
-    return FeedTable(by_name, id_column, indices, **info)
+    return FeedTable(by_name, id_column, indices, value_bytes=sizes, **info)
+
+
+def _measured(column: Sequence[Any], pause: Pause) -> int:
+    """``values_nbytes`` of the whole column, piece by piece."""
+    return sum(values_nbytes(piece) for _, piece in pieces(column, pause))

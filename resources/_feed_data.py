@@ -4,6 +4,9 @@ The value is a :class:`FeedTable`. A ``version_query`` (e.g. ``SELECT
 MAX(updated_at), COUNT(*) FROM t``) makes refreshes cheap: when its answer
 equals the one of the last successful load, the fetcher returns
 ``NOT_MODIFIED`` and the table is not read again.
+
+Each load (version query, query, rows, build) ends within ``load_timeout_ms``
+(a :class:`~resources._deadline.LoadDeadline`), whichever loader reads it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import orjson
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
 from pineapple.resource import NOT_MODIFIED, redact
 
+from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import parse_mysql_dsn
 from ._errors import SourceError
 from ._feed_builder import build_feed_table
@@ -79,6 +83,9 @@ class FeedDataFetcher:
         nice = params.get("loader_nice")
         connect_timeout = _positive_ms(params, "connect_timeout_ms", 5000)
         read_timeout = _positive_ms(params, "read_timeout_ms", 60000)
+        self.load_timeout = _positive_ms(
+            params, "load_timeout_ms", int(DEFAULT_LOAD_SECONDS * 1000)
+        )
         self.source: RowSource
         if dsn:
             self.source = MySQLSource(
@@ -103,16 +110,21 @@ class FeedDataFetcher:
 
     def __call__(self) -> FeedTable | object:
         started = time.monotonic()
+        deadline = LoadDeadline(self.load_timeout)
         version = None
         if self.version_query:
-            version = self.source.scalar_row(self.version_query)
+            version = self.source.scalar_row(self.version_query, deadline)
             if self._has_version and _same_version(version, self._version):
                 return NOT_MODIFIED
-        table = self.source.read(self.sql, lambda stream: self._build(stream, version, started))
+        table = self.source.read(
+            self.sql, lambda stream: self._build(stream, version, started, deadline), deadline
+        )
         self._version, self._has_version = version, self.version_query is not None
         return table
 
-    def _build(self, stream: Stream, version: Any, started: float) -> FeedTable:
+    def _build(
+        self, stream: Stream, version: Any, started: float, deadline: LoadDeadline
+    ) -> FeedTable:
         names = stream.names
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -134,9 +146,12 @@ class FeedDataFetcher:
         pacer = Pacer()  # request threads keep the interpreter while this loads
 
         def pause() -> None:
-            # The build's loops pause every few hundred rows: a cancel stops them there.
+            # The build's loops pause every few hundred rows: a cancel or the
+            # deadline stops them there.
             if self._cancelled:
                 raise SourceError(f"{self.source.where}: load cancelled (stopping)")
+            if deadline.expired:
+                raise SourceError(f"{self.source.where}: {deadline.text()}")
             pacer()
 
         table = build_feed_table(
@@ -144,9 +159,9 @@ class FeedDataFetcher:
             stream.chunks,
             self.id_column,
             self.index_columns,
-            float_columns=stream.decimals,
             columnar=stream.columnar,
             pause=pause,
+            value_bytes=stream.value_bytes,
             version=version,
             source=self.source.where,
         )
@@ -220,7 +235,7 @@ class FeedDataPrinter:
         return redact("\n".join(lines))
 
     def size_of(self, value: Any) -> int | None:
-        """The table's ``nbytes()`` (columns sampled, bitmaps measured)."""
+        """The table's ``nbytes()`` (every value measured while loading, bitmaps measured)."""
         return value.nbytes() if isinstance(value, FeedTable) else None
 
 
@@ -267,7 +282,16 @@ FEED_DATA_SCHEMA = ResourceSchema(
             type="int", default=5000, description="MySQL connect timeout in ms."
         ),
         "read_timeout_ms": ParamSpec(
-            type="int", default=60000, description="MySQL read timeout in ms."
+            type="int",
+            default=60000,
+            description="MySQL read timeout in ms: the longest wait for the server's next "
+            "data; past it the query is killed on the server and the load fails.",
+        ),
+        "load_timeout_ms": ParamSpec(
+            type="int",
+            default=int(DEFAULT_LOAD_SECONDS * 1000),
+            description="Longest time of one whole load (version query, query, every row, "
+            "the build), either loader; past it the query is killed and the load fails.",
         ),
         "loader": ParamSpec(
             type="string",

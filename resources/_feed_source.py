@@ -19,7 +19,12 @@ reads on the calling thread (and the version query always does: one row).
 ``cancel()`` (called on manager stop, before it waits for running fetches)
 stops a read in flight from another thread: it kills the loader child, shuts
 the in-process connection's socket down (a blocked read fails at once) or
-interrupts SQLite; every later read fails at once too.
+interrupts SQLite; every later read fails at once too. The load's
+:class:`~resources._deadline.LoadDeadline` does the same when it passes. A
+MySQL read that ends before its query did (a read timeout, the deadline, a
+cancel, the consumer raising) drops its connection without draining it and
+kills the query on the server (``kill_query``): no retry adds a query to
+those still running there.
 
 Guarantees: a source is used by one refresh at a time (the Manager serialises
 fetches of a resource); ``_lock`` additionally makes ``close()`` (called on
@@ -39,12 +44,14 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import pymysql
 import pymysql.cursors
-from pymysql.constants import FIELD_TYPE
 
 from ._cancel import Cancel
+from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import MySQLDSN
 from ._errors import SourceError
-from ._feed_worker import error_text, read_in_child
+from ._feed_worker import error_text, read_in_child, timeout_text
+from ._json_values import MYSQL_CONVERSIONS
+from ._query_kill import kill_query, query_may_run, read_timed_out, undrained
 
 __all__ = ["CHUNK_ROWS", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
 
@@ -60,10 +67,11 @@ class Stream(NamedTuple):
     """Column names, in order."""
     chunks: Iterator[Sequence[Sequence[Any]]]
     """Row chunks (row tuples), or column chunks when ``columnar``."""
-    decimals: set[str]
-    """Names of DECIMAL columns still to turn into floats."""
     columnar: bool = False
     """Chunks are lists of columns with JSON-ready values (from the loader process)."""
+    value_bytes: Sequence[int] | None = None
+    """Per column, the bytes its values hold, measured by the loader process (complete
+    once ``chunks`` is exhausted); None: the build measures them."""
 
 
 class RowSource(Protocol):
@@ -71,12 +79,18 @@ class RowSource(Protocol):
 
     where: str
 
-    def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
-        """The first row of ``sql`` (for the version query)."""
+    def scalar_row(self, sql: str, deadline: LoadDeadline | None = None) -> tuple[Any, ...] | None:
+        """The first row of ``sql`` (for the version query), before ``deadline``."""
         ...
 
-    def read(self, sql: str, sink: Callable[[Stream], T]) -> T:
-        """Run ``sql`` and hand its streamed rows to ``sink``; returns what ``sink`` returns."""
+    def read(
+        self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline | None = None
+    ) -> T:
+        """Run ``sql`` and hand its streamed rows to ``sink``; returns what ``sink`` returns.
+
+        ``deadline`` (default ``DEFAULT_LOAD_SECONDS`` from now) bounds the whole
+        read; past it the read fails with SourceError.
+        """
         ...
 
     def close(self) -> None:
@@ -138,7 +152,7 @@ class MySQLSource:
         # Published before it connects, so that cancel() can shut its socket down
         # during the handshake too.
         self._conn = pymysql.connections.Connection(
-            **self._connect_kwargs(), autocommit=True, defer_connect=True
+            **self._connect_kwargs(), autocommit=True, defer_connect=True, conv=MYSQL_CONVERSIONS
         )
         self._conn.connect()
         return self._conn
@@ -164,53 +178,92 @@ class MySQLSource:
             with contextlib.suppress(*self._errors):
                 conn.close()
 
-    def _guard(self, work: Callable[[pymysql.connections.Connection[Any]], T]) -> T:
+    def _guard(
+        self, work: Callable[[pymysql.connections.Connection[Any]], T], deadline: LoadDeadline
+    ) -> T:
         with self._lock:
             try:
-                with self._cancel.on_cancel(self._interrupt):
+                with (
+                    self._cancel.on_cancel(self._interrupt),
+                    deadline.on_expiry(self._interrupt),
+                ):
                     return work(self._connection())
-            except self._errors as exc:
-                self._drop()
-                if self._cancel.cancelled:
-                    raise SourceError(f"{self.where}: load cancelled (stopping)") from None
-                raise SourceError(f"{self.where}: {error_text(exc)}") from None
+            except BaseException as exc:
+                note = self._abandon(exc)
+                if isinstance(exc, SourceError):
+                    if not note:
+                        raise
+                    raise SourceError(f"{exc}{note}") from None
+                if self._cancel.cancelled or deadline.expired or isinstance(exc, self._errors):
+                    raise SourceError(
+                        f"{self.where}: {self._failure(exc, deadline)}{note}"
+                    ) from None
+                raise
 
-    def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
+    def _abandon(self, exc: BaseException) -> str:
+        """Drop the connection a read failed on, without draining it, and kill its query.
+
+        '' once done, or why the query could not be killed (for the error message).
+        """
+        conn = self._conn
+        ids = getattr(conn, "server_thread_id", None) if conn is not None else None
+        with contextlib.suppress(OSError):
+            self._interrupt()  # a half-read result is never drained: close() only writes
+        self._drop()
+        if not ids or not query_may_run(exc):
+            return ""
+        why = kill_query(self._connect_kwargs(), int(ids[0]))
+        if why is None:
+            return ""
+        return f" (KILL QUERY {ids[0]} failed, the query may still run on the server: {why})"
+
+    def _failure(self, exc: BaseException, deadline: LoadDeadline) -> str:
+        if self._cancel.cancelled:
+            return "load cancelled (stopping)"
+        if deadline.expired:
+            return deadline.text()
+        if read_timed_out(exc):
+            return timeout_text(self._read_timeout)
+        return error_text(exc)
+
+    def scalar_row(self, sql: str, deadline: LoadDeadline | None = None) -> tuple[Any, ...] | None:
         def run(conn: pymysql.connections.Connection[Any]) -> tuple[Any, ...] | None:
-            with conn.cursor() as cur:
+            with undrained(conn.cursor()) as cur:
                 cur.execute(sql)
                 row = cur.fetchone()
-                return tuple(row) if row is not None else None
+            return tuple(row) if row is not None else None
 
-        return self._guard(run)
+        return self._guard(run, deadline or LoadDeadline(DEFAULT_LOAD_SECONDS))
 
-    def read(self, sql: str, sink: Callable[[Stream], T]) -> T:
+    def read(
+        self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline | None = None
+    ) -> T:
+        deadline = deadline or LoadDeadline(DEFAULT_LOAD_SECONDS)
         if not self.in_process:
-            return self._read_in_child(sql, sink)
+            return self._read_in_child(sql, sink, deadline)
 
         def run(conn: pymysql.connections.Connection[Any]) -> T:
-            with conn.cursor(pymysql.cursors.SSCursor) as cur:
+            with undrained(conn.cursor(pymysql.cursors.SSCursor)) as cur:
                 cur.execute(sql)
-                description: Sequence[Sequence[Any]] = cur.description or ()
-                names = [d[0] for d in description]
-                decimals = {
-                    d[0] for d in description if d[1] in (FIELD_TYPE.DECIMAL, FIELD_TYPE.NEWDECIMAL)
-                }
-                return sink(Stream(names, _chunks(cur.fetchmany), decimals))
+                names = [d[0] for d in cur.description or ()]
+                return sink(Stream(names, _chunks(cur.fetchmany)))
 
-        return self._guard(run)
+        return self._guard(run, deadline)
 
-    def _read_in_child(self, sql: str, sink: Callable[[Stream], T]) -> T:
+    def _read_in_child(self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline) -> T:
         with self._lock:
             return read_in_child(
                 self._connect_kwargs(),
                 sql,
-                lambda names, chunks: sink(Stream(names, chunks, set(), columnar=True)),
+                lambda names, chunks: sink(
+                    Stream(names, chunks, columnar=True, value_bytes=chunks.value_bytes)
+                ),
                 where=self.where,
                 # a frame is due within the child's own connect and read timeouts
                 timeout=self._connect_timeout + self._read_timeout + 5.0,
                 nice=self._nice,
                 cancel=self._cancel,
+                deadline=deadline,
             )
 
     def close(self) -> None:
@@ -240,16 +293,18 @@ class SQLiteSource:
             )
         return self._conn
 
-    def _guard(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    def _guard(self, work: Callable[[sqlite3.Connection], T], deadline: LoadDeadline) -> T:
         with self._lock:
             try:
                 conn = self._connection()
-                with self._cancel.on_cancel(conn.interrupt):
+                with self._cancel.on_cancel(conn.interrupt), deadline.on_expiry(conn.interrupt):
                     return work(conn)
             except sqlite3.Error as exc:
                 self._drop()
                 if self._cancel.cancelled:
                     raise SourceError(f"{self.where}: load cancelled (stopping)") from None
+                if deadline.expired:
+                    raise SourceError(f"{self.where}: {deadline.text()}") from None
                 raise SourceError(f"{self.where}: {error_text(exc)}") from None
 
     def _drop(self) -> None:
@@ -257,23 +312,25 @@ class SQLiteSource:
         if conn is not None:
             conn.close()
 
-    def scalar_row(self, sql: str) -> tuple[Any, ...] | None:
+    def scalar_row(self, sql: str, deadline: LoadDeadline | None = None) -> tuple[Any, ...] | None:
         def run(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
             row = conn.execute(sql).fetchone()
             return tuple(row) if row is not None else None
 
-        return self._guard(run)
+        return self._guard(run, deadline or LoadDeadline(DEFAULT_LOAD_SECONDS))
 
-    def read(self, sql: str, sink: Callable[[Stream], T]) -> T:
+    def read(
+        self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline | None = None
+    ) -> T:
         def run(conn: sqlite3.Connection) -> T:
             cur = conn.execute(sql)
             try:
                 names = [d[0] for d in cur.description or ()]
-                return sink(Stream(names, _chunks(cur.fetchmany), set()))
+                return sink(Stream(names, _chunks(cur.fetchmany)))
             finally:
                 cur.close()
 
-        return self._guard(run)
+        return self._guard(run, deadline or LoadDeadline(DEFAULT_LOAD_SECONDS))
 
     def close(self) -> None:
         with self._lock:

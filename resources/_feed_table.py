@@ -33,6 +33,7 @@ from pineapple import PineappleError
 from ._feed_index import Index, lookup_keys
 from ._feed_ranks import SortRanks
 from ._pacing import Pacer, Pause, no_pause
+from ._value_size import values_nbytes
 
 __all__ = ["FeedQueryError", "FeedTable"]
 
@@ -59,6 +60,7 @@ class FeedTable:
         version: Any = None,
         source: str = "",
         load_seconds: float = 0.0,
+        value_bytes: Mapping[str, int] | None = None,
     ) -> None:
         self._columns = dict(columns)
         self._names = tuple(self._columns)
@@ -70,6 +72,7 @@ class FeedTable:
         self.load_seconds = load_seconds
         self._ranks = SortRanks()
         self._nbytes: int | None = None
+        self._value_bytes = dict(value_bytes) if value_bytes is not None else None
 
     # -- shape --------------------------------------------------------------------
 
@@ -198,15 +201,18 @@ class FeedTable:
     # -- size ---------------------------------------------------------------------
 
     def nbytes(self) -> int:
-        """An estimate of the memory held (columns sampled, bitmaps measured)."""
+        """The memory held: every value, column and bitmap measured (see ``_value_size``).
+
+        The values' bytes come from the build (``value_bytes``, measured while
+        loading); a table built without them measures its columns here, once.
+        """
         if self._nbytes is None:
             total = 0
-            for values in self._columns.values():
+            known = self._value_bytes or {}
+            for name, values in self._columns.items():
                 total += sys.getsizeof(values)
-                if values:
-                    step = max(1, len(values) // 1000)
-                    sample = values[::step]
-                    total += sum(sys.getsizeof(v) for v in sample) * len(values) // len(sample)
+                size = known.get(name)
+                total += values_nbytes(values) if size is None else size
             for index in self._indices.values():
                 total += sys.getsizeof(index)
                 total += sum(sys.getsizeof(k) + sys.getsizeof(bm) for k, bm in index.items())

@@ -18,18 +18,26 @@ does not copy the server's threads). The child:
 The parent only unpickles frames (about 1/20 of the parsing time) and hands
 them on as column chunks, pausing between them like any other load.
 
-Frames: ``H`` + pickled column names (first), ``C`` + pickled list of columns
-(one per chunk), ``E`` (end), or ``X`` + error text (then the child exits).
+Frames: ``I`` + the connection's server thread id (first, once connected),
+``H`` + pickled column names, ``C`` + pickled ``(columns, value_bytes)`` (one
+per chunk; ``value_bytes`` per column is what the child measured with
+``values_nbytes``, so the server process never walks the values to size
+them), ``E`` (end), or ``X`` + error text (then the child exits).
 Whatever the child raises (a driver error, a ``ValueError`` from a bad
 setting, a bug) becomes that final ``X`` frame: its type and message, the
 password masked, capped at ``ERROR_CHARS``; the parent raises it as
-:class:`SourceError`. A child that dies without one (killed, crashed) is
-reported with its exit code or signal.
+:class:`SourceError`. A read that timed out says so (``read_timeout_ms``). A
+child that dies without one (killed, crashed) is reported with its exit code
+or signal. Whenever a read ends before its end frame (an error, a timeout,
+the load deadline, a cancel, the consumer raising), the parent kills the
+child and then the child's query on the server (``kill_query``), so no query
+of a failed load keeps running there.
 
 Guarantees: the child is always reaped: on a normal end, on an error, on a
 timeout (killed), when the consumer of the stream raises (killed), and when
 the read is cancelled (killed from the cancelling thread through ``Cancel``,
-whose action is unregistered before the child is reaped). The
+whose action is unregistered before the child is reaped), and when the load
+deadline passes (killed from its timer thread, the same way). The
 connection parameters, password included, travel to the child over the
 forkserver's socket, never in argv or the environment; error texts carry the
 driver's message, which never includes the password.
@@ -44,7 +52,7 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pymysql
@@ -53,10 +61,13 @@ import pymysql.cursors
 from pineapple.resource import redact
 
 from ._cancel import Cancel
+from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._errors import SourceError
-from ._json_values import json_converter
+from ._json_values import MYSQL_CONVERSIONS, json_converter
+from ._query_kill import kill_query, read_timed_out, undrained
+from ._value_size import values_nbytes
 
-__all__ = ["ERROR_CHARS", "FRAME_ROWS", "error_text", "read_in_child"]
+__all__ = ["ERROR_CHARS", "FRAME_ROWS", "ColumnFrames", "error_text", "read_in_child"]
 
 FRAME_ROWS = 2048
 """Rows per frame: unpickling one takes well under a millisecond in the parent."""
@@ -67,7 +78,6 @@ ERROR_CHARS = 2000
 _REAP_SECONDS = 1.0  # bounds the wait for a dead child's exit code
 
 T = TypeVar("T")
-ColumnChunks = Iterator[list[list[Any]]]
 
 _context_lock = threading.Lock()
 _context: Any = None
@@ -84,13 +94,14 @@ def _forkserver() -> Any:
         return _context
 
 
-def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+def _columns(rows: list[tuple[Any, ...]]) -> tuple[list[list[Any]], list[int]]:
+    """The rows as columns of JSON values, and the bytes each column's values hold."""
     columns = [list(values) for values in zip(*rows, strict=True)]
     for i, column in enumerate(columns):
         convert = json_converter(column)
         if convert is not None:
             columns[i] = [None if v is None else convert(v) for v in column]
-    return columns
+    return columns, [values_nbytes(column) for column in columns]
 
 
 def error_text(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
@@ -115,9 +126,10 @@ def _child(
         with contextlib.suppress(OSError):
             os.nice(nice)
     try:
-        conn = pymysql.connect(**connect_kwargs, autocommit=True)
+        conn = pymysql.connect(**connect_kwargs, autocommit=True, conv=MYSQL_CONVERSIONS)
         try:
-            with conn.cursor(pymysql.cursors.SSCursor) as cur:
+            out.send_bytes(b"I%d" % conn.thread_id())  # type: ignore[no-untyped-call]
+            with undrained(conn.cursor(pymysql.cursors.SSCursor)) as cur:
                 cur.execute(sql)
                 names = [d[0] for d in cur.description or ()]
                 out.send_bytes(b"H" + pickle.dumps(names, pickle.HIGHEST_PROTOCOL))
@@ -125,15 +137,26 @@ def _child(
                     frame = pickle.dumps(_columns(list(rows)), pickle.HIGHEST_PROTOCOL)
                     out.send_bytes(b"C" + frame)
         finally:
+            # After an error the result may be unread: close without draining it
+            # (the parent kills the query on the server).
             with contextlib.suppress(pymysql.Error, OSError):
                 conn.close()
         out.send_bytes(b"E")
     except Exception as exc:  # whatever it is, the parent reports it (no traceback here)
         password = str(connect_kwargs.get("password") or "")
+        if read_timed_out(exc):
+            text = timeout_text(float(connect_kwargs.get("read_timeout") or 0))
+        else:
+            text = error_text(exc, (password,))
         with contextlib.suppress(OSError):
-            out.send_bytes(b"X" + error_text(exc, (password,)).encode())
+            out.send_bytes(b"X" + text.encode())
     finally:
         out.close()
+
+
+def timeout_text(read_timeout: float) -> str:
+    """What a read that waited ``read_timeout`` seconds for the server in vain says."""
+    return f"query timed out: no data from the server for {read_timeout:g}s (read_timeout_ms)"
 
 
 def _exit_reason(child: Any) -> str:
@@ -148,8 +171,12 @@ def _exit_reason(child: Any) -> str:
     return f"exited with code {code}"
 
 
-class _Frames:
-    """The parent's end: reads frames with a deadline per frame; raises SourceError."""
+class ColumnFrames:
+    """The parent's end of one read: frames with a deadline per frame; raises SourceError.
+
+    Iterating it yields the column chunks; ``value_bytes`` sums, per column,
+    what the child measured of the chunks yielded so far.
+    """
 
     def __init__(
         self,
@@ -158,14 +185,36 @@ class _Frames:
         where: str,
         timeout: float,
         cancel: Cancel,
+        deadline: LoadDeadline,
     ):
         self._inbox = inbox
         self._child = child
         self._where = where
         self._timeout = timeout
         self._cancel = cancel
+        self._deadline = deadline
+        self.thread_id: int | None = None
+        """The child connection's server thread id, once its ``I`` frame came."""
+        self.value_bytes: list[int] = []
 
-    def next(self) -> tuple[bytes, bytes]:
+    def _stopped(self) -> str | None:
+        if self._cancel.cancelled:
+            return "load cancelled (stopping)"
+        if self._deadline.expired:
+            return self._deadline.text()
+        return None
+
+    def read(self) -> tuple[bytes, bytes]:
+        """The next frame other than ``I`` (recording the thread id it carries)."""
+        while True:  # bounded: the child sends one I frame, then only others
+            kind, body = self._read_one()
+            if kind != b"I" or self.thread_id is not None:
+                return kind, body
+            if not body.isdigit() or len(body) > 20:
+                raise SourceError(f"{self._where}: loader process sent a bad thread id")
+            self.thread_id = int(body)
+
+    def _read_one(self) -> tuple[bytes, bytes]:
         try:
             if not self._inbox.poll(self._timeout):
                 raise SourceError(
@@ -173,8 +222,9 @@ class _Frames:
                 )
             frame = self._inbox.recv_bytes()
         except (EOFError, OSError):
-            if self._cancel.cancelled:
-                raise SourceError(f"{self._where}: load cancelled (stopping)") from None
+            stopped = self._stopped()
+            if stopped is not None:
+                raise SourceError(f"{self._where}: {stopped}") from None
             why = _exit_reason(self._child)
             raise SourceError(
                 f"{self._where}: loader process {why} before the end, without an error"
@@ -186,34 +236,47 @@ class _Frames:
             raise SourceError(f"{self._where}: {text}")
         return kind, body
 
-    def chunks(self) -> ColumnChunks:
-        while True:
-            kind, body = self.next()
-            if kind == b"E":
-                return
-            if kind != b"C":
-                raise SourceError(f"{self._where}: loader process sent a bad frame {kind!r}")
-            yield pickle.loads(body)
+    def __iter__(self) -> ColumnFrames:
+        return self
+
+    def __next__(self) -> list[list[Any]]:
+        kind, body = self.read()
+        if kind == b"E":
+            raise StopIteration
+        if kind != b"C":
+            raise SourceError(f"{self._where}: loader process sent a bad frame {kind!r}")
+        columns, sizes = pickle.loads(body)
+        if not self.value_bytes:
+            self.value_bytes.extend([0] * len(sizes))
+        for i, size in enumerate(sizes):  # bounded: one entry per column
+            self.value_bytes[i] += int(size)
+        return columns  # type: ignore[no-any-return]
 
 
 def read_in_child(
     connect_kwargs: dict[str, Any],
     sql: str,
-    sink: Callable[[list[str], ColumnChunks], T],
+    sink: Callable[[list[str], ColumnFrames], T],
     *,
     where: str,
     timeout: float,
     nice: int = 10,
     cancel: Cancel | None = None,
+    deadline: LoadDeadline | None = None,
 ) -> T:
     """Run ``sql`` in a child process; ``sink(names, column_chunks)`` consumes its rows.
 
     ``timeout`` bounds the wait for each frame (connect, query start, every
     chunk); on expiry the child is killed and SourceError raised. The child's
     own error (any exception) is raised as SourceError with its message.
-    ``cancel``: its ``cancel()`` kills the child, so this raises at once.
+    ``cancel``: its ``cancel()`` kills the child, so this raises at once;
+    ``deadline``: the child is killed when it passes, and this raises saying so.
+    After any failure the child's query is killed on the server.
+    ``column_chunks.value_bytes`` holds, once it is exhausted, the bytes each
+    column's values hold (measured in the child).
     """
     cancel = cancel if cancel is not None else Cancel()
+    deadline = deadline if deadline is not None else LoadDeadline(DEFAULT_LOAD_SECONDS)
     ctx = _forkserver()
     inbox, outbox = ctx.Pipe(duplex=False)
     child = ctx.Process(
@@ -226,19 +289,43 @@ def read_in_child(
         outbox.close()
         raise
     outbox.close()  # the child holds the only writer: EOF when it dies
+    frames = ColumnFrames(inbox, child, where, timeout, cancel, deadline)
+    failed = True
     try:
-        # the kill is unregistered when this block exits, before the child is reaped
-        with cancel.on_cancel(child.kill):
-            frames = _Frames(inbox, child, where, timeout, cancel)
-            kind, body = frames.next()
+        # the kills are unregistered when this block exits, before the child is reaped
+        with cancel.on_cancel(child.kill), deadline.on_expiry(child.kill):
+            kind, body = frames.read()
             if kind != b"H":
                 raise SourceError(f"{where}: loader process sent a bad first frame {kind!r}")
-            return sink(pickle.loads(body), frames.chunks())
+            result = sink(pickle.loads(body), frames)
+        failed = False
+        return result
+    except SourceError as exc:
+        raise SourceError(f"{exc}{_stop_query(connect_kwargs, frames, child)}") from None
     finally:
         inbox.close()
-        if child.is_alive():
-            child.join(0.05)
-        if child.is_alive():
-            child.kill()
-        child.join()
+        _reap(child)
+        if failed:  # a failure other than SourceError (the consumer raised): same clean-up
+            _stop_query(connect_kwargs, frames, child)
         child.close()
+
+
+def _reap(child: Any) -> None:
+    """Make sure ``child`` has ended (killed if it still runs) and is joined."""
+    if child.is_alive():
+        child.join(0.05)
+    if child.is_alive():
+        child.kill()
+    child.join()
+
+
+def _stop_query(connect_kwargs: dict[str, Any], frames: ColumnFrames, child: Any) -> str:
+    """Kill the child, then its query on the server (once); '' or why the kill failed."""
+    if frames.thread_id is None:
+        return ""
+    thread_id, frames.thread_id = frames.thread_id, None
+    _reap(child)  # its socket closes first: the query then has no client to send to
+    why = kill_query(connect_kwargs, thread_id)
+    if why is None:
+        return ""
+    return f" (KILL QUERY {thread_id} failed, the query may still run on the server: {why})"

@@ -504,16 +504,15 @@ class _Unshared:
         return None
 
 
-class _SupervisorPrinter:
-    """How the supervisor shows its values: a :class:`Published` record, or nothing for a
-    per-worker type (the type's own printer expects the value the supervisor never holds)."""
+class _UnsharedPrinter:
+    """How the supervisor shows a per-worker type's entry: it holds no value (the type's
+    own printer expects the value only a worker holds). Shared types keep their printer:
+    the supervisor holds their values as the workers map them."""
 
     def describe(self, value: Any) -> str:
         return self.summarize(value)
 
     def summarize(self, value: Any) -> str:
-        if isinstance(value, Published):
-            return f"shared snapshot {value}"
         return "not fetched by the supervisor: each worker fetches its own"
 
 
@@ -543,15 +542,14 @@ def publishing_registry(
         return make
 
     registry = Registry()
-    printer = _SupervisorPrinter()
+    printer = _UnsharedPrinter()
     for schema in base.all():
         factory = base.factory(schema.name)
         assert factory is not None
-        shown = dataclasses.replace(schema, printer=printer)
         if schema.name in resources.SHARED_TYPES:
-            registry.register(shown, wrap(factory, schema.name))
+            registry.register(schema, wrap(factory, schema.name))
         else:
-            registry.register(shown, unshared(factory))
+            registry.register(dataclasses.replace(schema, printer=printer), unshared(factory))
     return registry
 
 

@@ -94,7 +94,12 @@ class FeedDataResource(BaseResource):
         version_query: A query whose unchanged answer skips the reload (NOT_MODIFIED).
             (string)
         connect_timeout_ms: MySQL connect timeout in ms. (int, default 5000)
-        read_timeout_ms: MySQL read timeout in ms. (int, default 60000)
+        read_timeout_ms: MySQL read timeout in ms: the longest wait for the server's next
+            data; past it the query is killed on the server and the load fails. (int,
+            default 60000)
+        load_timeout_ms: Longest time of one whole load (version query, query, every row,
+            the build), either loader; past it the query is killed and the load fails. (int,
+            default 300000)
         loader: Where MySQL rows are parsed: 'process' (a short-lived child process, so
             requests keep the interpreter) or 'thread' (the refresh thread). (string,
             default 'process')
@@ -117,6 +122,7 @@ class FeedDataResource(BaseResource):
         "version_query": ParamSpec(type="string"),
         "connect_timeout_ms": ParamSpec(type="int", default=5000),
         "read_timeout_ms": ParamSpec(type="int", default=60000),
+        "load_timeout_ms": ParamSpec(type="int", default=300000),
         "loader": ParamSpec(type="string", default="process"),
         "loader_nice": ParamSpec(type="int", default=10),
     }
@@ -134,6 +140,7 @@ class FeedDataResource(BaseResource):
         version_query: str | None = None,
         connect_timeout_ms: int = 5000,
         read_timeout_ms: int = 60000,
+        load_timeout_ms: int = 300000,
         loader: str = "process",
         loader_nice: int = 10,
         interval: float | timedelta | None = None,
@@ -150,6 +157,7 @@ class FeedDataResource(BaseResource):
             version_query=version_query,
             connect_timeout_ms=connect_timeout_ms,
             read_timeout_ms=read_timeout_ms,
+            load_timeout_ms=load_timeout_ms,
             loader=loader,
             loader_nice=loader_nice,
         )
