@@ -29,20 +29,20 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
 from pathlib import Path
 from typing import Any
 
-import resources
 from pineapple import resource
 
 from ._build import Builder, read_config_file
 from ._config import Config
 from ._control import ControlError
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
-from ._shared import PINS_ENTRY, RELOAD_ENTRY, SharedStore, publishing_registry
+from ._shared import PINS_ENTRY, RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
 
 __all__ = ["ConfigAuthority"]
 
@@ -80,9 +80,8 @@ class ConfigAuthority(ReloadPolicy):
 
     # -- data ---------------------------------------------------------------------------
 
-    def _registry(self, named: set[str]) -> resource.Registry:
-        base = self.config.registry or resource.default_registry()
-        return publishing_registry(base, self.store, named)
+    def _base(self) -> resource.Registry:
+        return self.config.registry or resource.default_registry()
 
     def load(
         self,
@@ -90,18 +89,22 @@ class ConfigAuthority(ReloadPolicy):
         carry_over: resource.Manager | None = None,
         named: set[str] | None = None,
     ) -> resource.Manager:
-        """Fetch and publish every data resource of ``data``; the started Manager.
+        """Fetch and publish every shared resource of ``data``; the started Manager.
 
-        The store key of each of its shared entries is added to ``named``.
+        Shared: its type declares a codec. The others are each worker's own and
+        are not registered here, so never fetched by the supervisor. The store
+        key of each shared entry is added to ``named``.
         """
-        registry = self._registry(set() if named is None else named)
+        base = self._base()
+        registry = publishing_registry(base, self.store, set() if named is None else named)
+        loaded = resource.load_config(
+            data, env=self.config.env, source_dir=Path(self.config.path).parent
+        )
+        shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
         manager = resource.Manager(registry, start_timeout=self.config.start_timeout)
         try:
             manager.load_from_root_config(
-                data,
-                carry_over=carry_over,
-                env=self.config.env,
-                base_dir=Path(self.config.path).parent,
+                dataclasses.replace(loaded, entries=shared), carry_over=carry_over
             )
             manager.start()
         except Exception:
@@ -165,7 +168,7 @@ class ConfigAuthority(ReloadPolicy):
         self.last = outcome
         try:
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())
-        except resources.SnapshotWriteError as exc:
+        except resource.SnapshotWriteError as exc:
             _log.warning("cannot record the reload outcome: %s", exc)
         return outcome
 
@@ -176,9 +179,8 @@ class ConfigAuthority(ReloadPolicy):
         """``name -> reason`` of the shared resources pinned in ``manager``."""
         pins: dict[str, str] = {}
         for status in manager.status():
-            pinned = status.condition("Pinned")
-            shared = status.type in resources.SHARED_TYPES
-            if shared and pinned is not None and pinned.status == "True":
+            pinned = status.condition("Pinned")  # every resource of the publisher is shared
+            if pinned is not None and pinned.status == "True":
                 pins[status.name] = pinned.message
         return pins
 
@@ -188,7 +190,7 @@ class ConfigAuthority(ReloadPolicy):
             return
         names = set(new.names())
         for name, reason in self._pins(old).items():
-            if name in names and new.status_of(name).type in resources.SHARED_TYPES:
+            if name in names:
                 new.pin(name, reason)
 
     def _publish_pins(self) -> None:
@@ -218,7 +220,7 @@ class ConfigAuthority(ReloadPolicy):
         publisher = self.publisher
         if publisher is None:
             raise resource.ManagerStateError("the supervisor has not loaded the config yet")
-        if publisher.status_of(name).type not in resources.SHARED_TYPES:
+        if name not in publisher.names():
             raise ControlError(f"resource {name!r} is not shared: each worker owns its own")
         return publisher
 

@@ -1,12 +1,13 @@
 """Shared snapshots of data resources: the store, and the fetchers on both of its sides.
 
-With ``--workers N`` the supervisor fetches every data resource (the types in
-``resources.SHARED_TYPES``) and publishes each new value into a
-:class:`SharedStore`, a private directory (under ``/dev/shm`` by default)
+With ``--workers N`` the supervisor fetches every resource whose type declares
+a codec (``ResourceSchema.codec``, see :func:`codec_of`) and publishes each new
+value into a :class:`SharedStore`, a private directory (under ``/dev/shm`` by default)
 holding immutable snapshot files and one small ``manifest.json``. Workers
 never talk to the data sources: their fetcher for a shared type is a
-:class:`MappedFetcher`, which opens the newest published generation, or
-answers ``NOT_MODIFIED`` when it already serves it.
+:class:`MappedFetcher`, which opens the newest published generation with the
+type's codec, or answers ``NOT_MODIFIED`` when it already serves it. A type
+without a codec is fetched by each worker and never by the supervisor.
 
 An entry is identified by its *key*: a hash of its type and validated params,
 so the supervisor and a worker that read the same config agree on it without
@@ -48,7 +49,6 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,10 +56,17 @@ from typing import Any
 import orjson
 import pyarrow
 
-import resources
 from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
-from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource import (
+    NOT_MODIFIED,
+    Fetcher,
+    FetcherFactory,
+    Printer,
+    Registry,
+    SnapshotCodec,
+    SnapshotWriteError,
+)
 
 from ._build import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
@@ -75,6 +82,7 @@ __all__ = [
     "PublishingFetcher",
     "SharedStore",
     "SnapshotMissingError",
+    "codec_of",
     "default_shared_parent",
     "entry_key",
     "mapped_registry",
@@ -100,6 +108,12 @@ class SnapshotMissingError(PineappleError):
     """A worker asked for a shared resource the supervisor has not published."""
 
 
+def codec_of(registry: Registry, type_name: str) -> SnapshotCodec | None:
+    """The codec ``type_name`` declares in ``registry`` (None: not shared, or unknown)."""
+    schema = registry.get(type_name) if type_name else None
+    return None if schema is None else schema.codec
+
+
 def entry_key(type_name: str, params: Any) -> str:
     """The key of a config entry in the store: a hash of its type and params."""
     text = orjson.dumps({"type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS)
@@ -118,7 +132,6 @@ class Published:
 
     key: str
     generation: int
-    kind: str
     summary: str
 
     def __str__(self) -> str:
@@ -160,7 +173,7 @@ class SharedStore:
         return cls(path)
 
     def manifest(self) -> dict[str, dict[str, Any]]:
-        """``key -> {"generation", "kind", "stem"}`` as last published ({} before any)."""
+        """``key -> {"generation", "stem", "files"}`` as last published ({} before any)."""
         try:
             with open(self.manifest_path, "rb") as source:
                 data = source.read(MANIFEST_MAX_BYTES + 1)
@@ -175,27 +188,34 @@ class SharedStore:
             raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
         return parsed
 
-    def publish(self, key: str, type_name: str, value: Any) -> Published:
-        """Write ``value`` as the next generation of ``key`` and name it in the manifest."""
+    def publish(self, key: str, codec: SnapshotCodec, value: Any, summary: str = "") -> Published:
+        """Write ``value`` with ``codec`` as the next generation of ``key``; name it."""
         with self._lock:
             manifest = self.manifest()
             old = manifest.get(key)
             generation = (old["generation"] if old else 0) + 1
             stem = self.path / f"{key}.{generation}"
-            kind = resources.write_snapshot(type_name, value, stem)
-            manifest[key] = {"generation": generation, "kind": kind, "stem": stem.name}
+            files = [Path(p) for p in codec.write(value, stem)]
+            manifest[key] = {
+                "generation": generation,
+                "stem": stem.name,
+                "files": [p.name for p in files if p.parent == self.path],
+            }
             try:
                 self._write_manifest(manifest)
             except OSError as exc:
-                for path in resources.snapshot_files(kind, stem):
+                for path in files:
                     path.unlink(missing_ok=True)
-                raise resources.SnapshotWriteError(
-                    f"cannot write {self.manifest_path}: {exc}"
-                ) from exc
+                raise SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
             if old is not None:
-                for path in resources.snapshot_files(old["kind"], self.path / old["stem"]):
-                    path.unlink(missing_ok=True)
-        return Published(key, generation, kind, _summary(value))
+                self._unlink(old)
+        return Published(key, generation, summary or _summary(value))
+
+    def _unlink(self, entry: dict[str, Any]) -> None:
+        """Remove the files of one manifest entry (only names inside this directory)."""
+        for name in entry.get("files") or ():  # bounded: the files one codec wrote
+            if isinstance(name, str) and name and "/" not in name and not name.startswith("."):
+                (self.path / name).unlink(missing_ok=True)
 
     def amend(self, entry: str, value: dict[str, Any]) -> None:
         """Set the reserved manifest ``entry`` (``_pins``, ``_reload``) to ``value``."""
@@ -217,9 +237,7 @@ class SharedStore:
                 self._held.hold(generation, self.path / name)
             except OSError as exc:
                 (self.path / name).unlink(missing_ok=True)
-                raise resources.SnapshotWriteError(
-                    f"cannot write {self.path / name}: {exc}"
-                ) from exc
+                raise SnapshotWriteError(f"cannot write {self.path / name}: {exc}") from exc
             manifest[CONFIG_ENTRY] = {
                 "generation": generation,
                 "file": name,
@@ -227,7 +245,7 @@ class SharedStore:
             }
             try:
                 self._write(manifest)
-            except resources.SnapshotWriteError:
+            except SnapshotWriteError:
                 self._held.forget(generation)
                 (self.path / name).unlink(missing_ok=True)
                 raise
@@ -260,8 +278,7 @@ class SharedStore:
             for key in gone:
                 del self._dropped[key]
             for entry in entries:
-                for path in resources.snapshot_files(entry["kind"], self.path / entry["stem"]):
-                    path.unlink(missing_ok=True)
+                self._unlink(entry)
         _log.info("removed %d shared snapshot(s) no config names any more", len(gone))
         return gone
 
@@ -299,7 +316,7 @@ class SharedStore:
         try:
             self._write_manifest(manifest)
         except OSError as exc:
-            raise resources.SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
+            raise SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         tmp = self.manifest_path.with_name(".manifest.json.tmp")
@@ -311,15 +328,15 @@ class SharedStore:
             tmp.unlink(missing_ok=True)
             raise
 
-    def open(self, key: str) -> tuple[int, Any]:
-        """``(generation, value)`` of the newest snapshot of ``key``."""
+    def open(self, key: str, codec: SnapshotCodec) -> tuple[int, Any]:
+        """``(generation, value)`` of the newest snapshot of ``key``, opened with ``codec``."""
         entry = self.manifest().get(key)
         if entry is None:
             raise SnapshotMissingError(
                 f"no shared snapshot of {key} in {self.path} (has the supervisor loaded it?)"
             )
         generation = int(entry["generation"])
-        value = resources.open_snapshot(entry["kind"], self.path / entry["stem"], generation)
+        value = codec.open(self.path / str(entry["stem"]), generation)
         return generation, value
 
     def generation(self, key: str) -> int:
@@ -348,8 +365,6 @@ def _release_freed_memory() -> None:
 
 
 def _summary(value: Any) -> str:
-    if isinstance(value, resources.FeedTable):
-        return f"{len(value)} rows"
     try:
         return f"{len(value)} entries"
     except TypeError:
@@ -357,30 +372,47 @@ def _summary(value: Any) -> str:
 
 
 class PublishingFetcher:
-    """Supervisor side: fetch with the type's own fetcher, publish, drop the value.
+    """Supervisor side: fetch with the type's own fetcher, publish with its codec, drop the value.
 
     The supervisor keeps only a :class:`Published` record: the table lives in
     the shared files, not in the supervisor's heap.
     """
 
-    def __init__(self, inner: Fetcher, store: SharedStore, key: str, type_name: str) -> None:
+    def __init__(
+        self,
+        inner: Fetcher,
+        store: SharedStore,
+        key: str,
+        codec: SnapshotCodec,
+        printer: Printer | None = None,
+    ) -> None:
         self._inner = inner
         self._store = store
         self.key = key
-        self.type_name = type_name
+        self.codec = codec
+        self._printer = printer
 
     def __call__(self) -> Any:
         value = self._inner()
         if value is NOT_MODIFIED:
             return NOT_MODIFIED
         try:
-            return self._store.publish(self.key, self.type_name, value)
+            return self._store.publish(self.key, self.codec, value, self._summarize(value))
         finally:
             close = getattr(value, "close", None)
             if callable(close):
                 close()
             del value
             _release_freed_memory()
+
+    def _summarize(self, value: Any) -> str:
+        if self._printer is None:
+            return ""
+        try:
+            return self._printer.summarize(value)
+        except Exception as exc:  # a type's printer: the summary is only for status
+            _log.debug("summary of %s failed: %s", self.key, exc)
+            return ""
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
@@ -398,81 +430,70 @@ class PublishingFetcher:
 class MappedFetcher:
     """Worker side: the newest published snapshot of ``key``, opened (never a source read)."""
 
-    def __init__(self, store: SharedStore, key: str) -> None:
+    def __init__(self, store: SharedStore, key: str, codec: SnapshotCodec) -> None:
         self._store = store
         self.key = key
+        self.codec = codec
         self.generation = 0
 
     def __call__(self) -> Any:
         if self.generation and self._store.generation(self.key) in (self.generation, 0):
             return NOT_MODIFIED  # unchanged, or no config names it any more (this one drains)
-        generation, value = self._store.open(self.key)
+        generation, value = self._store.open(self.key, self.codec)
         self.generation = generation
         return value
-
-
-def _wrapped(base: Registry, wrap: Callable[[FetcherFactory, str], FetcherFactory]) -> Registry:
-    registry = Registry()
-    for schema in base.all():
-        factory = base.factory(schema.name)
-        assert factory is not None
-        if schema.name in resources.SHARED_TYPES:
-            factory = wrap(factory, schema.name)
-        registry.register(schema, factory)
-    return registry
-
-
-class _Unshared:
-    """Supervisor side of a per-worker type: validated there, never fetched."""
-
-    def __call__(self) -> None:
-        return None
 
 
 def publishing_registry(
     base: Registry, store: SharedStore, named: set[str] | None = None
 ) -> Registry:
-    """``base`` with shared types publishing into ``store`` and the rest not fetched.
+    """The types of ``base`` that declare a codec, each publishing into ``store``.
 
-    The key of every shared entry whose fetcher is made is added to ``named``.
+    A type without a codec is left out: the supervisor never fetches it (each
+    worker does; ``Builder.check`` has validated its params). The key of
+    every shared entry whose fetcher is made is added to ``named``.
     """
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory, codec = base.factory(schema.name), schema.codec
+        if factory is None or codec is None:
+            continue
 
-    def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
-        def make(params: dict[str, Any]) -> Fetcher:
+        def make(
+            params: dict[str, Any],
+            factory: FetcherFactory = factory,
+            codec: SnapshotCodec = codec,
+            type_name: str = schema.name,
+            printer: Printer | None = schema.printer,
+        ) -> Fetcher:
             key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, type_name)
+            fetcher = PublishingFetcher(factory(params), store, key, codec, printer)
             if named is not None:
                 named.add(key)
             return fetcher
 
-        return make
-
-    def unshared(factory: FetcherFactory) -> FetcherFactory:
-        def make(params: dict[str, Any]) -> Fetcher:
-            factory(params)  # the type's own checks of its params (no I/O)
-            return _Unshared()
-
-        return make
-
-    registry = Registry()
-    for schema in base.all():
-        factory = base.factory(schema.name)
-        assert factory is not None
-        if schema.name in resources.SHARED_TYPES:
-            registry.register(schema, wrap(factory, schema.name))
-        else:
-            registry.register(schema, unshared(factory))
+        registry.register(schema, make)
     return registry
 
 
 def mapped_registry(base: Registry, store: SharedStore) -> Registry:
-    """``base`` with every shared type read from ``store`` instead of its source."""
+    """``base`` with every type that declares a codec read from ``store``, not its source."""
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory, codec = base.factory(schema.name), schema.codec
+        if factory is None:
+            continue
+        if codec is not None:
+            factory = _mapped_factory(factory, store, schema.name, codec)
+        registry.register(schema, factory)
+    return registry
 
-    def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
-        def make(params: dict[str, Any]) -> Fetcher:
-            factory(params)  # the type's own checks of its params (no I/O)
-            return MappedFetcher(store, entry_key(type_name, params))
 
-        return make
+def _mapped_factory(
+    factory: FetcherFactory, store: SharedStore, type_name: str, codec: SnapshotCodec
+) -> FetcherFactory:
+    def make(params: dict[str, Any]) -> Fetcher:
+        factory(params)  # the type's own checks of its params (no I/O)
+        return MappedFetcher(store, entry_key(type_name, params), codec)
 
-    return _wrapped(base, wrap)
+    return make

@@ -27,11 +27,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import resources
 from pineapple import PineappleError, resource
 
 from ._control import CONTROL_SOCKET, ControlError, call
-from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore
+from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore, codec_of
 
 __all__ = ["REFUSAL_STATUS", "SharedConfigSource", "SupervisorLink", "SupervisorRefusal"]
 
@@ -79,8 +78,16 @@ class SharedConfigSource:
 class SupervisorLink:
     """A worker's requests to its supervisor (see module docs)."""
 
-    def __init__(self, store: SharedStore, source: SharedConfigSource, timeout: float) -> None:
+    def __init__(
+        self,
+        store: SharedStore,
+        source: SharedConfigSource,
+        timeout: float,
+        registry: resource.Registry | None = None,
+    ) -> None:
         self._store = store
+        self._registry = registry if registry is not None else resource.default_registry()
+        """The worker's resource types: those with a codec are the shared ones."""
         self.source = source
         self.timeout = timeout
         """Longest wait for the supervisor's answer (a reload may build for a while)."""
@@ -104,10 +111,9 @@ class SupervisorLink:
             self.catch_up()
         return {**outcome, "worker": self.describe()}
 
-    @staticmethod
-    def shares(manager: resource.Manager, name: str) -> bool:
+    def shares(self, manager: resource.Manager, name: str) -> bool:
         """Whether ``name`` is a shared resource (its admin actions are the supervisor's)."""
-        return manager.status_of(name).type in resources.SHARED_TYPES
+        return codec_of(self._registry, manager.status_of(name).type) is not None
 
     def resource_action(self, action: str, name: str, force: bool = False) -> dict[str, Any]:
         """``refresh``/``pin``/``unpin`` decided by the supervisor, then mapped here."""

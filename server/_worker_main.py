@@ -57,8 +57,10 @@ def worker_main(
     store = SharedStore(store_path)
     source = SharedConfigSource(store)
     # A reload may wait start_timeout for the lock, then build for up to start_timeout.
-    link = SupervisorLink(store, source, timeout=2 * config.start_timeout + CONTROL_READ_SECONDS)
     base = config.registry or resource.default_registry()
+    link = SupervisorLink(
+        store, source, timeout=2 * config.start_timeout + CONTROL_READ_SECONDS, registry=base
+    )
     worker_config = replace(
         config,
         registry=mapped_registry(base, store),
@@ -76,6 +78,7 @@ def worker_main(
             parent,
             config=ConfigFollow(service.reloader, source),
             pass_timeout=2 * config.start_timeout,
+            registry=base,
         )
         link.catch_up = follower.follow
         service.supervisor = link

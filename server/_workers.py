@@ -2,11 +2,12 @@
 
 ::
 
-    supervisor ── reads + validates the config once; fetches every data resource
-    │             (feed_data, json_file, csv_file) and publishes it into a SharedStore
+    supervisor ── reads + validates the config once; fetches every resource whose type
+    │             declares a codec (the built-in data types, plugin types that opt in)
+    │             and publishes it into a SharedStore
     │             (/dev/shm/pineapple-XXXX: Arrow snapshots + manifest.json)
     ├── worker 0 ─┐ map the snapshots read-only (one copy of the pages in the kernel),
-    ├── worker 1  │ keep their own redis_connection/static values and HTTP loop,
+    ├── worker 1  │ fetch their own values of every other type, serve HTTP,
     └── ...      ─┘ follow new generations (server/_follower.py), exit when the pipe from
                     the supervisor reaches end-of-file
 

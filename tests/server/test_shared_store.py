@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,25 @@ class _Source:
         return _table(self.tag)
 
 
+class _FullCodec:
+    """The feed codec, on a directory that fills up once ``full`` is set."""
+
+    def __init__(self) -> None:
+        self.full = False
+
+    def write(self, value: Any, stem: Path) -> Sequence[Path]:
+        if self.full:
+            raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
+        return resources.FEED_CODEC.write(value, stem)
+
+    def open(self, stem: Path, generation: int) -> Any:
+        return resources.FEED_CODEC.open(stem, generation)
+
+
 def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
     """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
     worker = resource.Manager()
-    worker.register("feed", MappedFetcher(store, key), interval=-1)
+    worker.register("feed", MappedFetcher(store, key, resources.FEED_CODEC), interval=-1)
     worker.start()
     return worker
 
@@ -55,7 +71,7 @@ def _titles(table: Any) -> list[str]:
 def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     source = _Source()
-    publisher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
+    publisher = PublishingFetcher(source, store, "feed_data-k", resources.FEED_CODEC)
     publisher()
     worker = mapping_worker(store, "feed_data-k")
     try:
@@ -80,22 +96,18 @@ def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -
         store.remove()
 
 
-def test_full_directory_publishes_nothing_and_keeps_the_last_good(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_full_directory_publishes_nothing_and_keeps_the_last_good(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
-    publisher = PublishingFetcher(_Source(), store, "feed_data-k", "feed_data")
+    codec = _FullCodec()
+    publisher = PublishingFetcher(_Source(), store, "feed_data-k", codec)
     first = publisher()
     before = store.manifest()
 
-    def full(type_name: str, value: Any, stem: Path) -> str:
-        raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
-
-    monkeypatch.setattr(resources, "write_snapshot", full)
+    codec.full = True
     with pytest.raises(SnapshotWriteError, match=r"feed_data-k\.2.*full"):
         publisher()
     assert store.manifest() == before and first.generation == 1
-    generation, table = store.open("feed_data-k")
+    generation, table = store.open("feed_data-k", resources.FEED_CODEC)
     try:
         assert generation == 1 and _titles(table) == ["v1-1", "v1-3", "v1-5"]
     finally:
@@ -122,8 +134,8 @@ def test_file_tables_are_published_whole(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     value = resources.FileMapping({"a": 1})
     value.source = "x.json"
-    store.publish("json_file-k", "json_file", value)
-    generation, got = store.open("json_file-k")
+    store.publish("json_file-k", resources.FILE_CODEC, value)
+    generation, got = store.open("json_file-k", resources.FILE_CODEC)
     assert generation == 1 and got == {"a": 1} and got.source == "x.json"
     store.remove()
     assert not store.path.exists()
@@ -135,7 +147,7 @@ def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
     store = SharedStore.create(tmp_path)
     trims: list[str] = []
     monkeypatch.setattr("server._shared.trim_heap", lambda: trims.append("trim"))
-    publisher = PublishingFetcher(_Source(), store, "feed_data-k", "feed_data")
+    publisher = PublishingFetcher(_Source(), store, "feed_data-k", _FullCodec())
     try:
         assert publisher().generation == 1
         assert trims == ["trim"]  # after the table was published and closed
