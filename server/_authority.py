@@ -41,6 +41,7 @@ from pineapple import resource
 from ._build import Builder, read_config_file
 from ._config import Config
 from ._control import ControlError
+from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._shared import PINS_ENTRY, RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
 
@@ -54,10 +55,18 @@ _log = logging.getLogger("pineapple.server")
 class ConfigAuthority(ReloadPolicy):
     """Owns the config, its generations and the publisher Manager of ``store``."""
 
-    def __init__(self, config: Config, store: SharedStore, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: SharedStore,
+        stopping: threading.Event,
+        metrics: ServerMetrics | None = None,
+    ) -> None:
         super().__init__(config.start_timeout)
         self.config = config
         self.store = store
+        self.metrics = metrics
+        """The supervisor's metrics: its fetches, refusals and reloads (the pod's)."""
         self.stopping = stopping
         """Set by the supervisor when it shuts down."""
         self.publisher: resource.Manager | None = None
@@ -101,7 +110,7 @@ class ConfigAuthority(ReloadPolicy):
             data, env=self.config.env, source_dir=Path(self.config.path).parent
         )
         shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
-        manager = resource.Manager(registry, start_timeout=self.config.start_timeout)
+        manager = resource.Manager(registry, self.metrics, start_timeout=self.config.start_timeout)
         try:
             manager.load_from_root_config(
                 dataclasses.replace(loaded, entries=shared), carry_over=carry_over
@@ -165,6 +174,8 @@ class ConfigAuthority(ReloadPolicy):
         """Keep ``outcome`` and show it to every worker (``_reload`` in the manifest)."""
         if quiet:
             return outcome
+        if self.metrics is not None:
+            self.metrics.observe_reload(outcome.result, outcome.duration)
         self.last = outcome
         try:
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 import pineapple
 from pineapple import resource
-from pineapple.engine import EngineStats, UnknownFormatError, UnknownGroupError, stats_dict
+from pineapple.engine import UnknownFormatError, UnknownGroupError
 
 from ._admin import admin_refusal
 from ._build import describe_path
@@ -244,11 +244,7 @@ def routes(service: Service) -> list[Route]:
             return _error(503, "engine not loaded")
         try:
             engine: Any = snap.engine
-            body: dict[str, Any] = {}
-            if isinstance(getattr(engine, "stats", None), EngineStats):
-                body.update(stats_dict(engine.stats.totals()))
-            body["server"] = metrics.server_stats()
-            body["http"] = metrics.http.snapshot()
+            body: dict[str, Any] = metrics.stats_counts()  # the pod's, with --workers
             body["resources"] = _resource_stats(snap.manager.status())
             detail = engine.operator_stats() if hasattr(engine, "operator_stats") else {}
             if detail:

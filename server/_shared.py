@@ -75,6 +75,7 @@ from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 __all__ = [
     "CONFIG_ENTRY",
     "MANIFEST_MAX_BYTES",
+    "METRICS_DIR",
     "PINS_ENTRY",
     "RELOAD_ENTRY",
     "MappedFetcher",
@@ -89,6 +90,8 @@ __all__ = [
     "publishing_registry",
 ]
 
+METRICS_DIR = "metrics"
+"""The store's subdirectory where every process of the pod flushes its metrics."""
 MANIFEST_MAX_BYTES = 1024 * 1024
 """A manifest larger than this is refused (it lists one line per shared resource)."""
 

@@ -21,8 +21,9 @@ from ._build import import_plugins
 from ._config import Config
 from ._control import CONTROL_READ_SECONDS
 from ._follower import ConfigFollow, Follower
+from ._pod_metrics import PodMetrics
 from ._service import Service
-from ._shared import SharedStore, mapped_registry
+from ._shared import METRICS_DIR, SharedStore, codec_of, mapped_registry
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
 __all__ = ["worker_main"]
@@ -67,6 +68,11 @@ def worker_main(
         watch=False,
         workers=1,
         config_source=source,
+        # Shared types are fetched (and their fetches counted) by the supervisor alone.
+        pod_metrics=PodMetrics(
+            store.path / METRICS_DIR,
+            fetched_elsewhere=lambda type_name: codec_of(base, type_name) is not None,
+        ),
     )
     followers: list[Follower] = []
 
