@@ -43,6 +43,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -80,6 +81,7 @@ __all__ = [
     "RELOAD_ENTRY",
     "MappedFetcher",
     "Published",
+    "PublishedPrinter",
     "PublishingFetcher",
     "SharedStore",
     "SnapshotMissingError",
@@ -136,6 +138,8 @@ class Published:
     key: str
     generation: int
     summary: str
+    size: int | None = None
+    """Bytes the published value held, from its type's ``size_of`` (None: unknown)."""
 
     def __str__(self) -> str:
         return f"generation {self.generation} ({self.summary})"
@@ -191,7 +195,14 @@ class SharedStore:
             raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
         return parsed
 
-    def publish(self, key: str, codec: SnapshotCodec, value: Any, summary: str = "") -> Published:
+    def publish(
+        self,
+        key: str,
+        codec: SnapshotCodec,
+        value: Any,
+        summary: str = "",
+        size: int | None = None,
+    ) -> Published:
         """Write ``value`` with ``codec`` as the next generation of ``key``; name it."""
         with self._lock:
             manifest = self.manifest()
@@ -212,7 +223,7 @@ class SharedStore:
                 raise SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
             if old is not None:
                 self._unlink(old)
-        return Published(key, generation, summary or _summary(value))
+        return Published(key, generation, summary or _summary(value), size)
 
     def _unlink(self, entry: dict[str, Any]) -> None:
         """Remove the files of one manifest entry (only names inside this directory)."""
@@ -400,7 +411,8 @@ class PublishingFetcher:
         if value is NOT_MODIFIED:
             return NOT_MODIFIED
         try:
-            return self._store.publish(self.key, self.codec, value, self._summarize(value))
+            summary, size = self._describe(value)
+            return self._store.publish(self.key, self.codec, value, summary, size)
         finally:
             close = getattr(value, "close", None)
             if callable(close):
@@ -408,14 +420,18 @@ class PublishingFetcher:
             del value
             _release_freed_memory()
 
-    def _summarize(self, value: Any) -> str:
+    def _describe(self, value: Any) -> tuple[str, int | None]:
+        """The type's summary and ``size_of`` of the value (for status: never fails a fetch)."""
         if self._printer is None:
-            return ""
+            return "", None
+        summary, size = "", None
         try:
-            return self._printer.summarize(value)
-        except Exception as exc:  # a type's printer: the summary is only for status
-            _log.debug("summary of %s failed: %s", self.key, exc)
-            return ""
+            summary = self._printer.summarize(value)
+            size_of = getattr(self._printer, "size_of", None)
+            size = size_of(value) if callable(size_of) else None
+        except Exception as exc:  # a type's printer: only for status
+            _log.warning("%s: its printer failed on a fetched value: %s", self.key, exc)
+        return summary, size if isinstance(size, int) else None
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
@@ -428,6 +444,23 @@ class PublishingFetcher:
         cancel = getattr(self._inner, "cancel", None)
         if callable(cancel):
             cancel()
+
+
+class PublishedPrinter:
+    """How the supervisor shows a shared resource: its :class:`Published` record.
+
+    The supervisor's Manager holds the record, not the type's value, so the
+    type's own printer is applied once, to the fetched value, before publishing.
+    """
+
+    def summarize(self, value: Any) -> str:
+        return str(value)
+
+    def describe(self, value: Any) -> str:
+        return str(value)
+
+    def size_of(self, value: Any) -> int | None:
+        return value.size if isinstance(value, Published) else None
 
 
 class MappedFetcher:
@@ -475,7 +508,7 @@ def publishing_registry(
                 named.add(key)
             return fetcher
 
-        registry.register(schema, make)
+        registry.register(dataclasses.replace(schema, printer=PublishedPrinter()), make)
     return registry
 
 
