@@ -41,6 +41,7 @@ import fcntl
 import glob
 import logging
 import os
+import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -49,7 +50,7 @@ from typing import Any
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
-from prometheus_client.mmap_dict import MmapedDict, mmap_key
+from prometheus_client.mmap_dict import mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -65,6 +66,8 @@ MAX_STATS_BYTES = 4 * 1024 * 1024
 _SUMMED = ("counter", "histogram", "summary")
 """Metric types summed over processes; every other type is a per-process gauge."""
 _DEAD = "dead"
+_INT = struct.Struct("i")
+_TWO_DOUBLES = struct.Struct("dd")
 _LOCK_POLL = 0.01
 
 _log = logging.getLogger("pineapple.server")
@@ -88,6 +91,7 @@ class PodMetrics:
     ) -> None:
         self.path = Path(path)
         self.pid = os.getpid() if pid is None else pid
+        self._keys = _Keys()
         self.decides = decides
         """Whether this process counts config reloads (the supervisor, which decides them;
         a worker's rebuild of a generation the supervisor accepted is not a reload)."""
@@ -105,13 +109,13 @@ class PodMetrics:
 
     def flush(self, families: Iterable[Metric], stats: Mapping[str, Any] | None = None) -> None:
         """Replace this process's files with ``families`` (what its registry collects)."""
-        rows: dict[str, list[tuple[str, float]]] = {typ: [] for typ in (*_SUMMED, "gauge")}
+        rows: dict[str, list[tuple[_Key, float]]] = {typ: [] for typ in (*_SUMMED, "gauge")}
         for metric in families:  # bounded: the families this code defines
             typ = metric.type if metric.type in _SUMMED else "gauge"
             rows[typ].extend(_entries(metric))
         for typ, entries in rows.items():
             name = f"gauge_liveall_{self.pid}.db" if typ == "gauge" else f"{typ}_{self.pid}.db"
-            _write_db(self.path / name, entries)
+            _write_db(self.path / name, entries, self._keys)
         if stats is not None:
             _write_bytes(self.path / f"stats_{self.pid}.json", orjson.dumps(stats))
 
@@ -163,7 +167,7 @@ class PodMetrics:
                     archive = self.path / f"{typ}_{_DEAD}.db"
                     sources = [str(p) for p in (archive, path) if p.exists()]
                     merged = MultiProcessCollector.merge(sources, accumulate=False)  # type: ignore[no-untyped-call]
-                    _write_db(archive, [e for m in merged for e in _raw_entries(m)])
+                    _write_db(archive, [e for m in merged for e in _raw_entries(m)], _Keys())
             if stats.exists():
                 archive = self.path / f"stats_{_DEAD}.json"
                 total = merge_stats(_read_stats(archive), _read_stats(stats))
@@ -201,13 +205,34 @@ class _Merged(Collector):
         return iter(self._metrics)
 
 
-def _key(metric: Metric, sample_name: str, labels: Mapping[str, str]) -> str:
-    return mmap_key(
-        metric.name, sample_name, list(labels), list(labels.values()), metric.documentation
-    )
+_Key = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
 
-def _entries(metric: Metric) -> Iterator[tuple[str, float]]:
+def _key(metric: Metric, sample_name: str, labels: Mapping[str, str]) -> _Key:
+    return (metric.name, metric.documentation, sample_name, tuple(labels.items()))
+
+
+class _Keys:
+    """The encoded head of each series' entry in a multiprocess file, made once per series.
+
+    Bounded: one entry per series this process has flushed.
+    """
+
+    def __init__(self) -> None:
+        self._heads: dict[_Key, bytes] = {}
+
+    def head(self, key: _Key) -> bytes:
+        head = self._heads.get(key)
+        if head is None:
+            name, help_text, sample, labels = key
+            text = mmap_key(name, sample, [k for k, _ in labels], [v for _, v in labels], help_text)
+            encoded = text.encode()
+            padded = encoded + b" " * (8 - (len(encoded) + 4) % 8)  # as MmapedDict aligns
+            head = self._heads[key] = _INT.pack(len(encoded)) + padded
+        return head
+
+
+def _entries(metric: Metric) -> Iterator[tuple[_Key, float]]:
     """``(key, value)`` of ``metric``'s samples as the multiprocess files hold them.
 
     Histogram buckets are stored per bucket (the merge adds them up again);
@@ -222,7 +247,7 @@ def _entries(metric: Metric) -> Iterator[tuple[str, float]]:
         yield _key(metric, sample.name, sample.labels), float(sample.value)
 
 
-def _histogram_entries(metric: Metric) -> Iterator[tuple[str, float]]:
+def _histogram_entries(metric: Metric) -> Iterator[tuple[_Key, float]]:
     buckets: dict[tuple[tuple[str, str], ...], list[tuple[float, str, float]]] = {}
     for sample in metric.samples:
         if sample.name.endswith("_bucket"):
@@ -239,26 +264,21 @@ def _histogram_entries(metric: Metric) -> Iterator[tuple[str, float]]:
             below = cumulative
 
 
-def _raw_entries(metric: Metric) -> Iterator[tuple[str, float]]:
+def _raw_entries(metric: Metric) -> Iterator[tuple[_Key, float]]:
     """The samples of a merge made with ``accumulate=False`` (buckets per bucket)."""
     for sample in metric.samples:
         yield _key(metric, sample.name, sample.labels), float(sample.value)
 
 
-def _write_db(path: Path, entries: list[tuple[str, float]]) -> None:
+def _write_db(path: Path, entries: list[tuple[_Key, float]], keys: _Keys) -> None:
+    """Write ``entries`` as the file ``MmapedDict`` would hold them, renamed into place."""
     if not entries:
         path.unlink(missing_ok=True)
         return
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    db = MmapedDict(str(tmp))  # type: ignore[no-untyped-call]
-    try:
-        now = time.time()
-        for key, value in entries:  # bounded: one entry per series
-            db.write_value(key, value, now)  # type: ignore[no-untyped-call]
-    finally:
-        db.close()  # type: ignore[no-untyped-call]
-    os.rename(tmp, path)
+    now = time.time()
+    body = b"".join(keys.head(key) + _TWO_DOUBLES.pack(value, now) for key, value in entries)
+    used = 8 + len(body)  # the header: bytes used, then 4 bytes of padding
+    _write_bytes(path, _INT.pack(used) + b"\0\0\0\0" + body)
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
