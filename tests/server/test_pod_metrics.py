@@ -37,6 +37,7 @@ DEADLINE = 30.0  # several Python processes start on a busy 2-core machine
 EXECUTE = 'pineapple_http_requests_total{method="POST",route="/execute",status="200"}'
 DETAIL = 'pineapple_http_requests_total{method="GET",route="/resources/{name}",status="200"}'
 RUNS = "pine_scheduler_runs_total"
+FETCHED = '{resource="candidates",result="swapped",type="json_file"}'
 
 
 class _Source:
@@ -275,3 +276,20 @@ def test_an_unshared_type_is_fetched_by_each_serving_process_never_by_the_superv
         assert "published 3 shared resource(s)" in log
     with contextlib.suppress(Exception):
         pod.server.stop()
+
+
+def test_a_shared_fetch_and_a_config_reload_are_counted_once(pod: Pod, tmp_path: Path) -> None:
+    fetched = "pineapple_resource_refreshes_total" + FETCHED
+    reloaded = 'pineapple_config_reloads_total{result="ok"}'
+    _wait(lambda: _value(_scrape(pod), fetched) == 1, "the first fetch of candidates counted")
+    config = tmp_path / "pineapple.json"
+    data = json.loads(config.read_text())
+    data["_PINEAPPLE_CREATE_TIME"] = "changed"  # a new config; every entry unchanged
+    config.write_text(json.dumps(data))
+    _wait(lambda: _value(_scrape(pod), reloaded) == 1, "the reload counted")
+    for _ in range(8):  # whichever process answers: one reload, one source read
+        text = _scrape(pod)
+        assert _value(text, reloaded) == 1
+        assert _value(text, fetched) == 1  # carried over by the reload, not read again
+    stats = httpx.get(f"{pod.server.url}/stats", timeout=10).json()
+    assert stats["server"]["reload_count"] == 1
