@@ -278,7 +278,7 @@ def routes(service: Service) -> list[Route]:
         return Response(text, media_type=media)
 
     async def metrics_endpoint(request: Request) -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        return Response(await metrics.exposition(), media_type=CONTENT_TYPE)
 
     return [
         Route("/healthz", observed("/healthz", healthz), methods=["GET"]),
