@@ -40,6 +40,7 @@ import contextlib
 import fcntl
 import glob
 import logging
+import math
 import os
 import struct
 import time
@@ -124,8 +125,12 @@ class PodMetrics:
     def collect(self) -> list[Metric]:
         """Every process's families, merged (counters summed, gauges by ``pid``)."""
         with self._locked(fcntl.LOCK_SH):
-            files = glob.glob(os.path.join(self.path, "*.db"))
-            return list(MultiProcessCollector.merge(files, accumulate=True))  # type: ignore[no-untyped-call]
+            return self._merged()
+
+    def _merged(self) -> list[Metric]:
+        """The merge of every file, in name order (so every scrape adds in the same order)."""
+        files = sorted(glob.glob(os.path.join(self.path, "*.db")))
+        return list(MultiProcessCollector.merge(files, accumulate=True))  # type: ignore[no-untyped-call]
 
     def render(self) -> bytes:
         """The exposition text of :meth:`collect`."""
@@ -162,12 +167,17 @@ class PodMetrics:
         if not any(p.exists() for p in (*mine, gauges, stats)):
             return False
         with self._locked(fcntl.LOCK_EX):
+            before = _totals(self._merged())
+            archives: dict[Path, list[tuple[_Key, float]]] = {}
             for typ, path in zip(_SUMMED, mine, strict=True):
                 if path.exists():
                     archive = self.path / f"{typ}_{_DEAD}.db"
                     sources = [str(p) for p in (archive, path) if p.exists()]
                     merged = MultiProcessCollector.merge(sources, accumulate=False)  # type: ignore[no-untyped-call]
-                    _write_db(archive, [e for m in merged for e in _raw_entries(m)], _Keys())
+                    archives[archive] = [e for m in merged for e in _raw_entries(m)]
+                    _write_db(archive, archives[archive], _Keys())
+                    path.unlink()
+            self._never_lower(before, archives)
             if stats.exists():
                 archive = self.path / f"stats_{_DEAD}.json"
                 total = merge_stats(_read_stats(archive), _read_stats(stats))
@@ -175,6 +185,30 @@ class PodMetrics:
             for path in (*mine, gauges, stats):
                 path.unlink(missing_ok=True)
         return True
+
+    def _never_lower(
+        self,
+        before: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+        archives: dict[Path, list[tuple[_Key, float]]],
+    ) -> None:
+        """Raise archived sums by a rounding step where the fold lowered a total.
+
+        Adding the dead process's values to the archive first, then the rest,
+        rounds differently from adding them in file order: a float sum (a
+        histogram's ``_sum``) may come out one unit in the last place lower,
+        which Prometheus would take for a counter reset. Bounded: 4 rounds.
+        """
+        for _ in range(4):
+            after = _totals(self._merged())
+            low = {k for k, v in before.items() if after.get(k, v) < v}
+            if not low:
+                return
+            for archive, entries in archives.items():
+                entries[:] = [
+                    (key, math.nextafter(value, math.inf) if (key[2], key[3]) in low else value)
+                    for key, value in entries
+                ]
+                _write_db(archive, entries, _Keys())
 
     @contextlib.contextmanager
     def _locked(self, how: int) -> Iterator[None]:
@@ -262,6 +296,16 @@ def _histogram_entries(metric: Metric) -> Iterator[tuple[_Key, float]]:
             labels = {**dict(rest), "le": le}
             yield _key(metric, metric.name + "_bucket", labels), cumulative - below
             below = cumulative
+
+
+def _totals(metrics: list[Metric]) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """``(sample, labels) -> value`` of the summed families' samples (gauges left out)."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): float(s.value)
+        for m in metrics
+        if m.type in _SUMMED
+        for s in m.samples
+    }
 
 
 def _raw_entries(metric: Metric) -> Iterator[tuple[_Key, float]]:
