@@ -69,9 +69,9 @@ def create_app(config: Config | Service) -> Starlette:
             yield
         finally:
             flushing.cancel()
-            await anyio.to_thread.run_sync(service.stop)
             with contextlib.suppress(OSError, TimeoutError):
-                service.metrics.flush()  # the last counts of a worker that drained
+                service.metrics.flush()  # the last counts (every request has ended)
+            await anyio.to_thread.run_sync(service.stop)
 
     execute = ExecuteEndpoint(service)
     app = _App(
