@@ -13,6 +13,9 @@ Types (value shape):
                         ``--workers``, a ``MappedFeedTable`` read from a shared snapshot)
     json_file/csv_file  ``FileMapping`` (a dict: lookup table) or ``FileRows``
                         (a list of item dicts: candidates)
+
+feed_data, json_file and csv_file declare a codec (``FEED_CODEC``, ``FILE_CODEC``):
+``serve --workers N`` fetches them once and shares them with every worker.
 """
 
 from . import _feed_data, _file_tables, _recall_feed_data, _redis, _static
@@ -41,18 +44,17 @@ from ._redis import RedisConnection as RedisConnection
 from ._redis import RedisConnectionFetcher as RedisConnectionFetcher
 from ._redis_commands import CommandCell as CommandCell
 from ._redis_commands import CommandStats as CommandStats
-from ._shared import SHARED_TYPES as SHARED_TYPES
-from ._shared import open_snapshot as open_snapshot
-from ._shared import snapshot_files as snapshot_files
-from ._shared import write_snapshot as write_snapshot
+from ._shared import FEED_CODEC as FEED_CODEC
+from ._shared import FILE_CODEC as FILE_CODEC
 from ._static import STATIC_SCHEMA as STATIC_SCHEMA
 
 __all__ = [
     "CSV_FILE_SCHEMA",
+    "FEED_CODEC",
     "FEED_DATA_SCHEMA",
+    "FILE_CODEC",
     "JSON_FILE_SCHEMA",
     "REDIS_CONNECTION_SCHEMA",
-    "SHARED_TYPES",
     "STATIC_SCHEMA",
     "CommandCell",
     "CommandStats",
@@ -73,11 +75,8 @@ __all__ = [
     "SourceError",
     "build_feed_table",
     "open_mapped_table",
-    "open_snapshot",
     "parse_mysql_dsn",
-    "snapshot_files",
     "write_feed_snapshot",
-    "write_snapshot",
 ]
 
 del _feed_data, _file_tables, _recall_feed_data, _redis, _static

@@ -28,6 +28,7 @@ from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
 from ._feed_table import FeedTable
 from ._pacing import Pacer
 from ._printing import human_bytes
+from ._shared import FEED_CODEC
 
 __all__ = ["DEFAULT_TABLE", "FEED_DATA_SCHEMA", "FeedDataFetcher", "FeedDataPrinter"]
 
@@ -308,6 +309,7 @@ FEED_DATA_SCHEMA = ResourceSchema(
         ),
     },
     printer=FeedDataPrinter(),
+    codec=FEED_CODEC,
 )
 
 register_resource(FEED_DATA_SCHEMA, FeedDataFetcher)

@@ -43,6 +43,7 @@ from pineapple.resource import NOT_MODIFIED, redact, redact_value
 
 from ._errors import SourceError
 from ._printing import estimate_sizeof, human_bytes, json_preview
+from ._shared import FILE_CODEC
 
 __all__ = [
     "CSV_FILE_SCHEMA",
@@ -328,6 +329,7 @@ JSON_FILE_SCHEMA = ResourceSchema(
     default_interval=60,
     params=_params("json"),
     printer=FileTablePrinter("json"),
+    codec=FILE_CODEC,
 )
 
 CSV_FILE_SCHEMA = ResourceSchema(
@@ -339,6 +341,7 @@ CSV_FILE_SCHEMA = ResourceSchema(
     default_interval=60,
     params=_params("csv"),
     printer=FileTablePrinter("csv"),
+    codec=FILE_CODEC,
 )
 
 register_resource(JSON_FILE_SCHEMA, lambda params: FileTableFetcher(params, "json"))

@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from pyroaring import FrozenBitMap
 
-from pineapple import PineappleError
+from pineapple.resource import SnapshotFormatError, SnapshotWriteError
 
 from ._feed_index import Index
 from ._feed_table import FeedTable
@@ -63,14 +63,6 @@ _ENCODING = b"pineapple.encoding"
 _RANK = "__rank__"
 TABLE_SUFFIX = ".table.arrow"
 INDEX_SUFFIX = ".index.arrow"
-
-
-class SnapshotWriteError(PineappleError):
-    """A snapshot could not be written (e.g. its directory is full); nothing was published."""
-
-
-class SnapshotFormatError(PineappleError):
-    """A snapshot file is not one this version wrote (or is damaged)."""
 
 
 # -- writing -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ shutdown, after uvicorn has let in-flight requests finish.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -63,9 +64,13 @@ def create_app(config: Config | Service) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if not service.started:
             await anyio.to_thread.run_sync(service.start)
+        flushing = asyncio.create_task(service.metrics.keep_flushing())
         try:
             yield
         finally:
+            flushing.cancel()
+            with contextlib.suppress(OSError, TimeoutError):
+                service.metrics.flush()  # the last counts (every request has ended)
             await anyio.to_thread.run_sync(service.stop)
 
     execute = ExecuteEndpoint(service)

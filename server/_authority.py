@@ -36,21 +36,22 @@ Guarantees:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
 from pathlib import Path
 from typing import Any
 
-import resources
 from pineapple import resource
 
 from ._build import Builder, read_config_file
 from ._config import Config
 from ._control import ControlError
 from ._decisions import ACTIONS, Action, Refused, act, status_body
+from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
-from ._shared import RELOAD_ENTRY, SharedStore, publishing_registry
+from ._shared import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
 
 __all__ = ["ConfigAuthority"]
 
@@ -62,10 +63,18 @@ _log = logging.getLogger("pineapple.server")
 class ConfigAuthority(ReloadPolicy):
     """Owns the config, its generations and the publisher Manager of ``store``."""
 
-    def __init__(self, config: Config, store: SharedStore, stopping: threading.Event) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: SharedStore,
+        stopping: threading.Event,
+        metrics: ServerMetrics | None = None,
+    ) -> None:
         super().__init__(config.start_timeout)
         self.config = config
         self.store = store
+        self.metrics = metrics
+        """The supervisor's metrics: its fetches, refusals and reloads (the pod's)."""
         self.stopping = stopping
         """Set by the supervisor when it shuts down."""
         self.publisher: resource.Manager | None = None
@@ -94,9 +103,8 @@ class ConfigAuthority(ReloadPolicy):
 
     # -- data ---------------------------------------------------------------------------
 
-    def _registry(self, named: set[str]) -> resource.Registry:
-        base = self.config.registry or resource.default_registry()
-        return publishing_registry(base, self.store, named)
+    def _base(self) -> resource.Registry:
+        return self.config.registry or resource.default_registry()
 
     def load(
         self,
@@ -104,20 +112,24 @@ class ConfigAuthority(ReloadPolicy):
         carry_over: resource.Manager | None = None,
         named: set[str] | None = None,
     ) -> resource.Manager:
-        """Fetch and publish every data resource of ``data``; the started Manager.
+        """Fetch and publish every shared resource of ``data``; the started Manager.
 
-        The store key of each of its shared entries is added to ``named``.
+        Shared: its type declares a codec. The others are each worker's own and
+        are not registered here, so never fetched by the supervisor. The store
+        key of each shared entry is added to ``named``.
         """
-        registry = self._registry(set() if named is None else named)
+        base = self._base()
+        registry = publishing_registry(base, self.store, set() if named is None else named)
+        loaded = resource.load_config(
+            data, env=self.config.env, source_dir=Path(self.config.path).parent
+        )
+        shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
         manager = resource.Manager(
-            registry, start_timeout=self.config.start_timeout, budget=self._budget
+            registry, self.metrics, start_timeout=self.config.start_timeout, budget=self._budget
         )
         try:
             manager.load_from_root_config(
-                data,
-                carry_over=carry_over,
-                env=self.config.env,
-                base_dir=Path(self.config.path).parent,
+                dataclasses.replace(loaded, entries=shared), carry_over=carry_over
             )
             manager.start()
         except Exception:
@@ -179,12 +191,14 @@ class ConfigAuthority(ReloadPolicy):
         if quiet:
             return outcome
         self.attempts += 1
+        if self.metrics is not None:
+            self.metrics.observe_reload(outcome.result, outcome.duration)
         self.last = outcome
         if outcome.result == "error":
             self.last_error = outcome
         try:
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())
-        except resources.SnapshotWriteError as exc:
+        except resource.SnapshotWriteError as exc:
             _log.warning("cannot record the reload outcome: %s", exc)
         return outcome
 
@@ -225,7 +239,7 @@ class ConfigAuthority(ReloadPolicy):
         publisher = self.publisher
         if publisher is None:
             raise Refused(503, "the supervisor has not loaded the config yet")
-        if not _shared(status_body(publisher, name)["type"]):
+        if name not in publisher.names():
             raise Refused(400, f"resource {name!r} is not shared: each worker owns its own")
         return publisher
 
@@ -233,7 +247,7 @@ class ConfigAuthority(ReloadPolicy):
         publisher = self.publisher
         if publisher is None:
             return []
-        return [st.to_dict() for st in publisher.status() if _shared(st.type)]
+        return [st.to_dict() for st in publisher.status()]  # it holds only shared entries
 
     def _config_status(self) -> dict[str, Any]:
         """The reload record (as one process's ``GET /config``) and the publisher's state."""
@@ -245,7 +259,3 @@ class ConfigAuthority(ReloadPolicy):
             "halted": publisher.halted_reason if publisher is not None else None,
         }
 
-
-def _shared(type_name: str) -> bool:
-    """Whether resources of ``type_name`` are fetched here and shared with every worker."""
-    return type_name in resources.SHARED_TYPES

@@ -18,6 +18,8 @@ from pineapple import Context, resource
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
 from pineapple.resource._closer import close_now  # the closer, not part of the face
 
+from ._pod_metrics import PodMetrics
+
 __all__ = [
     "ADMIN_TOKEN_ENV",
     "Config",
@@ -185,6 +187,9 @@ class Config:
     config_source: ConfigSource | None = None
     """Read the config from here instead of ``config_path`` (a worker of ``--workers N``
     builds from the bytes its supervisor accepted, never from the file)."""
+    pod_metrics: PodMetrics | None = None
+    """Where this process's metrics join every other process's (a worker of ``--workers
+    N``); None: ``/metrics`` and ``/stats`` show this process alone."""
     trust_proxy: Sequence[str] = ()
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 

@@ -44,11 +44,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
-import resources
-from pineapple import PineappleError
+from pineapple import PineappleError, resource
 
 from ._reloader import Reloader
-from ._shared import CONFIG_ENTRY, SharedStore, SnapshotMissingError
+from ._shared import CONFIG_ENTRY, SharedStore, SnapshotMissingError, codec_of
 from ._snapshot import SnapshotHolder
 from ._supervisor_link import SharedConfigSource
 
@@ -116,7 +115,10 @@ class Follower:
         *,
         config: ConfigFollow | None = None,
         pass_timeout: float = 60.0,
+        registry: resource.Registry | None = None,
     ) -> None:
+        self._registry = registry if registry is not None else resource.default_registry()
+        """The worker's resource types: those with a codec are the shared ones."""
         self._store = store
         self._holder = holder
         self._parent = parent
@@ -185,7 +187,7 @@ class Follower:
             return
         try:
             for status in snap.manager.status():
-                if status.type in resources.SHARED_TYPES:
+                if codec_of(self._registry, status.type) is not None:
                     try:
                         snap.manager.refresh(status.name)  # maps a newer generation, if any
                     except PineappleError as exc:

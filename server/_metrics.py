@@ -3,24 +3,41 @@
 Counters and histograms are updated where things happen (requests, reloads,
 refreshes); per-resource gauges (version, generation, age, last success) are
 read from the current snapshot's Manager at scrape time, so they always
-describe the resources that are serving.
+describe the resources that are serving. ``process_*`` (CPU, memory, file
+descriptors) come from the client library's process collector.
+
+With a :class:`~server._pod_metrics.PodMetrics` (a process of ``serve
+--workers N``) this process's metrics are also flushed into the pod's
+directory, and ``GET /metrics`` and ``/stats`` answer for every process of
+the pod (see ``server/_pod_metrics.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+import anyio.to_thread
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pineapple import resource
+from pineapple.engine import EngineStats, stats_dict
 
 from ._gometrics import EngineTotals, GoCollector, HttpStats
+from ._pod_metrics import FLUSH_SECONDS, PodMetrics
 from ._probe_metrics import probe_families
 from ._redis_metrics import redis_families
 from ._request_metrics import RequestFamilies
@@ -31,6 +48,8 @@ __all__ = ["CONTENT_TYPE", "ServerMetrics"]
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _GO_RELOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
+
+_log = logging.getLogger("pineapple.server")
 
 _LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.0025, *resource.LATENCY_BUCKETS)
 """Request latency bounds: sub-millisecond ones for `/execute`, then Go's defaults (5 ms-10 s)."""
@@ -99,7 +118,12 @@ class ServerMetrics:
     client metrics are thread-safe; ``_last_success`` is guarded by a lock).
     """
 
-    def __init__(self, current: Callable[[], Snapshot | None]) -> None:
+    def __init__(
+        self, current: Callable[[], Snapshot | None], pod: PodMetrics | None = None
+    ) -> None:
+        self._current = current
+        self.pod = pod
+        """The pod's metrics directory (``serve --workers N``); None: this process alone."""
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = RequestFamilies(_LATENCY_BUCKETS, ("/execute",))
         """``pineapple_http_requests`` and ``pineapple_http_request_duration_seconds``."""
@@ -123,6 +147,7 @@ class ServerMetrics:
         self._lock = threading.Lock()
         self.registry.register(_SnapshotCollector(current, self.last_success))
         self.registry.register(GoCollector(current, self.engines, self.http))
+        ProcessCollector(registry=self.registry)  # process_*: CPU, memory, descriptors
 
     # -- ManagerMetrics -----------------------------------------------------------------
 
@@ -130,14 +155,22 @@ class ServerMetrics:
         self, name: str, type_name: str, result: resource.RefreshResult, seconds: float
     ) -> None:
         """One fetch of resource ``name`` ended with ``result`` after ``seconds``."""
+        if self.pod is not None and self.pod.fetched_elsewhere(type_name):
+            self._seen(name, result)
+            return
         self.refreshes.labels(name, type_name or "unknown", result).inc()
         self.refresh_duration.labels(name).observe(seconds)
+        self._seen(name, result)
+
+    def _seen(self, name: str, result: resource.RefreshResult) -> None:
         if result in ("swapped", "not_modified"):
             with self._lock:
                 self._last_success[name] = time.time()
 
     def observe_refusal(self, name: str, type_name: str, check: str) -> None:
         """A new value of ``name`` was refused by ``check`` before the swap."""
+        if self.pod is not None and self.pod.fetched_elsewhere(type_name):
+            return  # refused where it was fetched, and counted there
         self.validation_failures.labels(name, check).inc()
 
     def last_success(self, name: str) -> float | None:
@@ -162,7 +195,9 @@ class ServerMetrics:
         self.read_timeouts.labels(kind).inc()
 
     def observe_reload(self, result: str, seconds: float | None) -> None:
-        """One reload attempt."""
+        """One reload attempt (in a worker of a pod: not counted; the supervisor decides)."""
+        if self.pod is not None and not self.pod.decides:
+            return
         self.reloads.labels(result).inc()
         if seconds is not None and result != "unchanged":
             self.reload_duration.observe(seconds)
@@ -188,9 +223,57 @@ class ServerMetrics:
             "last_reload_duration_ns": self.last_reload_duration_ns,
         }
 
+    def _own_counts(self) -> dict[str, Any]:
+        """This process's ``/stats`` counts: engine, ``server`` and ``http`` entries."""
+        counts: dict[str, Any] = {}
+        snap = self._current()
+        engine: Any = snap.engine if snap is not None else None
+        if isinstance(getattr(engine, "stats", None), EngineStats):
+            counts.update(stats_dict(engine.stats.totals()))
+        counts["server"] = self.server_stats()
+        counts["http"] = self.http.snapshot()
+        return counts
+
+    def stats_counts(self) -> dict[str, Any]:
+        """The ``/stats`` counts: this process's, or the pod's (every process's, summed)."""
+        own = self._own_counts()
+        if self.pod is None:
+            return own
+        self.pod.flush(self.registry.collect(), own)
+        pod = self.pod.stats()
+        return {**{k: pod[k] for k in own if k in pod}, **pod}  # in this process's order
+
+    def flush(self) -> None:
+        """Copy this process's metrics into the pod's directory (none: nothing to do).
+
+        On the event loop in a worker (the request families are read there).
+        """
+        if self.pod is not None:
+            self.pod.flush(self.registry.collect(), self._own_counts())
+
+    async def keep_flushing(self) -> None:
+        """Flush every ``FLUSH_SECONDS`` until cancelled; returns at once without a pod."""
+        # Bounded: one flush per FLUSH_SECONDS; ends when the lifespan cancels it.
+        while self.pod is not None:
+            await asyncio.sleep(FLUSH_SECONDS)
+            try:
+                self.flush()
+            except Exception as exc:  # /dev/shm full, a lock held too long: the next one retries
+                _log.warning("cannot flush metrics to %s: %s", self.pod.path, exc)
+
     def render(self) -> bytes:
-        """The exposition text for ``GET /metrics``."""
-        return generate_latest(self.registry)
+        """The exposition text for ``GET /metrics`` (the pod's, with a pod)."""
+        if self.pod is None:
+            return generate_latest(self.registry)
+        self.flush()
+        return self.pod.render()
+
+    async def exposition(self) -> bytes:
+        """:meth:`render` for the event loop: the pod's merge of every file runs off it."""
+        if self.pod is None:
+            return generate_latest(self.registry)
+        self.flush()  # on the loop, where the request families are written
+        return await anyio.to_thread.run_sync(self.pod.render)
 
 
 class _SnapshotCollector(Collector):

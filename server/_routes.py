@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from pineapple import resource
-from pineapple.engine import EngineStats, UnknownFormatError, UnknownGroupError, stats_dict
+from pineapple.engine import UnknownFormatError, UnknownGroupError
 
 from ._admin import admin_refusal
 from ._decisions import ACTIONS, Action, Refused
@@ -130,11 +130,7 @@ def routes(service: Service) -> list[Route]:
             return _error(503, "engine not loaded")
         try:
             engine: Any = snap.engine
-            body: dict[str, Any] = {}
-            if isinstance(getattr(engine, "stats", None), EngineStats):
-                body.update(stats_dict(engine.stats.totals()))
-            body["server"] = metrics.server_stats()
-            body["http"] = metrics.http.snapshot()
+            body: dict[str, Any] = metrics.stats_counts()  # the pod's, with --workers
             body["resources"] = _resource_stats(snap.manager.status())
             detail = engine.operator_stats() if hasattr(engine, "operator_stats") else {}
             if detail:
@@ -168,7 +164,7 @@ def routes(service: Service) -> list[Route]:
         return Response(text, media_type=media)
 
     async def metrics_endpoint(request: Request) -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        return Response(await metrics.exposition(), media_type=CONTENT_TYPE)
 
     return [
         Route("/healthz", observed("/healthz", healthz), methods=["GET"]),

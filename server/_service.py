@@ -34,7 +34,7 @@ class Service:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.holder = SnapshotHolder()
-        self.metrics = ServerMetrics(lambda: self.holder.current)
+        self.metrics = ServerMetrics(lambda: self.holder.current, config.pod_metrics)
         self.builder = Builder(config, self.metrics)
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
         self.responder: Responder = config.responder or default_responder(config.max_items)

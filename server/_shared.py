@@ -1,12 +1,13 @@
 """Shared snapshots of data resources: the store, and the fetchers on both of its sides.
 
-With ``--workers N`` the supervisor fetches every data resource (the types in
-``resources.SHARED_TYPES``) and publishes each new value into a
-:class:`SharedStore`, a private directory (under ``/dev/shm`` by default)
+With ``--workers N`` the supervisor fetches every resource whose type declares
+a codec (``ResourceSchema.codec``, see :func:`codec_of`) and publishes each new
+value into a :class:`SharedStore`, a private directory (under ``/dev/shm`` by default)
 holding immutable snapshot files and one small ``manifest.json``. Workers
 never talk to the data sources: their fetcher for a shared type is a
-:class:`MappedFetcher`, which opens the newest published generation, or
-answers ``NOT_MODIFIED`` when it already serves it.
+:class:`MappedFetcher`, which opens the newest published generation with the
+type's codec, or answers ``NOT_MODIFIED`` when it already serves it. A type
+without a codec is fetched by each worker and never by the supervisor.
 
 An entry is identified by its *key*: a hash of its type and validated params,
 so the supervisor and a worker that read the same config agree on it without
@@ -53,7 +54,6 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +61,17 @@ from typing import Any
 import orjson
 import pyarrow
 
-import resources
 from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
-from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource import (
+    NOT_MODIFIED,
+    Fetcher,
+    FetcherFactory,
+    Printer,
+    Registry,
+    SnapshotCodec,
+    SnapshotWriteError,
+)
 
 from ._build import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
@@ -73,18 +80,22 @@ from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 __all__ = [
     "CONFIG_ENTRY",
     "MANIFEST_MAX_BYTES",
+    "METRICS_DIR",
     "RELOAD_ENTRY",
     "MappedFetcher",
     "PublishingFetcher",
     "SharedStore",
     "SnapshotMissingError",
     "Staged",
+    "codec_of",
     "default_shared_parent",
     "entry_key",
     "mapped_registry",
     "publishing_registry",
 ]
 
+METRICS_DIR = "metrics"
+"""The store's subdirectory where every process of the pod flushes its metrics."""
 MANIFEST_MAX_BYTES = 1024 * 1024
 """A manifest larger than this is refused (it lists one line per shared resource)."""
 
@@ -100,6 +111,12 @@ _log = logging.getLogger("pineapple.server")
 
 class SnapshotMissingError(PineappleError):
     """A worker asked for a shared resource the supervisor has not published."""
+
+
+def codec_of(registry: Registry, type_name: str) -> SnapshotCodec | None:
+    """The codec ``type_name`` declares in ``registry`` (None: not shared, or unknown)."""
+    schema = registry.get(type_name) if type_name else None
+    return None if schema is None else schema.codec
 
 
 def entry_key(type_name: str, params: Any) -> str:
@@ -120,8 +137,9 @@ class Staged:
 
     key: str
     generation: int
-    kind: str
     stem: str
+    files: tuple[str, ...]
+    """The names of the files its codec wrote (inside the store's directory)."""
 
 
 class SharedStore:
@@ -161,7 +179,7 @@ class SharedStore:
         return cls(path)
 
     def manifest(self) -> dict[str, dict[str, Any]]:
-        """``key -> {"generation", "kind", "stem"}`` as last published ({} before any)."""
+        """``key -> {"generation", "stem", "files"}`` as last published ({} before any)."""
         try:
             with open(self.manifest_path, "rb") as source:
                 data = source.read(MANIFEST_MAX_BYTES + 1)
@@ -176,8 +194,9 @@ class SharedStore:
             raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
         return parsed
 
-    def stage(self, key: str, type_name: str, value: Any) -> Staged:
-        """Write ``value`` as the next generation of ``key``, not yet named in the manifest.
+    def stage(self, key: str, codec: SnapshotCodec, value: Any) -> Staged:
+        """Write ``value`` with ``codec`` as the next generation of ``key``, not yet named in
+        the manifest.
 
         :meth:`commit` names it; :meth:`discard` removes it. Generations of a
         key only grow (a discarded one is never reused).
@@ -188,8 +207,9 @@ class SharedStore:
             generation = newest + 1
             self._staged_top[key] = generation
         stem = self.path / f"{key}.{generation}"
-        kind = resources.write_snapshot(type_name, value, stem)  # SnapshotWriteError: no files
-        return Staged(key, generation, kind, stem.name)
+        files = [Path(p) for p in codec.write(value, stem)]  # SnapshotWriteError: no files
+        names = tuple(p.name for p in files if p.parent == self.path)
+        return Staged(key, generation, stem.name, names)
 
     def commit(self, staged: Staged) -> None:
         """Name ``staged`` in the manifest as its key's newest generation; unlink the one
@@ -199,25 +219,26 @@ class SharedStore:
             manifest = self.manifest()
             old = manifest.get(staged.key)
             if old is not None and int(old["generation"]) >= staged.generation:
-                raise resources.SnapshotWriteError(
+                raise SnapshotWriteError(
                     f"{staged.key}: generation {old['generation']} is published already, "
                     f"newer than {staged.generation}"
                 )
-            entry = {"generation": staged.generation, "kind": staged.kind, "stem": staged.stem}
-            manifest[staged.key] = entry
+            manifest[staged.key] = {
+                "generation": staged.generation,
+                "stem": staged.stem,
+                "files": list(staged.files),
+            }
             self._write(manifest)
             if old is not None:
-                for path in resources.snapshot_files(old["kind"], self.path / old["stem"]):
-                    path.unlink(missing_ok=True)
+                self._unlink(old)
 
     def discard(self, staged: Staged) -> None:
         """Remove the files of ``staged``, which was never committed."""
-        for path in resources.snapshot_files(staged.kind, self.path / staged.stem):
-            path.unlink(missing_ok=True)
+        self._unlink({"files": list(staged.files)})
 
-    def publish(self, key: str, type_name: str, value: Any) -> Staged:
+    def publish(self, key: str, codec: SnapshotCodec, value: Any) -> Staged:
         """Write ``value`` as the next generation of ``key`` and name it in the manifest."""
-        staged = self.stage(key, type_name, value)
+        staged = self.stage(key, codec, value)
         try:
             self.commit(staged)
         except BaseException:
@@ -225,9 +246,15 @@ class SharedStore:
             raise
         return staged
 
-    def open_staged(self, staged: Staged) -> Any:
+    def open_staged(self, staged: Staged, codec: SnapshotCodec) -> Any:
         """The value of ``staged``, opened as a worker opens a published one."""
-        return resources.open_snapshot(staged.kind, self.path / staged.stem, staged.generation)
+        return codec.open(self.path / staged.stem, staged.generation)
+
+    def _unlink(self, entry: dict[str, Any]) -> None:
+        """Remove the files of one manifest entry (only names inside this directory)."""
+        for name in entry.get("files") or ():  # bounded: the files one codec wrote
+            if isinstance(name, str) and name and "/" not in name and not name.startswith("."):
+                (self.path / name).unlink(missing_ok=True)
 
     def amend(self, entry: str, value: dict[str, Any]) -> None:
         """Set the reserved manifest ``entry`` (``_reload``) to ``value``."""
@@ -249,9 +276,7 @@ class SharedStore:
                 self._held.hold(generation, self.path / name)
             except OSError as exc:
                 (self.path / name).unlink(missing_ok=True)
-                raise resources.SnapshotWriteError(
-                    f"cannot write {self.path / name}: {exc}"
-                ) from exc
+                raise SnapshotWriteError(f"cannot write {self.path / name}: {exc}") from exc
             manifest[CONFIG_ENTRY] = {
                 "generation": generation,
                 "file": name,
@@ -259,7 +284,7 @@ class SharedStore:
             }
             try:
                 self._write(manifest)
-            except resources.SnapshotWriteError:
+            except SnapshotWriteError:
                 self._held.forget(generation)
                 (self.path / name).unlink(missing_ok=True)
                 raise
@@ -292,8 +317,7 @@ class SharedStore:
             for key in gone:
                 del self._dropped[key]
             for entry in entries:
-                for path in resources.snapshot_files(entry["kind"], self.path / entry["stem"]):
-                    path.unlink(missing_ok=True)
+                self._unlink(entry)
         _log.info("removed %d shared snapshot(s) no config names any more", len(gone))
         return gone
 
@@ -331,7 +355,7 @@ class SharedStore:
         try:
             self._write_manifest(manifest)
         except OSError as exc:
-            raise resources.SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
+            raise SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         tmp = self.manifest_path.with_name(".manifest.json.tmp")
@@ -343,15 +367,15 @@ class SharedStore:
             tmp.unlink(missing_ok=True)
             raise
 
-    def open(self, key: str) -> tuple[int, Any]:
-        """``(generation, value)`` of the newest snapshot of ``key``."""
+    def open(self, key: str, codec: SnapshotCodec) -> tuple[int, Any]:
+        """``(generation, value)`` of the newest snapshot of ``key``, opened with ``codec``."""
         entry = self.manifest().get(key)
         if entry is None:
             raise SnapshotMissingError(
                 f"no shared snapshot of {key} in {self.path} (has the supervisor loaded it?)"
             )
         generation = int(entry["generation"])
-        value = resources.open_snapshot(entry["kind"], self.path / entry["stem"], generation)
+        value = codec.open(self.path / str(entry["stem"]), generation)
         return generation, value
 
     def generation(self, key: str) -> int:
@@ -380,7 +404,8 @@ def _release_freed_memory() -> None:
 
 
 class PublishingFetcher:
-    """Supervisor side: fetch with the type's own fetcher, stage, serve what workers map.
+    """Supervisor side: fetch with the type's own fetcher, stage with its codec, serve what
+    workers map.
 
     Two-phase (the Manager's ``commit``/``discard`` hooks): a fetched value is
     written to the store (staged, not yet in the manifest) and dropped from the
@@ -397,11 +422,17 @@ class PublishingFetcher:
     ``_pending``, so it only reads it).
     """
 
-    def __init__(self, inner: Fetcher, store: SharedStore, key: str, type_name: str) -> None:
+    def __init__(
+        self,
+        inner: Fetcher,
+        store: SharedStore,
+        key: str,
+        codec: SnapshotCodec,
+    ) -> None:
         self._inner = inner
         self._store = store
         self.key = key
-        self.type_name = type_name
+        self.codec = codec
         self._pending: tuple[Any, Staged] | None = None
 
     def __call__(self) -> Any:
@@ -409,7 +440,7 @@ class PublishingFetcher:
         if value is NOT_MODIFIED:
             return NOT_MODIFIED
         try:
-            staged = self._store.stage(self.key, self.type_name, value)
+            staged = self._store.stage(self.key, self.codec, value)
         finally:
             close = getattr(value, "close", None)
             if callable(close):
@@ -417,7 +448,7 @@ class PublishingFetcher:
             del value
             _release_freed_memory()
         try:
-            opened = self._store.open_staged(staged)
+            opened = self._store.open_staged(staged, self.codec)
         except BaseException:
             self._store.discard(staged)
             raise
@@ -432,7 +463,7 @@ class PublishingFetcher:
             self._pending = None
             self._store.commit(pending[1])  # on failure the Manager discards it
             return
-        self._store.publish(self.key, self.type_name, value)
+        self._store.publish(self.key, self.codec, value)
 
     def discard(self, value: Any) -> None:
         """``value`` will not be served: its staged files go."""
@@ -473,94 +504,69 @@ class MappedFetcher:
 
     admitted_upstream = True
 
-    def __init__(self, store: SharedStore, key: str) -> None:
+    def __init__(self, store: SharedStore, key: str, codec: SnapshotCodec) -> None:
         self._store = store
         self.key = key
+        self.codec = codec
         self.generation = 0
 
     def __call__(self) -> Any:
         if self.generation and self._store.generation(self.key) in (self.generation, 0):
             return NOT_MODIFIED  # unchanged, or no config names it any more (this one drains)
-        generation, value = self._store.open(self.key)
+        generation, value = self._store.open(self.key, self.codec)
         self.generation = generation
         return value
-
-
-def _wrapped(base: Registry, wrap: Callable[[FetcherFactory, str], FetcherFactory]) -> Registry:
-    registry = Registry()
-    for schema in base.all():
-        factory = base.factory(schema.name)
-        assert factory is not None
-        if schema.name in resources.SHARED_TYPES:
-            factory = wrap(factory, schema.name)
-        registry.register(schema, factory)
-    return registry
-
-
-class _Unshared:
-    """Supervisor side of a per-worker type: validated there, never fetched."""
-
-    def __call__(self) -> None:
-        return None
-
-
-class _UnsharedPrinter:
-    """How the supervisor shows a per-worker type's entry: it holds no value (the type's
-    own printer expects the value only a worker holds). Shared types keep their printer:
-    the supervisor holds their values as the workers map them."""
-
-    def describe(self, value: Any) -> str:
-        return self.summarize(value)
-
-    def summarize(self, value: Any) -> str:
-        return "not fetched by the supervisor: each worker fetches its own"
 
 
 def publishing_registry(
     base: Registry, store: SharedStore, named: set[str] | None = None
 ) -> Registry:
-    """``base`` with shared types publishing into ``store`` and the rest not fetched.
+    """The types of ``base`` that declare a codec, each publishing into ``store``.
 
-    The key of every shared entry whose fetcher is made is added to ``named``.
+    A type without a codec is left out: the supervisor never fetches it (each
+    worker does; ``Builder.check`` has validated its params). The key of
+    every shared entry whose fetcher is made is added to ``named``.
     """
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory, codec = base.factory(schema.name), schema.codec
+        if factory is None or codec is None:
+            continue
 
-    def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
-        def make(params: dict[str, Any]) -> Fetcher:
+        def make(
+            params: dict[str, Any],
+            factory: FetcherFactory = factory,
+            codec: SnapshotCodec = codec,
+            type_name: str = schema.name,
+        ) -> Fetcher:
             key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, type_name)
+            fetcher = PublishingFetcher(factory(params), store, key, codec)
             if named is not None:
                 named.add(key)
             return fetcher
 
-        return make
-
-    def unshared(factory: FetcherFactory) -> FetcherFactory:
-        def make(params: dict[str, Any]) -> Fetcher:
-            factory(params)  # the type's own checks of its params (no I/O)
-            return _Unshared()
-
-        return make
-
-    registry = Registry()
-    printer = _UnsharedPrinter()
-    for schema in base.all():
-        factory = base.factory(schema.name)
-        assert factory is not None
-        if schema.name in resources.SHARED_TYPES:
-            registry.register(schema, wrap(factory, schema.name))
-        else:
-            registry.register(dataclasses.replace(schema, printer=printer), unshared(factory))
+        registry.register(schema, make)
     return registry
 
 
 def mapped_registry(base: Registry, store: SharedStore) -> Registry:
-    """``base`` with every shared type read from ``store`` instead of its source."""
+    """``base`` with every type that declares a codec read from ``store``, not its source."""
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory, codec = base.factory(schema.name), schema.codec
+        if factory is None:
+            continue
+        if codec is not None:
+            factory = _mapped_factory(factory, store, schema.name, codec)
+        registry.register(schema, factory)
+    return registry
 
-    def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
-        def make(params: dict[str, Any]) -> Fetcher:
-            factory(params)  # the type's own checks of its params (no I/O)
-            return MappedFetcher(store, entry_key(type_name, params))
 
-        return make
+def _mapped_factory(
+    factory: FetcherFactory, store: SharedStore, type_name: str, codec: SnapshotCodec
+) -> FetcherFactory:
+    def make(params: dict[str, Any]) -> Fetcher:
+        factory(params)  # the type's own checks of its params (no I/O)
+        return MappedFetcher(store, entry_key(type_name, params), codec)
 
-    return _wrapped(base, wrap)
+    return make

@@ -26,12 +26,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import resources
+from pineapple import resource
 
 from ._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
 from ._decisions import Action, LocalDecisions, Refused
 from ._reload_policy import Trigger
-from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore
+from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore, codec_of
 
 __all__ = ["SharedConfigSource", "SupervisorLink"]
 
@@ -57,9 +57,16 @@ class SupervisorLink:
     """A worker's :class:`~server._decisions.Decisions` (see module docs)."""
 
     def __init__(
-        self, store: SharedStore, source: SharedConfigSource, timeout: float, local: LocalDecisions
+        self,
+        store: SharedStore,
+        source: SharedConfigSource,
+        timeout: float,
+        local: LocalDecisions,
+        registry: resource.Registry | None = None,
     ) -> None:
         self._store = store
+        self._registry = registry if registry is not None else resource.default_registry()
+        """The worker's resource types: those with a codec are the shared ones."""
         self.source = source
         self.timeout = timeout
         """Longest wait for the supervisor's answer (a reload may build for a while)."""
@@ -108,7 +115,7 @@ class SupervisorLink:
     def resources(self) -> dict[str, Any]:
         body = self.local.resources()
         local = body["resources"]
-        if any(_shared(st["type"]) for st in local):
+        if any(self._shared(st["type"]) for st in local):
             pod = {
                 st["name"]: st
                 for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
@@ -120,7 +127,7 @@ class SupervisorLink:
 
     def resource(self, name: str) -> dict[str, Any]:
         body = self.local.resource(name)
-        if _shared(body["status"]["type"]):
+        if self._shared(body["status"]["type"]):
             pod = {
                 st["name"]: st
                 for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
@@ -160,7 +167,11 @@ class SupervisorLink:
         """Whether ``name`` is a shared resource (its admin actions are the supervisor's)."""
         snap, status = self.local.manager_of(name)
         snap.release()
-        return _shared(status.type)
+        return self._shared(status.type)
+
+    def _shared(self, type_name: str) -> bool:
+        """Whether resources of ``type_name`` are the supervisor's (their type has a codec)."""
+        return codec_of(self._registry, type_name) is not None
 
     def _merged(self, name: str, pod: dict[str, Any]) -> dict[str, Any]:
         """The supervisor's status of ``name`` with what this worker maps of it."""
@@ -178,10 +189,6 @@ class SupervisorLink:
             "latest_config_generation": latest.get("generation"),
             "supervisor_last_reload": manifest.get(RELOAD_ENTRY),
         }
-
-
-def _shared(type_name: str) -> bool:
-    return type_name in resources.SHARED_TYPES
 
 
 def _with_worker(pod: dict[str, Any], local: dict[str, Any]) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from ._build import import_plugins
 from ._config import Config
 from ._control import CONTROL_READ_SECONDS
 from ._follower import ConfigFollow, Follower
+from ._pod_metrics import PodMetrics
 from ._service import Service
-from ._shared import SharedStore, mapped_registry
+from ._shared import METRICS_DIR, SharedStore, codec_of, mapped_registry
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
 __all__ = ["worker_main"]
@@ -63,6 +64,11 @@ def worker_main(
         watch=False,
         workers=1,
         config_source=source,
+        # Shared types are fetched (and their fetches counted) by the supervisor alone.
+        pod_metrics=PodMetrics(
+            store.path / METRICS_DIR,
+            fetched_elsewhere=lambda type_name: codec_of(base, type_name) is not None,
+        ),
     )
     followers: list[Follower] = []
 
@@ -74,10 +80,11 @@ def worker_main(
             parent,
             config=ConfigFollow(service.reloader, source),
             pass_timeout=2 * config.start_timeout,
+            registry=base,
         )
         # A reload may wait start_timeout for the lock, then build for up to start_timeout.
         timeout = 2 * config.start_timeout + CONTROL_READ_SECONDS
-        link = SupervisorLink(store, source, timeout, service.local)
+        link = SupervisorLink(store, source, timeout, service.local, registry=base)
         link.catch_up = follower.follow
         service.decisions = link
         follower.start()

@@ -2,11 +2,12 @@
 
 ::
 
-    supervisor ── reads + validates the config once; fetches every data resource
-    │             (feed_data, json_file, csv_file) and publishes it into a SharedStore
+    supervisor ── reads + validates the config once; fetches every resource whose type
+    │             declares a codec (the built-in data types, plugin types that opt in)
+    │             and publishes it into a SharedStore
     │             (/dev/shm/pineapple-XXXX: Arrow snapshots + manifest.json)
     ├── worker 0 ─┐ map the snapshots read-only (one copy of the pages in the kernel),
-    ├── worker 1  │ keep their own redis_connection/static values and HTTP loop,
+    ├── worker 1  │ fetch their own values of every other type, serve HTTP,
     └── ...      ─┘ follow new generations (server/_follower.py), exit when the pipe from
                     the supervisor reaches end-of-file
 
@@ -49,7 +50,9 @@ from pineapple import PineappleError
 from ._authority import ConfigAuthority
 from ._config import Config
 from ._control import CONTROL_SOCKET, ControlServer
-from ._shared import SharedStore
+from ._metrics import ServerMetrics
+from ._pod_metrics import PodMetrics
+from ._shared import METRICS_DIR, SharedStore
 from ._watcher import ConfigWatcher
 from ._worker_main import worker_main
 
@@ -88,7 +91,10 @@ class Supervisor:
         self.store = SharedStore.create(config.shared_dir)
         self.workers: list[_Worker] = []
         self.stopping = threading.Event()
-        self.authority = ConfigAuthority(config, self.store, self.stopping)
+        self.pod_metrics = PodMetrics.create(self.store.path / METRICS_DIR)
+        self.metrics = ServerMetrics(lambda: None, self.pod_metrics)
+        """The supervisor's own: its fetches, reloads and process_* (flushed every sweep)."""
+        self.authority = ConfigAuthority(config, self.store, self.stopping, self.metrics)
         self._context = multiprocessing.get_context("spawn")
         self._restarts: deque[float] = deque()
         self._watcher: ConfigWatcher | None = None
@@ -173,6 +179,23 @@ class Supervisor:
             self.store.sweep()
         except (PineappleError, OSError, ValueError) as exc:  # ValueError: a bad manifest
             _log.warning("cannot remove unnamed shared snapshots (tried again soon): %s", exc)
+        self._sweep_metrics()
+
+    def _sweep_metrics(self) -> None:
+        """Flush the supervisor's metrics; fold every dead worker's into the archive.
+
+        Runs before a dead worker is replaced (``exitcode`` reaps it here), so its
+        pid cannot be a new worker's yet.
+        """
+        live = {os.getpid()} | {
+            w.proc.pid for w in self.workers if w.proc.pid is not None and w.proc.exitcode is None
+        }
+        try:
+            self.metrics.flush()
+            for pid in self.pod_metrics.pids() - live:  # bounded: the processes started
+                self.pod_metrics.retire(pid)
+        except (OSError, TimeoutError, ValueError) as exc:
+            _log.warning("cannot flush or fold metrics (tried again soon): %s", exc)
 
     def _may_restart(self) -> bool:
         now = time.monotonic()

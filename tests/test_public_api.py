@@ -45,7 +45,8 @@ flush_closes from_context
 load_config probe_report_of redact redact_value register_resource resource_names
 validate_resource_deps with_resources
 MemoryBudget MemoryBudgetExceededError NoPreviousValueError PinnedError ValidationRefusedError
-ValidationSpec Validator ValueRefusedError register_validator registered_validators"""
+ValidationSpec Validator ValueRefusedError register_validator registered_validators
+PickleCodec SnapshotCodec SnapshotFormatError SnapshotWriteError"""
 
 ENGINE_FACE = """DAG_FORMATS OPERATOR_KINDS PIECE Engine EngineStats Graph Metadata Operator
 OperatorFactory

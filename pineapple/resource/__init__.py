@@ -15,6 +15,10 @@ from .._errors import StartError as StartError
 from .._params import ParamSpec as ParamSpec
 from ._budget import MemoryBudget as MemoryBudget
 from ._closer import flush as flush_closes
+from ._codec import PickleCodec as PickleCodec
+from ._codec import SnapshotCodec as SnapshotCodec
+from ._codec import SnapshotFormatError as SnapshotFormatError
+from ._codec import SnapshotWriteError as SnapshotWriteError
 from ._deps import resource_names as resource_names
 from ._deps import validate_resource_deps as validate_resource_deps
 from ._loaded import LoadedConfig as LoadedConfig
@@ -80,6 +84,7 @@ __all__ = [
     "MissingResourceError",
     "NoPreviousValueError",
     "ParamSpec",
+    "PickleCodec",
     "PinnedError",
     "Printer",
     "ProbeReport",
@@ -94,6 +99,9 @@ __all__ = [
     "ResourceSchema",
     "ResourceStatus",
     "ResourceUnavailableError",
+    "SnapshotCodec",
+    "SnapshotFormatError",
+    "SnapshotWriteError",
     "StartError",
     "Static",
     "UnknownResourceError",

@@ -18,6 +18,7 @@ from .._errors import RegistryError
 from .._params import ParamSpec
 from .._registry import SchemaRegistry
 from .._registry import load_plugins as _load_plugins
+from ._codec import SnapshotCodec
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -93,6 +94,9 @@ class ResourceSchema:
     (600 s), ``-1`` never refresh. ``validator``: ``validate(old, new)``
     run on every new value of this type before the swap (raise to refuse it;
     see ``pineapple.resource.register_validator`` for named hooks).
+    ``codec``: how a value is shared by the processes of ``serve --workers N``
+    (fetched once, mapped by every worker; see ``SnapshotCodec``); None: each
+    worker fetches its own value.
     """
 
     name: str
@@ -101,6 +105,7 @@ class ResourceSchema:
     params: Mapping[str, ParamSpec] = field(default_factory=dict)
     printer: Printer | None = None
     validator: Callable[[Any, Any], None] | None = None
+    codec: SnapshotCodec | None = None
 
     def __post_init__(self) -> None:
         if not self.name:

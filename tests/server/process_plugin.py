@@ -9,8 +9,10 @@ operator (holds a request until a file appears).
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import threading
+import urllib.request
 from typing import Any
 
 from pineapple import Context, ParamSpec, resource
@@ -93,3 +95,44 @@ if resource.default_registry().get("test_items") is None:
         ),
         _factory,
     )
+
+
+class _HttpJsonPrinter:
+    """Sizes a value by its ``size`` field (as the plugin of the issue did: fails on None)."""
+
+    def summarize(self, value: Any) -> str:
+        return f"http_json: {value['size']} bytes"
+
+    def describe(self, value: Any) -> str:
+        return self.summarize(value)
+
+    def size_of(self, value: Any) -> int:
+        return int(value["size"])
+
+
+def _http_json(params: dict[str, Any]) -> resource.Fetcher:
+    """GET ``url`` (loopback only), saying which process asks (header ``X-Pineapple-Pid``)."""
+
+    def fetch() -> dict[str, Any]:
+        request = urllib.request.Request(
+            params["url"], headers={"X-Pineapple-Pid": str(os.getpid())}
+        )
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            body = answer.read(1 << 20)  # bounded: 1 MiB
+        return {"size": len(body), "body": json.loads(body)}
+
+    return fetch
+
+
+for _name, _codec in (("test_http_json", None), ("test_http_json_shared", resource.PickleCodec())):
+    if resource.default_registry().get(_name) is None:
+        resource.register_resource(
+            resource.ResourceSchema(
+                name=_name,
+                description="A JSON document read over HTTP (process tests; shared: with a codec).",
+                params={"url": ParamSpec(type="string", required=True)},
+                printer=_HttpJsonPrinter(),
+                codec=_codec,
+            ),
+            _http_json,
+        )

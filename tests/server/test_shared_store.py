@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,20 +44,39 @@ class _Source:
 
 
 def publishing(
-    store: SharedStore, source: Any, key: str = "feed_data-k", **register: Any
+    store: SharedStore,
+    source: Any,
+    key: str = "feed_data-k",
+    codec: Any = resources.FEED_CODEC,
+    **register: Any,
 ) -> resource.Manager:
     """The supervisor's started Manager with one resource, ``feed``, published at ``key``."""
     supervisor = resource.Manager()
-    fetcher = PublishingFetcher(source, store, key, "feed_data")
+    fetcher = PublishingFetcher(source, store, key, codec)
     supervisor.register("feed", fetcher, interval=-1, **register)
     supervisor.start()
     return supervisor
 
 
+class _FullCodec:
+    """The feed codec, on a directory that fills up once ``full`` is set."""
+
+    def __init__(self) -> None:
+        self.full = False
+
+    def write(self, value: Any, stem: Path) -> Sequence[Path]:
+        if self.full:
+            raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
+        return resources.FEED_CODEC.write(value, stem)
+
+    def open(self, stem: Path, generation: int) -> Any:
+        return resources.FEED_CODEC.open(stem, generation)
+
+
 def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
     """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
     worker = resource.Manager()
-    worker.register("feed", MappedFetcher(store, key), interval=-1)
+    worker.register("feed", MappedFetcher(store, key, resources.FEED_CODEC), interval=-1)
     worker.start()
     return worker
 
@@ -94,21 +114,17 @@ def test_in_flight_borrow_keeps_the_old_snapshot_across_a_swap(tmp_path: Path) -
         store.remove()
 
 
-def test_full_directory_publishes_nothing_and_keeps_the_last_good(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_full_directory_publishes_nothing_and_keeps_the_last_good(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
-    publisher = publishing(store, _Source())
+    codec = _FullCodec()
+    publisher = publishing(store, _Source(), codec=codec)
     before = store.manifest()
 
-    def full(type_name: str, value: Any, stem: Path) -> str:
-        raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
-
-    monkeypatch.setattr(resources, "write_snapshot", full)
+    codec.full = True
     with pytest.raises(resource.RefreshError, match=r"feed_data-k\.2.*full"):
         publisher.refresh("feed")
     assert store.manifest() == before
-    generation, table = store.open("feed_data-k")
+    generation, table = store.open("feed_data-k", resources.FEED_CODEC)
     try:
         assert generation == 1 and _titles(table) == ["v1-1", "v1-3", "v1-5"]
     finally:
@@ -136,8 +152,8 @@ def test_file_tables_are_published_whole(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     value = resources.FileMapping({"a": 1})
     value.source = "x.json"
-    store.publish("json_file-k", "json_file", value)
-    generation, got = store.open("json_file-k")
+    store.publish("json_file-k", resources.FILE_CODEC, value)
+    generation, got = store.open("json_file-k", resources.FILE_CODEC)
     assert generation == 1 and got == {"a": 1} and got.source == "x.json"
     store.remove()
     assert not store.path.exists()
@@ -279,7 +295,7 @@ def test_the_budget_is_applied_before_anything_is_published(tmp_path: Path) -> N
     store = SharedStore.create(tmp_path)
     source = _Sized()
     supervisor = resource.Manager(budget=resource.MemoryBudget(1))
-    fetcher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
+    fetcher = PublishingFetcher(source, store, "feed_data-k", resources.FEED_CODEC)
     supervisor.register("feed", fetcher, interval=-1, printer=FeedDataPrinter())
     with pytest.raises(resource.StartError, match="refused by memory_budget"):
         supervisor.start()
@@ -290,7 +306,7 @@ def test_the_budget_is_applied_before_anything_is_published(tmp_path: Path) -> N
 def test_carry_over_reaches_the_inner_fetcher(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     source = _Sized()
-    fetcher = PublishingFetcher(source, store, "feed_data-k", "feed_data")
+    fetcher = PublishingFetcher(source, store, "feed_data-k", resources.FEED_CODEC)
     fetcher.carry_over("served")
     assert source.carried == ["served"]
     store.remove()
@@ -303,7 +319,7 @@ def test_a_worker_serves_what_was_published_whatever_its_own_checks(tmp_path: Pa
     worker = resource.Manager(budget=resource.MemoryBudget(1))
     worker.register(
         "feed",
-        MappedFetcher(store, "feed_data-k"),
+        MappedFetcher(store, "feed_data-k", resources.FEED_CODEC),
         interval=-1,
         printer=FeedDataPrinter(),
         validate={"min_rows": 1000},
