@@ -152,8 +152,11 @@ pcall = function(...) return rethrow(raw_pcall(...)) end
 -- handler's first result, "error in error handling" when the handler is no
 -- function or keeps failing (5.1 hands a failing handler its own error, up
 -- to the C-call limit), no handler call for a memory error, and extra
--- arguments are not passed to the body. Only a traceback taken inside the
--- handler would differ, and scripts have no ``debug`` library.
+-- arguments are not passed to the body. What differs: a traceback taken in
+-- the handler (scripts have no ``debug`` library), a handler that keeps
+-- failing runs from xpcall's depth each time (so a deep one costs more, under
+-- the guard), and ``return xpcall(f)`` (no handler, in a tail call) raises
+-- its argument error without a position.
 local CAUGHT, caught = {}, nil
 local function capture(m)
   caught = m
