@@ -52,9 +52,7 @@ class DagView:
         self.renders = 0
         """Renders run so far (cache misses that completed)."""
 
-    async def text(
-        self, snapshot: tuple[int, int], key: DagKey, render: Callable[[], str]
-    ) -> str:
+    async def text(self, snapshot: tuple[int, int], key: DagKey, render: Callable[[], str]) -> str:
         """The text ``render()`` gives for ``key`` in ``snapshot`` (its serial and engine id).
 
         ``render`` runs on a worker thread when the text is not kept; the

@@ -99,9 +99,10 @@ def _admin(addr: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_a_redirect_is_not_followed_and_exits_1(status: int) -> None:
     with (
         http_server("127.0.0.2", _reply(200, b'{"result": "refreshed"}')) as (other, stolen),
-        http_server(
-            "127.0.0.1", _reply(status, b"moved", Location=f"http://{other}/steal")
-        ) as (addr, asked),
+        http_server("127.0.0.1", _reply(status, b"moved", Location=f"http://{other}/steal")) as (
+            addr,
+            asked,
+        ),
     ):
         done = _admin(addr)
     assert done.returncode == 1, done.stdout + done.stderr
