@@ -60,9 +60,9 @@ def test_the_complete_dag_of_400_operators_reduces_to_its_chain_quickly() -> Non
     # 200 operators (19,900 edges) and grows with n^3: some 28 s here.
     n = 400
     graph = _graph(n, [(u, v) for u in range(n) for v in range(u + 1, n)])
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: what the reduction spends, however busy
     kept = reduced_edges(graph)
-    took = time.perf_counter() - started
+    took = time.process_time() - started
     assert kept == [(u, u + 1) for u in range(n - 1)]
     assert took < 3.0  # about 0.1 s on a quiet machine
 
