@@ -42,12 +42,19 @@ _LUA_GLOBALS = frozenset(
     }
 )
 # fmt: on
+_OPEN = re.compile(r"(--)?\[(=*)\[")
+"""A long bracket's opening (``[[``, ``[==[``), or a long comment's (``--[[``)."""
+_CLOSE = re.compile(r"(?=\](=*)\])")
+"""Every long-bracket closing (``]]``, ``]==]``), overlapping ones included."""
+_STRING_BODY = {
+    '"': re.compile(r'(?:\\.|[^"\\\n])*', re.DOTALL),
+    "'": re.compile(r"(?:\\.|[^'\\\n])*", re.DOTALL),
+}
+"""What may follow a string's opening quote up to its closing one (escapes included)."""
 _TOKEN = re.compile(
     r"""
       (?P<marker>\{\{\w+\}\})
-    | (?P<comment>--\[(?P<ceq>=*)\[.*?\](?P=ceq)\]|--[^\n]*)
-    | (?P<long>\[(?P<eq>=*)\[.*?\](?P=eq)\])
-    | (?P<string>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
+    | (?P<comment>--[^\n]*)
     | (?P<number>0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
     | (?P<name>[A-Za-z_]\w*)
     | (?P<space>\s+)
@@ -55,6 +62,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
+"""The tokens that need no look-ahead past their own text (each regex here is linear)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 _FUNCTION = "evaluate"
 
@@ -65,11 +73,52 @@ def lua_expression(condition: str) -> str:
 
 
 def _tokens(condition: str) -> list[tuple[str, str]]:
-    found = []
-    for match in _TOKEN.finditer(condition):
-        kind = match.lastgroup or "op"  # the outermost group: it closes last
+    """Lua's tokens of ``condition``, without spaces and comments, in linear time.
+
+    Long brackets and strings are found by hand: a regex that scans ahead
+    for their closing (a lazy ``.*?`` up to ``]]``) and fails would scan to
+    the end again at every later opening, quadratic on ``[[[[...`` or on a
+    quote followed by escaped quotes.
+    Here a long bracket is tried only when a closing of its level lies
+    ahead (``_CLOSE``, one pass), and a string only when no earlier scan of
+    the same quote already ran past its position without a closing quote
+    (a later quote inside that scan sees the same characters from there on),
+    so each character is scanned a bounded number of times. An unclosed
+    long bracket or string is what Lua would reject; it tokenizes as an
+    operator character, and the text after it as usual.
+    """
+    last_close: dict[int, int] = {}
+    for close in _CLOSE.finditer(condition):  # bounded: one pass
+        last_close[len(close.group(1))] = close.start()
+    unclosed = {'"': -1, "'": -1}  # per quote: where a scan without a closing quote ended
+    found: list[tuple[str, str]] = []
+    pos, end = 0, len(condition)
+    while pos < end:  # bounded: every round consumes at least one character
+        char = condition[pos]
+        if char in "[-":
+            opening = _OPEN.match(condition, pos)
+            if opening is not None:
+                level, body = len(opening.group(2)), opening.end()
+                if last_close.get(level, -1) >= body:
+                    stop = condition.index("]" + "=" * level + "]", body) + level + 2
+                    if opening.group(1) is None:
+                        found.append(("long", condition[pos:stop]))
+                    pos = stop
+                    continue
+        elif char in unclosed and pos >= unclosed[char]:
+            run = _STRING_BODY[char].match(condition, pos + 1)
+            assert run is not None  # the pattern matches the empty string
+            if condition.startswith(char, run.end()):
+                found.append(("string", condition[pos : run.end() + 1]))
+                pos = run.end() + 1
+                continue
+            unclosed[char] = run.end()
+        token = _TOKEN.match(condition, pos)
+        assert token is not None  # ``op`` matches any character
+        kind = token.lastgroup or "op"  # the outermost group: it closes last
         if kind not in ("space", "comment"):
-            found.append((kind, match.group()))
+            found.append((kind, token.group()))
+        pos = token.end()
     return found
 
 

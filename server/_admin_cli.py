@@ -9,7 +9,10 @@ Each sends ``POST /admin/resources/NAME/ACTION`` with the bearer token of
 ``PINEAPPLE_ADMIN_TOKEN`` when it is set, prints the JSON answer and exits 0
 on a 2xx answer, 1 on any other answer, 2 when the server cannot be reached.
 Every request is bounded by ``--timeout`` seconds, and at most
-``MAX_ANSWER_BYTES`` of the answer are read.
+``MAX_ANSWER_BYTES`` of the answer are read. A request goes to its ``--addr``
+and nowhere else: a redirect is not followed (a 3xx exits 1, like any answer
+but a 2xx, so the token never travels to the host a ``Location`` names), and
+no ``http_proxy`` from the environment is used.
 
 ``--addr`` may be repeated (every replica of a Deployment, say): the servers
 are asked one after another, each answer is printed on its own line after
@@ -88,6 +91,17 @@ class _Addrs(argparse.Action):
         setattr(namespace, self.dest, [*addrs, values])
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the 3xx answer itself reaches the caller (as an ``HTTPError``)."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+"""The admin command's only way out: to ``--addr`` itself (no proxy, no redirect)."""
+
+
 def admin_command(args: argparse.Namespace) -> int:
     """Refresh, roll back, pin or unpin a resource of one or more running servers."""
     if args.force and args.action != "refresh":
@@ -113,9 +127,9 @@ def _act_on(args: argparse.Namespace, addr: str, prefix: str) -> int:
     request = urllib.request.Request(url, data=b"", method="POST")
     token = os.environ.get(ADMIN_TOKEN_ENV)
     if token:
-        request.add_header("Authorization", f"Bearer {token}")
+        request.add_unredirected_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=args.timeout) as answer:
+        with _OPENER.open(request, timeout=args.timeout) as answer:
             status, body = answer.status, answer.read(MAX_ANSWER_BYTES)
     except urllib.error.HTTPError as exc:
         status, body = exc.code, exc.read(MAX_ANSWER_BYTES)

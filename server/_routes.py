@@ -27,6 +27,7 @@ from pineapple import resource
 from pineapple.engine import UnknownFormatError, UnknownGroupError
 
 from ._admin import admin_refusal
+from ._dag_view import DagView
 from ._decisions import ACTIONS, Action, Refused
 from ._metrics import CONTENT_TYPE
 from ._service import Service
@@ -57,6 +58,7 @@ def _flag(request: Request, name: str) -> bool:
 def routes(service: Service) -> list[Route]:
     """The routes of ``service`` (``/execute`` is added by the app)."""
     metrics = service.metrics
+    dag_view = DagView()
 
     def observed(path: str, handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
@@ -152,8 +154,13 @@ def routes(service: Service) -> list[Route]:
             render = getattr(snap.engine, "render_dag", None)
             if render is None:
                 return _error(404, "this engine cannot render its DAG")
-            try:
-                text = render(fmt, collapse=int(raw), group=query.get("group"))
+            key = (fmt, int(raw), query.get("group"))
+            try:  # off the event loop, once per snapshot and key (``_dag_view``)
+                text = await dag_view.text(
+                    (snap.serial, id(snap.engine)),
+                    key,
+                    lambda: render(key[0], collapse=key[1], group=key[2]),
+                )
             except UnknownGroupError as exc:
                 return _error(404, str(exc))
             except UnknownFormatError as exc:

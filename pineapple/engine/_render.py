@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import deque
 from dataclasses import dataclass
 
 from .._errors import ValidationError
@@ -58,30 +57,30 @@ def reduced_edges(graph: Graph) -> list[tuple[int, int]]:
     """The transitive reduction: edges ``u -> v`` with no other path from ``u`` to ``v``.
 
     In the Go engine's order (by ``u``, then the order the edges were found).
-    Bounded: one breadth-first search per edge, each at most the graph's size.
+    Every edge of a :class:`Graph` points to a later node (``_dag``), so the
+    sequence order is a topological order: walking it backwards, each node's
+    descendants are one integer used as a bitset, the union of its
+    successors' bits and their descendants. An edge ``u -> v`` is implied by
+    a longer path exactly when ``v`` descends from another successor of
+    ``u``, that is from any (``v`` does not descend from itself). Bounded:
+    one big-integer OR of at most ``n`` bits per edge, twice (``n``: the
+    nodes; about 20 ms for 200 nodes and 19,900 edges).
     """
-    n = len(graph.names)
-    kept: list[tuple[int, int]] = []
-    for u in range(n):
-        for v in graph.succ_order[u]:
-            if not _reachable_without(graph.succ_order, u, v):
-                kept.append((u, v))
-    return kept
-
-
-def _reachable_without(adj: list[list[int]], src: int, dst: int) -> bool:
-    seen = {src}
-    queue = deque(x for x in adj[src] if x != dst)
-    seen.update(queue)
-    while queue:  # bounded: each node enters the queue at most once
-        cur = queue.popleft()
-        if cur == dst:
-            return True
-        for nxt in adj[cur]:
-            if nxt not in seen:
-                seen.add(nxt)
-                queue.append(nxt)
-    return False
+    succ = graph.succ_order
+    n = len(succ)
+    below = [0] * n  # below[u]: the nodes reachable from u by one edge or more, as bits
+    beyond = [0] * n  # beyond[u]: the nodes reachable from u by two edges or more
+    for u in range(n - 1, -1, -1):
+        far = 0
+        for v in succ[u]:
+            if v <= u:
+                raise ValueError(f"graph edge {u} -> {v} does not point to a later operator")
+            far |= below[v]
+        near = 0
+        for v in succ[u]:
+            near |= 1 << v
+        below[u], beyond[u] = near | far, far
+    return [(u, v) for u in range(n) for v in succ[u] if not beyond[u] >> v & 1]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ Bounds (``_lua._state``, ``_lua._pool``): a call, its wait for a free
 state included, stops at the request's deadline or after ``timeout_ms``,
 whichever comes first (``DeadlineExceededError`` naming the operator), so a
 request without a deadline waits at most ``timeout_ms`` while every state is
-lent; a state may allocate
+lent; the script's top level, run when a state is built, stops after
+``timeout_ms`` too (a config error naming the operator); a state may allocate
 ``max_memory_mb`` and the operator keeps at most ``max_states`` states, so
 its Lua memory stays below ``max_states * max_memory_mb``; error texts are
 capped at 4 KiB. The schema is ``blocking``: a server runs pipelines with
@@ -148,6 +149,7 @@ class TransformByLua(Operator):
             outputs=len(self._outputs),
             backend=default_backend(),
             max_memory=self._max_memory,
+            load_timeout=self._timeout,
         )
         pool = LuaStatePool(factory, max_states=self._max_states, operator=self.name)
         pool.prime()

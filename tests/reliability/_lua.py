@@ -45,8 +45,13 @@ SCRIPTS: dict[str, str] = {
 }
 
 
-def lua_config(params: Mapping[str, Mapping[str, Any]] | None = None) -> bytes:
-    """A unified config: group ``g`` runs the operator ``g`` (``SCRIPTS[g]``, common mode)."""
+def lua_config(
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    scripts: Mapping[str, str] | None = None,
+) -> bytes:
+    """A unified config: group ``g`` runs the operator ``g`` (``scripts[g]``, common mode;
+    ``scripts`` defaults to :data:`SCRIPTS`)."""
+    scripts = SCRIPTS if scripts is None else scripts
     meta = {"common_input": ["n"], "common_output": ["out"], "item_input": [], "item_output": []}
     operators = {
         name: {
@@ -56,13 +61,13 @@ def lua_config(params: Mapping[str, Mapping[str, Any]] | None = None) -> bytes:
             **(params or {}).get(name, {}),
             "$metadata": meta,
         }
-        for name, script in SCRIPTS.items()
+        for name, script in scripts.items()
     }
     root = {
         "_PINEAPPLE_VERSION": 1,
         "_PINEAPPLE_CREATE_TIME": "2026-01-01T00:00:00Z",
         "pipeline_config": {"operators": operators},
-        "pipeline_group": {name: {"pipeline": [name]} for name in SCRIPTS},
+        "pipeline_group": {name: {"pipeline": [name]} for name in scripts},
         "flow_contract": {
             "common_input": ["n"],
             "item_input": [],

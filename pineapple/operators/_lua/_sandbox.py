@@ -26,7 +26,10 @@ for it: then neither bound holds. What a script sees:
   ``gmatch`` and ``gsub`` are bounded (``_patterns``: C only where the worst
   case is small, else a Lua matcher the time guard stops).
 - ``pcall`` and ``xpcall`` catch errors as usual, except the time guard's
-  (see :class:`SandboxedRuntime`), which they raise again.
+  (see :class:`SandboxedRuntime`), which they raise again. Lua 5.1: an
+  ``xpcall`` message handler runs after the body has failed, under the
+  same time guard (5.1 would run it inside the failing call, where a handler
+  called for the guard's own error runs with hooks off), with 5.1's results.
 - ``tostring`` of a number is formatted as gopher-lua does (Go's ``%v``):
   integral values print as integers (``tostring(1e15)`` is
   ``"1000000000000000"``), others with the shortest round-trip digits
@@ -84,13 +87,14 @@ class SandboxedRuntime:
 
 _PRELUDE = r"""
 local G = _G
-local type, tonumber, select, error = type, tonumber, select, error
+local type, tonumber, select, error, rawequal = type, tonumber, select, error, rawequal
 local byte, fmt, match, rep, sub = string.byte, string.format, string.match, string.rep, string.sub
 local floor, huge = math.floor, math.huge
 local concat = table.concat
 local raw_tostring, raw_loadstring = tostring, loadstring
 local raw_collectgarbage, raw_setfenv = collectgarbage, setfenv
 local raw_pcall, raw_xpcall, sethook = pcall, xpcall, debug and debug.sethook
+local is_jit = G.jit ~= nil
 
 for _, name in ipairs({
   "os", "io", "debug", "package", "require", "module", "dofile", "loadfile",
@@ -138,7 +142,51 @@ local function rethrow(...)
   return ...
 end
 pcall = function(...) return rethrow(raw_pcall(...)) end
-xpcall = function(...) return rethrow(raw_xpcall(...)) end
+
+-- xpcall. Lua 5.1 runs a message handler where the error is raised, and
+-- the time guard raises KILL from inside its hook, where hooks are off: a
+-- handler called for KILL would run unguarded (a looping one forever). So
+-- the body runs under raw_xpcall with ``capture``, a handler that only
+-- keeps the message, and the script's handler is called afterwards, as an
+-- ordinary call the hook guards. What a script sees is Lua 5.1's: the
+-- handler's first result, "error in error handling" when the handler is no
+-- function or keeps failing (5.1 hands a failing handler its own error, up
+-- to the C-call limit), no handler call for a memory error, and extra
+-- arguments are not passed to the body. What differs: a traceback taken in
+-- the handler (scripts have no ``debug`` library), a handler that keeps
+-- failing runs from xpcall's depth each time (so a deep one costs more, under
+-- the guard), and ``return xpcall(f)`` (no handler, in a tail call) raises
+-- its argument error without a position.
+local CAUGHT, caught = {}, nil
+local function capture(m)
+  caught = m
+  return CAUGHT
+end
+local HANDLER_CALLS = 200  -- LUAI_MAXCCALLS: each call is itself time-guarded
+local function settle(handler, ok, ...)
+  if killed then error(KILL, 0) end
+  if ok then return ok, ... end
+  local m = ...
+  if not rawequal(m, CAUGHT) then return false, m end  -- a memory error: no handler call
+  m, caught = caught, nil
+  if type(handler) ~= "function" then return false, "error in error handling" end
+  for _ = 1, HANDLER_CALLS do
+    local fine, r = raw_pcall(handler, m)
+    if killed then error(KILL, 0) end
+    if fine then return false, r end
+    m = r
+  end
+  return false, "error in error handling"
+end
+if is_jit then  -- LuaJIT: no hook bound to keep, and its xpcall passes extra arguments on
+  xpcall = function(...) return rethrow(raw_xpcall(...)) end
+else
+  xpcall = function(...)
+    if select("#", ...) < 2 then error("bad argument #2 to 'xpcall' (value expected)", 2) end
+    local f, handler = ...
+    return settle(handler, raw_xpcall(f, capture))
+  end
+end
 
 local BINARY = "binary chunks are not allowed"
 

@@ -27,7 +27,11 @@ from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, cappe
 from ._sandbox import HOOK_INSTRUCTIONS, MAX_MEMORY, LuaBackend, default_backend
 from ._values import NEG_ZERO_KEYS, PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
-__all__ = ["LuaState", "driver_source"]
+__all__ = ["DEFAULT_LOAD_TIMEOUT", "LuaState", "driver_source"]
+
+DEFAULT_LOAD_TIMEOUT = 1.0
+"""Seconds a script's top level may run when its state is built (``transform_by_lua``
+passes its ``timeout_ms``): past it the script does not load (:class:`LuaScriptError`)."""
 
 _RUNTIME_REFS = ("_rt", "_run", "_reset", "_current", "_fetch", "_pack", "_arm", "_disarm")
 """Attributes that keep the Lua runtime alive (``close`` drops them)."""
@@ -182,7 +186,10 @@ class LuaState:
 
     Not thread-safe: one request at a time (the pool hands each out to one
     thread). Raises :class:`LuaScriptError` when the script does not load
-    or does not define ``function``.
+    or does not define ``function``; its top level runs under the same
+    guards as a call (``load_timeout`` seconds, ``max_memory`` bytes), so a
+    top level that loops or allocates without end is a load error naming
+    the operator.
 
     Each call runs under a time guard (a count hook, see ``_sandbox``)
     until its ``deadline`` (``time.monotonic`` seconds): past it the call
@@ -205,6 +212,7 @@ class LuaState:
         unroll_fields: int = _UNROLL_FIELDS,
         backend: LuaBackend | None = None,
         max_memory: int = MAX_MEMORY,
+        load_timeout: float = DEFAULT_LOAD_TIMEOUT,
     ) -> None:
         if script.startswith("\x1b"):
             raise LuaScriptError(
@@ -238,13 +246,7 @@ class LuaState:
             name="=driver",
         )
         self._neg_zero_keys = rt.execute(NEG_ZERO_KEYS, name="=negzero")
-        try:
-            rt.execute(script, name=f"={operator}")
-        except backend.error as exc:
-            raise LuaScriptError(
-                f'lua: failed to load script of operator "{operator}": '
-                f"{_lua_message(exc, max_memory)}"
-            ) from exc
+        self._load(script, load_timeout)
         if rt.globals()[function] is None:
             raise LuaScriptError(
                 f'lua: function "{function}" not defined in script of operator "{operator}"'
@@ -252,6 +254,25 @@ class LuaState:
         baseline()
         self._run, self._reset, self._current, self._fetch = run, reset, current, fetch
         self._pack = pack
+
+    def _load(self, script: str, timeout: float) -> None:
+        """Run the script's top level under the time guard (``timeout`` seconds) and memory cap."""
+        rt, operator = self._rt, self._operator
+        failed = f'lua: failed to load script of operator "{operator}"'
+        self._arm(time.monotonic, time.monotonic() + timeout, HOOK_INSTRUCTIONS)
+        try:
+            rt.execute(script, name=f"={operator}")
+        except self._error as exc:
+            if self._disarm():
+                raise LuaScriptError(
+                    f"{failed}: its top level ran past the time limit "
+                    f"({timeout * 1000:g} ms, timeout_ms)"
+                ) from exc
+            raise LuaScriptError(f"{failed}: {_lua_message(exc, self._max_memory)}") from exc
+        except BaseException:
+            self._disarm()
+            raise
+        self._disarm()
 
     # -- calls -------------------------------------------------------------
 
