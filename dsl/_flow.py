@@ -52,9 +52,12 @@ class SubFlowEntry:
     skip: tuple[SkipField, ...]
 
 
-def _check_name(kind: str, name: object) -> str:
+def _check_name(kind: str, name: object, *, path_part: bool = True) -> str:
+    """``name`` if it is a non-empty string (and, as a ``path_part``, holds no separator)."""
     if not isinstance(name, str) or not name:
         raise ValidationError(f"{kind} name must be a non-empty string, got {name!r}")
+    if not path_part:
+        return name
     if "/" in name:
         raise ValidationError(f"{kind} name {name!r} must not contain '/' (the path separator)")
     if "::" in name:
@@ -72,7 +75,9 @@ class _Node(OperatorMethods):
     """What flows and sub-flows share: ordered children, branches and skip guards."""
 
     def __init__(self, name: str) -> None:
-        self._name = _check_name(type(self).__name__, name)
+        # A sub-flow's name becomes part of a path: its separators are refused
+        # where it is placed (add_subflow), as Apple does.
+        self._name = _check_name(type(self).__name__, name, path_part=False)
         self._children: list[OperatorCall | SubFlowEntry | BranchCall] = []
         owner = "sub-flow" if isinstance(self, SubFlow) else "flow"
         self._scope = BranchScope(f"{owner} {self._name!r}")
@@ -135,6 +140,7 @@ class _Node(OperatorMethods):
             )
         if sub_flow is self:
             raise ValidationError(f"sub-flow {self._name!r} cannot contain itself")
+        _check_name("SubFlow", sub_flow.name)
         self._scope.settle()
         self._children.append(SubFlowEntry(sub_flow, self._scope.guards()))
         self._scope.note_child()
@@ -200,8 +206,9 @@ class _Node(OperatorMethods):
         return self
 
     def elseif_(self, condition: str) -> Self:
-        """Apple's spelling of :meth:`elif_`."""
-        return self.elif_(condition)
+        """Apple's spelling of :meth:`elif_` (messages name it as written)."""
+        self._children.append(self._scope.add_branch("elif", condition, "elseif"))
+        return self
 
     def else_(self) -> Self:
         """Add the last branch, taken when no earlier branch of the block was."""
@@ -339,6 +346,11 @@ class Flow(_Node):
         if not isinstance(res, BaseResource):
             raise ValidationError(
                 f"resource {name!r}: expected a BaseResource, got {type(res).__name__}"
+            )
+        if not isinstance(res.resource_type, str) or not res.resource_type:
+            raise ValidationError(
+                f"resource {name!r}: {type(res).__name__} has no resource type: set the "
+                "class's _name, or res.resource_type = '<type>' before flow.resource()"
             )
         if name in self._resources:
             raise ValidationError(f"resource {name!r} is declared twice in flow {self._name!r}")
