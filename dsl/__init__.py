@@ -12,8 +12,10 @@
 
 Layers: ``_errors`` < ``_condition`` (branch conditions as Lua) < ``_branch``
 (if/elif/else state, control fields) < ``_resource``, ``_recorder`` <
-``generated`` (written by ``python -m codegen``) < ``_flow`` < ``_validate``,
-``_compile``, ``_load`` < ``_advice`` (warnings on flows that compile).
+``generated`` (written by ``python -m codegen``) < ``_flow`` < ``_ir`` (the
+placed operators the checks read) < ``_dataflow``, ``_subflow_contract`` <
+``_validate`` < ``_compile`` (which installs itself as ``Flow.compile``),
+``_load`` < ``_advice`` (warnings on flows that compile), ``_cli``.
 """
 
 from ._advice import advice as advice

@@ -14,8 +14,9 @@ from __future__ import annotations
 from pineapple import builtins
 from pineapple.engine import OperatorRegistry, OperatorSchema
 
-from ._compile import CompiledOperator, flatten
+from ._compile import flatten
 from ._flow import Flow
+from ._ir import CompiledOperator
 
 __all__ = ["advice"]
 

@@ -22,11 +22,12 @@ from pineapple.resource import Registry
 from ._branch import BranchCall, resolve_skip
 from ._condition import control_function, control_script
 from ._errors import ValidationError
-from ._flow import Flow, SubFlow, SubFlowEntry
+from ._flow import Flow, SubFlow, SubFlowEntry, set_compiler
+from ._ir import CompiledOperator
 from ._recorder import OperatorCall
 from ._validate import TEMPLATE_MARKER, check_flow
 
-__all__ = ["CompiledOperator", "compile_flow", "compile_json", "dumps", "flatten"]
+__all__ = ["compile_flow", "compile_json", "dumps", "flatten"]
 
 _RESERVED_KEYS = frozenset(
     {
@@ -48,21 +49,6 @@ _RESERVED_KEYS = frozenset(
         "additive_writes_row_set",
     }
 )
-
-
-@dataclass
-class CompiledOperator:
-    """An operator call placed in the flow: its final name, sub-flow path and skip list.
-
-    ``branch`` is set for the control operator of an ``if_``/``elif_``/``else_``.
-    """
-
-    name: str
-    call: OperatorCall
-    path: str
-    skip: list[str]
-    explicit: bool
-    branch: BranchCall | None = None
 
 
 @dataclass
@@ -335,3 +321,6 @@ def compile_json(
     return dumps(
         compile_flow(flow, operators=operators, resources=resources, created_at=created_at)
     )
+
+
+set_compiler(compile_flow, compile_json)

@@ -9,7 +9,7 @@ operator type) or from :meth:`add_operator` for a type by name.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self, Unpack
 
@@ -23,7 +23,7 @@ from ._recorder import CallKeywords, OperatorCall, field_list, make_call
 from ._resource import BaseResource
 from .generated.operators import OperatorMethods
 
-__all__ = ["STORAGE_MODES", "Flow", "ResourceDecl", "SubFlow", "SubFlowEntry"]
+__all__ = ["STORAGE_MODES", "Flow", "ResourceDecl", "SubFlow", "SubFlowEntry", "set_compiler"]
 
 STORAGE_MODES = ("row", "column")
 """The values of ``Flow(storage_mode=...)`` (the engine's frame layout)."""
@@ -373,12 +373,29 @@ class Flow(_Node):
 
     def compile(self) -> str:
         """The unified JSON text of this flow (see :func:`dsl.compile_json`)."""
-        from ._compile import compile_json
-
-        return compile_json(self)
+        return _compilers().text(self)
 
     def compile_dict(self) -> dict[str, Any]:
         """The unified config of this flow as a dict (Apple's name for :func:`dsl.compile_flow`)."""
-        from ._compile import compile_flow
+        return _compilers().config(self)
 
-        return compile_flow(self)
+
+@dataclass(frozen=True)
+class _Compilers:
+    config: Callable[[Flow], dict[str, Any]]
+    text: Callable[[Flow], str]
+
+
+_COMPILERS: list[_Compilers] = []
+"""Set once by ``dsl._compile`` (which imports this module, so it cannot be imported here)."""
+
+
+def set_compiler(config: Callable[[Flow], dict[str, Any]], text: Callable[[Flow], str]) -> None:
+    """Install the compile functions ``Flow.compile_dict``/``compile`` call (``dsl._compile``)."""
+    _COMPILERS[:] = [_Compilers(config, text)]
+
+
+def _compilers() -> _Compilers:
+    if not _COMPILERS:  # only if dsl._compile was never imported (``import dsl`` imports it)
+        raise ValidationError("dsl._compile is not loaded: import dsl")
+    return _COMPILERS[0]

@@ -27,8 +27,8 @@ from ._errors import ValidationError
 from ._subflow_contract import check_subflow_contracts
 
 if TYPE_CHECKING:
-    from ._compile import CompiledOperator
     from ._flow import Flow
+    from ._ir import CompiledOperator
 
 __all__ = ["TEMPLATE_MARKER", "check_flow"]
 
