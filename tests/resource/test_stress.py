@@ -98,11 +98,14 @@ def test_acquire_never_resurrects_a_value_racing_its_last_release(impl: Impl) ->
         results: list[bool] = []
 
         def acquirer(
-            r: Any = ref, ev: threading.Event = go, out: list[bool] = results
+            r: Any = ref,
+            ev: threading.Event = go,
+            out: list[bool] = results,
+            done: threading.Event = acquired,
         ) -> None:
             ev.wait()
             out.append(r.acquire())
-            acquired.set()
+            done.set()
 
         t = threading.Thread(target=acquirer)
         t.start()
