@@ -7,7 +7,7 @@ PACKAGES := pineapple resources server dsl codegen
 CONFIG ?= configs/demo.json
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: install check lint fmt typecheck codegen test stress bench run clean
+.PHONY: install check lint fmt typecheck codegen test stress bench docs run clean
 
 $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.c
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ stress: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# The docs site (mkdocs-material) into build/site/; strict: any warning fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 run: $(STAMP)
 	@test -f $(CONFIG) || { echo "make run: $(CONFIG) not found; try: make run CONFIG=path/to/config.json"; exit 2; }

@@ -12,10 +12,13 @@
 
 Layers: ``_errors`` < ``_condition`` (branch conditions as Lua) < ``_branch``
 (if/elif/else state, control fields) < ``_resource``, ``_recorder`` <
-``generated`` (written by ``python -m codegen``) < ``_flow`` < ``_validate``,
-``_compile``, ``_load``.
+``generated`` (written by ``python -m codegen``) < ``_flow`` < ``_ir`` (the
+placed operators the checks read) < ``_dataflow``, ``_subflow_contract`` <
+``_validate`` < ``_compile`` (which installs itself as ``Flow.compile``),
+``_load`` < ``_advice`` (warnings on flows that compile), ``_cli``.
 """
 
+from ._advice import advice as advice
 from ._compile import compile_flow as compile_flow
 from ._compile import compile_json as compile_json
 from ._compile import dumps as dumps
@@ -38,6 +41,7 @@ __all__ = [
     "ResourceDecl",
     "SubFlow",
     "ValidationError",
+    "advice",
     "compile_flow",
     "compile_json",
     "dumps",

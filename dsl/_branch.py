@@ -87,10 +87,17 @@ class BranchCall:
     field: BranchField
     prior: tuple[BranchField, ...]
     skip: tuple[SkipField, ...]
+    spelling: str = ""
+    """The method the user called (``elseif`` for Apple's ``elseif_``); default: ``kind``."""
 
     def describe(self) -> str:
-        """How the user wrote it: ``if_('score > 50')``, ``else_()``."""
-        return f"{self.kind}_({self.condition!r})" if self.condition is not None else "else_()"
+        """How the user wrote it: ``if_('score > 50')``, ``elseif_('x')``, ``else_()``."""
+        method = self.spelling or self.kind
+        return f"{method}_({self.condition!r})" if self.condition is not None else "else_()"
+
+    def code_info(self) -> str:
+        """The control operator's ``$code_info``, as Apple writes it: ``[if] score > 50``."""
+        return f"[{_OPERATOR_PREFIX[self.kind]}] {self.condition or ''}"
 
 
 @dataclass(eq=False)
@@ -171,11 +178,12 @@ class BranchScope:
         condition: object,
         prior: tuple[BranchField, ...],
         skip: tuple[SkipField, ...],
+        spelling: str = "",
     ) -> BranchCall:
         expression = text = None
         fields: tuple[str, ...] = ()
         if kind != "else":
-            expression = check_condition(f"{self._owner}: {kind}_()", condition)
+            expression = check_condition(f"{self._owner}: {spelling or kind}_()", condition)
             text = str(condition)
             fields = tuple(condition_fields(text))
         self._count += 1
@@ -187,6 +195,7 @@ class BranchScope:
             field=BranchField(f"{_OPERATOR_PREFIX[kind]}_{self._count}", f"_{kind}_{self._count}"),
             prior=prior,
             skip=skip,
+            spelling=spelling,
         )
 
     def _check_body(self, block: _Block) -> None:
@@ -221,9 +230,12 @@ class BranchScope:
         self._entering = block
         return call
 
-    def add_branch(self, kind: BranchKind, condition: object) -> BranchCall:
-        """Add an ``elif_`` (with ``condition``) or ``else_`` branch to the innermost block."""
-        what = f"{kind}_()"
+    def add_branch(self, kind: BranchKind, condition: object, spelling: str = "") -> BranchCall:
+        """Add an ``elif_`` (with ``condition``) or ``else_`` branch to the innermost block.
+
+        ``spelling``: the method called (``"elseif"`` for Apple's ``elseif_``), for messages.
+        """
+        what = f"{spelling or kind}_()"
         self._check_pending()
         block = self._top_block(what)
         if any(b.kind == "else" for b in block.branches):
@@ -232,7 +244,7 @@ class BranchScope:
             self._check_body(block)
         depth = len(self._stack) - 1
         prior = tuple(b.field for b in block.branches)
-        call = self._branch(kind, condition, prior, self._guards(depth))
+        call = self._branch(kind, condition, prior, self._guards(depth), spelling)
         block.branches.append(call)
         block.has_body = False
         self._entering = block

@@ -11,6 +11,7 @@ from pathlib import Path
 from pineapple._subcommand import Subparsers, add_subcommand
 from pineapple.plugins import PluginError, import_plugins
 
+from ._advice import advice
 from ._compile import compile_json
 from ._errors import ValidationError
 from ._load import load_flow
@@ -27,10 +28,13 @@ def run_compile(args: argparse.Namespace) -> int:
     """
     try:
         import_plugins(args.plugin)
-        text = compile_json(load_flow(args.flow, args.attr))
+        flow = load_flow(args.flow, args.attr)
+        text = compile_json(flow)
     except (ValidationError, PluginError) as exc:
         print(f"pineapple compile: error: {exc}", file=sys.stderr)
         return 1
+    for warning in advice(flow):
+        print(f"pineapple compile: warning: {warning}", file=sys.stderr)
     if args.output is None or str(args.output) == "-":
         sys.stdout.write(text)
         return 0

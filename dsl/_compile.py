@@ -22,11 +22,12 @@ from pineapple.resource import Registry
 from ._branch import BranchCall, resolve_skip
 from ._condition import control_function, control_script
 from ._errors import ValidationError
-from ._flow import Flow, SubFlow, SubFlowEntry
+from ._flow import Flow, SubFlow, SubFlowEntry, set_compiler
+from ._ir import CompiledOperator
 from ._recorder import OperatorCall
 from ._validate import TEMPLATE_MARKER, check_flow
 
-__all__ = ["CompiledOperator", "compile_flow", "compile_json", "dumps", "flatten"]
+__all__ = ["compile_flow", "compile_json", "dumps", "flatten"]
 
 _RESERVED_KEYS = frozenset(
     {
@@ -51,21 +52,6 @@ _RESERVED_KEYS = frozenset(
 
 
 @dataclass
-class CompiledOperator:
-    """An operator call placed in the flow: its final name, sub-flow path and skip list.
-
-    ``branch`` is set for the control operator of an ``if_``/``elif_``/``else_``.
-    """
-
-    name: str
-    call: OperatorCall
-    path: str
-    skip: list[str]
-    explicit: bool
-    branch: BranchCall | None = None
-
-
-@dataclass
 class _Tree:
     operators: list[CompiledOperator]
     pipelines: dict[str, list[str | int]]  # path -> op indices (int) and sub-flow paths (str)
@@ -84,6 +70,7 @@ def _control_call(branch: BranchCall, path: str) -> OperatorCall:
         name=branch.field.operator_name(path),
         common_input=list(dict.fromkeys([*prior, *branch.fields])),
         common_output=[branch.field.resolve(path)],
+        code_info=branch.code_info(),
     )
 
 
@@ -151,7 +138,7 @@ def flatten(flow: Flow) -> tuple[list[CompiledOperator], dict[str, list[str]]]:
     The path ``""`` is the flow itself (``pipeline_group.main``). Explicit
     names are kept; an explicit name used twice is a :class:`ValidationError`.
     Unnamed operators get ``<type_name>_<hash6>`` of what they do (a second
-    identical one gets ``_2``), so inserting an operator does not rename others.
+    identical one gets ``_1``, as in Apple), so inserting an operator does not rename others.
     Control operators are named ``if_1``, ``elif_2``, ``else_3`` (in a
     sub-flow, prefixed by its path: ``a::b::if_1``).
     """
@@ -171,7 +158,7 @@ def _flatten(flow: Flow) -> tuple[list[CompiledOperator], dict[str, list[str]], 
     for op in tree.operators:
         if not op.explicit:
             base = candidate = _auto_name(op)
-            n = 1
+            n = 0
             while candidate in taken:
                 n += 1
                 candidate = f"{base}_{n}"
@@ -210,6 +197,10 @@ def _operator_entry(op: CompiledOperator) -> dict[str, Any]:
     if template_reads:
         metadata["common_input_template"] = template_reads
     entry: dict[str, Any] = {"type_name": call.type_name, "$metadata": metadata}
+    if call.code_info:
+        entry["$code_info"] = call.code_info
+    for marker in call.markers:
+        entry[marker] = True
     if call.sources is not None:
         entry["sources"] = list(call.sources)
     if op.skip:
@@ -330,3 +321,6 @@ def compile_json(
     return dumps(
         compile_flow(flow, operators=operators, resources=resources, created_at=created_at)
     )
+
+
+set_compiler(compile_flow, compile_json)

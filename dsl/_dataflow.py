@@ -22,8 +22,8 @@ from pineapple.engine import OperatorRegistry
 from ._condition import MARKER
 
 if TYPE_CHECKING:
-    from ._compile import CompiledOperator
     from ._flow import Flow
+    from ._ir import CompiledOperator
 
 __all__ = [
     "Scope",

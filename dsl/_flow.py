@@ -9,7 +9,7 @@ operator type) or from :meth:`add_operator` for a type by name.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self, Unpack
 
@@ -23,7 +23,7 @@ from ._recorder import CallKeywords, OperatorCall, field_list, make_call
 from ._resource import BaseResource
 from .generated.operators import OperatorMethods
 
-__all__ = ["STORAGE_MODES", "Flow", "ResourceDecl", "SubFlow", "SubFlowEntry"]
+__all__ = ["STORAGE_MODES", "Flow", "ResourceDecl", "SubFlow", "SubFlowEntry", "set_compiler"]
 
 STORAGE_MODES = ("row", "column")
 """The values of ``Flow(storage_mode=...)`` (the engine's frame layout)."""
@@ -52,9 +52,12 @@ class SubFlowEntry:
     skip: tuple[SkipField, ...]
 
 
-def _check_name(kind: str, name: object) -> str:
+def _check_name(kind: str, name: object, *, path_part: bool = True) -> str:
+    """``name`` if it is a non-empty string (and, as a ``path_part``, holds no separator)."""
     if not isinstance(name, str) or not name:
         raise ValidationError(f"{kind} name must be a non-empty string, got {name!r}")
+    if not path_part:
+        return name
     if "/" in name:
         raise ValidationError(f"{kind} name {name!r} must not contain '/' (the path separator)")
     if "::" in name:
@@ -72,7 +75,9 @@ class _Node(OperatorMethods):
     """What flows and sub-flows share: ordered children, branches and skip guards."""
 
     def __init__(self, name: str) -> None:
-        self._name = _check_name(type(self).__name__, name)
+        # A sub-flow's name becomes part of a path: its separators are refused
+        # where it is placed (add_subflow), as Apple does.
+        self._name = _check_name(type(self).__name__, name, path_part=False)
         self._children: list[OperatorCall | SubFlowEntry | BranchCall] = []
         owner = "sub-flow" if isinstance(self, SubFlow) else "flow"
         self._scope = BranchScope(f"{owner} {self._name!r}")
@@ -135,6 +140,7 @@ class _Node(OperatorMethods):
             )
         if sub_flow is self:
             raise ValidationError(f"sub-flow {self._name!r} cannot contain itself")
+        _check_name("SubFlow", sub_flow.name)
         self._scope.settle()
         self._children.append(SubFlowEntry(sub_flow, self._scope.guards()))
         self._scope.note_child()
@@ -200,8 +206,9 @@ class _Node(OperatorMethods):
         return self
 
     def elseif_(self, condition: str) -> Self:
-        """Apple's spelling of :meth:`elif_`."""
-        return self.elif_(condition)
+        """Apple's spelling of :meth:`elif_` (messages name it as written)."""
+        self._children.append(self._scope.add_branch("elif", condition, "elseif"))
+        return self
 
     def else_(self) -> Self:
         """Add the last branch, taken when no earlier branch of the block was."""
@@ -340,6 +347,11 @@ class Flow(_Node):
             raise ValidationError(
                 f"resource {name!r}: expected a BaseResource, got {type(res).__name__}"
             )
+        if not isinstance(res.resource_type, str) or not res.resource_type:
+            raise ValidationError(
+                f"resource {name!r}: {type(res).__name__} has no resource type: set the "
+                "class's _name, or res.resource_type = '<type>' before flow.resource()"
+            )
         if name in self._resources:
             raise ValidationError(f"resource {name!r} is declared twice in flow {self._name!r}")
         if not isinstance(keep_previous, bool):
@@ -361,12 +373,29 @@ class Flow(_Node):
 
     def compile(self) -> str:
         """The unified JSON text of this flow (see :func:`dsl.compile_json`)."""
-        from ._compile import compile_json
-
-        return compile_json(self)
+        return _compilers().text(self)
 
     def compile_dict(self) -> dict[str, Any]:
         """The unified config of this flow as a dict (Apple's name for :func:`dsl.compile_flow`)."""
-        from ._compile import compile_flow
+        return _compilers().config(self)
 
-        return compile_flow(self)
+
+@dataclass(frozen=True)
+class _Compilers:
+    config: Callable[[Flow], dict[str, Any]]
+    text: Callable[[Flow], str]
+
+
+_COMPILERS: list[_Compilers] = []
+"""Set once by ``dsl._compile`` (which imports this module, so it cannot be imported here)."""
+
+
+def set_compiler(config: Callable[[Flow], dict[str, Any]], text: Callable[[Flow], str]) -> None:
+    """Install the compile functions ``Flow.compile_dict``/``compile`` call (``dsl._compile``)."""
+    _COMPILERS[:] = [_Compilers(config, text)]
+
+
+def _compilers() -> _Compilers:
+    if not _COMPILERS:  # only if dsl._compile was never imported (``import dsl`` imports it)
+        raise ValidationError("dsl._compile is not loaded: import dsl")
+    return _COMPILERS[0]

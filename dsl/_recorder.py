@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TypedDict, Unpack
 
 from ._branch import SkipField
+from ._code_info import caller_location
 from ._errors import ValidationError
 
 __all__ = [
+    "MARKERS",
     "METADATA_KEYWORDS",
     "UNSET",
     "CallKeywords",
@@ -40,8 +42,20 @@ METADATA_KEYWORDS: tuple[str, ...] = (
     "strict_item",
     "data_parallel",
     "debug",
+    "recall",
+    "consumes_row_set",
+    "additive_writes_row_set",
+    "mutates_row_set",
 )
 """Keywords every operator method takes besides the operator's own params."""
+
+MARKERS: tuple[str, ...] = ("consumes_row_set", "additive_writes_row_set", "mutates_row_set")
+"""Row-set markers a call may widen (Apple's keywords; an operator type declares its own).
+
+``True`` adds the marker to the operator (the engine ORs it with the type's
+markers, as the public engines do); ``False`` or ``None`` leaves the type's
+markers as they are: a call can widen a marker, never narrow it.
+"""
 
 
 class _Unset:
@@ -92,6 +106,10 @@ class OperatorCall:
     data_parallel: int = 0
     debug: bool = False
     skip: list[SkipField] = field(default_factory=list)
+    markers: tuple[str, ...] = ()
+    """Row-set markers the call widened (written ``true`` in the config)."""
+    code_info: str = ""
+    """Where the call was written (``$code_info``): ``file.py:12 in build(): .x(...)``."""
 
 
 class CallKeywords(TypedDict, total=False):
@@ -109,6 +127,10 @@ class CallKeywords(TypedDict, total=False):
     strict_item: Sequence[str] | None
     data_parallel: int | None
     debug: bool | None
+    recall: bool | None
+    consumes_row_set: bool | None
+    additive_writes_row_set: bool | None
+    mutates_row_set: bool | None
 
 
 def field_list(what: str, key: str, value: Sequence[str] | None) -> list[str]:
@@ -123,14 +145,24 @@ def field_list(what: str, key: str, value: Sequence[str] | None) -> list[str]:
 def make_call(
     type_name: str, params: Mapping[str, Any], **keywords: Unpack[CallKeywords]
 ) -> OperatorCall:
-    """An :class:`OperatorCall` from the keywords of an operator method (checked shapes)."""
+    """An :class:`OperatorCall` from the keywords of an operator method (checked shapes).
+
+    As in Apple, ``name=""`` means auto-named, ``recall`` is accepted and
+    ignored (the engine knows which types recall), and a row-set marker given
+    ``True`` widens the operator's markers. ``$code_info`` records the first
+    caller outside the DSL (the line of the user's flow file).
+    """
     unknown = sorted(set(keywords) - set(METADATA_KEYWORDS))
-    name = keywords.get("name")
+    name = keywords.get("name") or None
     what = f"operator {name or type_name!r}"
     if unknown:
         raise ValidationError(f"{what}: unknown keyword(s) {unknown}")
-    if name is not None and (not isinstance(name, str) or not name):
-        raise ValidationError(f"{what}: name must be a non-empty string")
+    if name is not None and not isinstance(name, str):
+        raise ValidationError(f"{what}: name must be a string, got {name!r}")
+    flags = {key: keywords.get(key) for key in ("recall", *MARKERS)}
+    for key, flag in flags.items():
+        if flag is not None and not isinstance(flag, bool):
+            raise ValidationError(f"{what}: {key} must be a bool, got {flag!r}")
     sources = keywords.get("sources")
     common_defaults = keywords.get("common_defaults")
     item_defaults = keywords.get("item_defaults")
@@ -157,6 +189,8 @@ def make_call(
         strict_item=field_list(what, "strict_item", keywords.get("strict_item")),
         data_parallel=data_parallel,
         debug=bool(debug),
+        markers=tuple(key for key in MARKERS if flags[key]),
+        code_info=caller_location(type_name),
     )
 
 

@@ -89,9 +89,13 @@ class BaseResource:
     ``None`` are left out (the runtime applies the schema's default).
 
     Class attributes: ``_name`` (the resource type), ``_default_interval``
-    (seconds, used when ``interval`` is ``None``), ``_params_schema`` (name ->
-    ``ParamSpec``, or Apple's dict shape ``{"type": "string", "required": True}``).
-    Instances: ``resource_type``, ``interval`` (seconds), ``params``, ``schema``.
+    (seconds, used when ``interval`` is ``None``; 600 unless the class says),
+    ``_params_schema`` (name -> ``ParamSpec``, or Apple's dict shape
+    ``{"type": "string", "required": True}``). Instances: ``resource_type``,
+    ``interval`` (seconds), ``params``, ``schema``. As in Apple, a class
+    without ``_name`` may be typed after construction
+    (``r = BaseResource(value=...); r.resource_type = "static"``);
+    ``Flow.resource`` refuses an instance whose type is still unset.
 
     A hand-written subclass for a type that is not registered where the flow
     is compiled is validated against its own ``_params_schema``::
@@ -105,13 +109,11 @@ class BaseResource:
     """
 
     _name: ClassVar[str] = ""
-    _default_interval: ClassVar[float] = 0
+    _default_interval: ClassVar[float] = 600
     _params_schema: ClassVar[Mapping[str, ParamSpec | Mapping[str, Any]]] = {}
 
     def __init__(self, *, interval: Interval | None = None, **params: Any) -> None:
-        if not self._name:
-            raise ValidationError(f"{type(self).__name__}: resource classes must set _name")
-        what = f"resource type {self._name!r}"
+        what = f"resource type {self._name!r}" if self._name else type(self).__name__
         self.resource_type: str = self._name
         self.interval: int | float = normalize_interval(
             what, self._default_interval if interval is None else interval

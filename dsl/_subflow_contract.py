@@ -18,8 +18,8 @@ from pineapple.engine import OperatorRegistry
 from ._dataflow import Scope, check_coverage, check_dead_operators
 
 if TYPE_CHECKING:
-    from ._compile import CompiledOperator
     from ._flow import Flow, SubFlow, _Node
+    from ._ir import CompiledOperator
 
 __all__ = ["check_subflow_contracts", "subflows"]
 

@@ -21,13 +21,14 @@ from ._dataflow import (
     check_param_metadata,
     check_underscore_outputs,
     check_write_without_read,
+    locate,
 )
 from ._errors import ValidationError
 from ._subflow_contract import check_subflow_contracts
 
 if TYPE_CHECKING:
-    from ._compile import CompiledOperator
     from ._flow import Flow
+    from ._ir import CompiledOperator
 
 __all__ = ["TEMPLATE_MARKER", "check_flow"]
 
@@ -134,11 +135,11 @@ def _check_operators(
     compiled: list[CompiledOperator], registry: OperatorRegistry, reserved: frozenset[str]
 ) -> Iterator[str]:
     for op in compiled:
-        what = f"operator {op.name!r} (type {op.call.type_name})"
+        what = f"{locate(op)} (type {op.call.type_name})"
         schema = registry.get(op.call.type_name)
         if schema is None:
             hint = did_you_mean(op.call.type_name, [s.name for s in registry.all()])
-            yield f"operator {op.name!r}: unknown operator type {op.call.type_name!r}{hint}"
+            yield f"{locate(op)}: unknown operator type {op.call.type_name!r}{hint}"
         else:
             problem = _check_params(what, schema.params, op.call.params)
             if problem:
@@ -157,10 +158,10 @@ def _check_sources(compiled: list[CompiledOperator]) -> Iterator[str]:
         for source in op.call.sources or []:
             at = position.get(source)
             if at is None:
-                yield f"operator {op.name!r}: source {source!r} is not an operator of the flow"
+                yield f"{locate(op)}: source {source!r} is not an operator of the flow"
             elif at >= i:
                 yield (
-                    f"operator {op.name!r}: source {source!r} is declared after it "
+                    f"{locate(op)}: source {source!r} is declared after it "
                     "(a forward reference; sources must come first)"
                 )
 
@@ -172,7 +173,7 @@ def _check_resource_refs(flow: Flow, compiled: list[CompiledOperator]) -> Iterat
         for name in dict.fromkeys(resource_names(op.call.params)):
             if name not in declared:
                 yield (
-                    f"operator {op.name!r} needs resource {name!r}, which the flow does not "
+                    f"{locate(op)} needs resource {name!r}, which the flow does not "
                     f"declare with flow.resource() (declared: {listing})"
                 )
 
@@ -221,7 +222,7 @@ def _check_control_writes(compiled: list[CompiledOperator]) -> Iterator[str]:
         if op.branch is None:
             for name in sorted(control.intersection(op.call.common_output)):
                 yield (
-                    f"operator {op.name!r} writes {name!r}, the control field of a branch "
+                    f"{locate(op)} writes {name!r}, the control field of a branch "
                     "(only its control operator may write it)"
                 )
 
@@ -279,11 +280,34 @@ def check_flow(
     problems += _check_control_writes(compiled)
     problems += _check_dataflow(flow, compiled, operators)
     if problems:
+        problems = [_with_location(p, compiled) for p in problems]
         raise ValidationError(_summary(flow.name, problems), problems)
+
+
+_NAMED = re.compile(r"(?:control )?operator ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+"""A message about one operator starts with its name (as ``repr`` wrote it)."""
+
+
+def _with_location(problem: str, compiled: Sequence[CompiledOperator]) -> str:
+    """``problem``, plus where the operator it names was declared (``defined at: f.py:12 ...``).
+
+    Names are unique in a compiled flow, so the name a message starts with is
+    the operator; control operators carry their condition instead (``[if] x``).
+    Bounded: one regex match at the start of the message (linear, no nesting).
+    """
+    found = _NAMED.match(problem)
+    if found is None:
+        return problem
+    for op in compiled:
+        if repr(op.name) == found.group(1) and op.call.code_info and op.branch is None:
+            return f"{problem} (defined at: {op.call.code_info})"
+    return problem
 
 
 def _summary(name: str, problems: list[str]) -> str:
     if len(problems) == 1:
-        return f"flow {name!r}: {problems[0]}"
+        problem = problems[0]
+        named = problem.startswith(f"flow {name!r}")
+        return problem if named else f"flow {name!r}: {problem}"
     lines = "\n".join(f"  - {p}" for p in problems)
     return f"flow {name!r} has {len(problems)} problems:\n{lines}"

@@ -1,20 +1,19 @@
-"""The built-in operator and resource types, loaded in one place.
+"""The built-in operator and resource types, found the way plugins are.
 
 The core knows no concrete type. :mod:`pineapple.engine` and
-:mod:`pineapple.resource` each keep a default registry that starts empty
-and is filled by whatever registers into it at import time: the built-in
-operators (``import pineapple.operators``, which needs nothing above the
-engine), the built-in resource types and their operators (``import
-resources``: pymysql, redis, sqlite), ``--plugin`` modules, and the
-third-party packages named in the entry-point groups ``pineapple.operators``
-and ``pineapple.resources`` (loaded on the first lookup of an unknown name).
+:mod:`pineapple.resource` each keep a default registry bound to an
+entry-point group (``pineapple.operators``, ``pineapple.resources``); on its
+first lookup of a name it does not know, a registry imports every module of
+its group. Our own built-ins are named there too (``pyproject.toml``): the
+operators (``pineapple.operators``, which needs nothing above the engine) and
+the resource types with their operator (``resources``: pymysql, redis,
+sqlite). So a bare ``Engine(config)`` or ``Manager()`` finds them, and so do
+third-party packages; ``--plugin`` modules register on import.
 
-This module is the one place that imports the built-ins. The server, the
-CLI, codegen and ``compile_flow`` take their registries from here and hand
-them on explicitly (``Engine(config, registry=...)``, ``Manager(registry)``);
-a bare ``Engine(config)`` or ``Manager()`` uses the default registries as
-they are, so a library user who wants the built-in operators imports
-``pineapple.operators`` (or calls :func:`operator_registry`) first.
+The server, the CLI, codegen and ``compile_flow`` take their registries from
+here and hand them on explicitly (``Engine(config, registry=...)``,
+``Manager(registry)``); an isolated ``OperatorRegistry()`` or ``Registry()``
+(tests) sees only what is registered into it.
 
 >>> from pineapple import builtins
 >>> from pineapple.engine import Engine
@@ -23,21 +22,16 @@ they are, so a library user who wants the built-in operators imports
 
 from __future__ import annotations
 
-import importlib
-
 from .engine import OperatorRegistry, default_operator_registry
 from .resource import Registry, default_registry
 
-__all__ = ["MODULES", "load", "operator_registry", "resource_registry"]
-
-MODULES: tuple[str, ...] = ("pineapple.operators", "resources")
-"""The packages whose import registers the built-in operator and resource types."""
+__all__ = ["load", "operator_registry", "resource_registry"]
 
 
 def load() -> None:
-    """Import the built-in operators and resource types (idempotent: imports run once)."""
-    for name in MODULES:
-        importlib.import_module(name)
+    """Import every module of both entry-point groups, built-ins included (idempotent)."""
+    default_operator_registry().all()
+    default_registry().all()
 
 
 def operator_registry() -> OperatorRegistry:

@@ -1,42 +1,40 @@
 """The ``pineapple`` command line: one subcommand per job.
 
-Each package registers its own subcommands with an ``add_*_command(subparsers)``
-function that sets ``func`` (arguments -> exit code); this module only
-assembles them. The packages are imported when the parser is built, so a
-command loads only what the parser needs plus its own package.
+The core knows none of the packages above it: each registers its own
+subcommands through the ``pineapple.commands`` entry-point group (a callable
+taking the subparsers; ``server``: ``serve``, ``check``, ``run``, ``admin``;
+``dsl``: ``compile``; ``codegen``: ``codegen``), and this module assembles
+them, plus ``dag``, which lives in the core.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 from collections.abc import Callable
 from typing import cast
 
 from ._subcommand import Subparsers
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMANDS_GROUP", "build_parser", "main"]
+
+COMMANDS_GROUP = "pineapple.commands"
+"""The entry-point group whose callables add subcommands (``add(subparsers)``)."""
+
+_ORDER = ("server", "compile", "codegen")
+"""How ``--help`` lists the groups we ship (a third party's come after, by name)."""
 
 
-def add_server_commands(subparsers: Subparsers) -> None:
-    """``serve``, ``check``, ``run`` and ``admin`` (they live in the ``server`` package)."""
-    from server._admin_cli import add_admin_command
-    from server._cli import add_check_command, add_serve_command
-    from server._run_cli import add_run_command
-
-    add_serve_command(subparsers)
-    add_check_command(subparsers)
-    add_run_command(subparsers)
-    add_admin_command(subparsers)
-
-
-def add_dsl_commands(subparsers: Subparsers) -> None:
-    """``compile`` (in ``dsl``) and ``codegen`` (in ``codegen``)."""
-    from codegen import add_codegen_command
-    from dsl._cli import add_compile_command
-
-    add_compile_command(subparsers)
-    add_codegen_command(subparsers)
+def add_commands(subparsers: Subparsers) -> None:
+    """Every subcommand named in the ``pineapple.commands`` entry-point group."""
+    points = importlib.metadata.entry_points(group=COMMANDS_GROUP)
+    ranked = sorted(
+        points, key=lambda e: (_ORDER.index(e.name) if e.name in _ORDER else 99, e.name)
+    )
+    for point in ranked:
+        add = cast(Callable[[Subparsers], None], point.load())
+        add(subparsers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,8 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pineapple")
     parser.add_argument("--version", action="version", version=f"pineapple {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_server_commands(subparsers)
-    add_dsl_commands(subparsers)
+    add_commands(subparsers)
     from ._dag_cli import add_dag_command
 
     add_dag_command(subparsers)

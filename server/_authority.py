@@ -48,7 +48,7 @@ from pineapple import resource
 from ._build import Builder, read_config_file
 from ._config import Config
 from ._control import ControlError
-from ._decisions import ACTIONS, Action, Refused, act, status_body
+from ._decisions import ACTIONS, Action, Refused, act
 from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._shared import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
@@ -258,4 +258,3 @@ class ConfigAuthority(ReloadPolicy):
             "last_reload_error": self.last_error.to_dict() if self.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
         }
-

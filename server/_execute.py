@@ -3,7 +3,7 @@
 ``POST /execute`` runs the config's default pipeline group, ``POST
 /execute/{group}`` a named one (404 when the config has no such group).
 Per request: read the body (413 past the limit), borrow the serving snapshot,
-run the responder (``pineapple.engine.respond``: parsing, 400/413/422/500/504
+run the responder (``pineapple.engine.respond``: parsing, 400/413/500/504
 and the Go server's bytes) inline on the event loop when the engine does no
 blocking I/O and the body is small (``Config.inline_body_bytes``), otherwise
 on a bounded pool of worker threads, release the snapshot, send the bytes.

@@ -47,7 +47,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import os
@@ -67,7 +66,6 @@ from pineapple.resource import (
     NOT_MODIFIED,
     Fetcher,
     FetcherFactory,
-    Printer,
     Registry,
     SnapshotCodec,
     SnapshotWriteError,

@@ -95,3 +95,25 @@ def redis_addr() -> str:
     finally:
         client.close()
     return addr
+
+
+_NO_FIXTURES = "PINE_FIXTURES_DIR not set or directory absent"
+"""The skip reason of every test that needs the public fixtures (tests/conformance/_fixtures.py)."""
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One loud line when tests did not run because the public fixtures are absent."""
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and _NO_FIXTURES in str(report.longrepr[2])
+    ]
+    if skipped:
+        where = os.environ.get("PINE_FIXTURES_DIR", "../shared/fixtures/pineapple")
+        terminalreporter.write_line(
+            f"NOTE: {len(skipped)} conformance tests did not run: the public fixtures are not "
+            f"at {where!r}. Clone https://github.com/Liam0205/pineapple and set "
+            "PINE_FIXTURES_DIR to its fixtures/ folder (README: The public fixtures).",
+            red=True,
+            bold=True,
+        )

@@ -49,20 +49,24 @@ SIZE_CONFIG = {
 }
 
 
-def test_a_bare_engine_imports_neither_operators_nor_resources() -> None:
+def test_a_bare_engine_finds_the_built_in_operators() -> None:
+    # The default registry imports its entry-point group on the first unknown name:
+    # our built-ins are named there like any plugin.
     code = (
-        "from pineapple import RegistryError\n"
         "from pineapple.engine import Engine\n"
-        "try:\n"
-        f"    Engine({SIZE_CONFIG!r})\n"
-        "except RegistryError as exc:\n"
-        "    assert 'transform_size' in str(exc), exc\n"
-        "else:\n"
-        "    raise AssertionError('a bare Engine found an operator nobody imported')\n"
+        f"assert Engine({SIZE_CONFIG!r}).execute(None, {{'common': {{}}, 'items': [{{}}]}})"
+        " == {'common': {'n': 1}, 'items': [{}]}\n"
+        "from pineapple import resource\n"
+        "m = resource.Manager()\n"
+        "m.load_from_root_config({'resource_config': {'s': {'type': 'static', "
+        "'params': {'value': 1}}}})\n"
+        "m.start()\n"
+        "with m.get('s') as v: assert v == 1\n"
+        "m.stop()\n"
     )
     loaded = _loaded_after(code)
-    assert loaded["pineapple.engine"]
-    assert not (loaded["pineapple.operators"] or loaded["resources"] or loaded["pymysql"]), loaded
+    assert loaded["pineapple.operators"] and loaded["resources"], loaded
+    assert not loaded["server"], loaded
 
 
 def test_the_built_in_operators_need_no_resource_types() -> None:
@@ -83,14 +87,17 @@ def test_builtins_hand_out_filled_registries() -> None:
     assert {"static", "redis_connection", "feed_data", "json_file", "csv_file"} <= types
 
 
-def test_entry_points_are_left_to_third_party_plugins() -> None:
-    for group in ("pineapple.operators", "pineapple.resources"):
-        ours = [
-            ep.value
-            for ep in importlib.metadata.entry_points(group=group)
-            if ep.value.split(".")[0] in {"pineapple", "resources"}
-        ]
-        assert ours == [], f"{group} names our own packages: {ours}"
+def test_our_built_ins_and_commands_are_named_in_our_entry_point_groups() -> None:
+    def values(group: str) -> set[str]:
+        return {ep.value for ep in importlib.metadata.entry_points(group=group)}
+
+    assert {"pineapple.operators", "resources"} <= values("pineapple.operators")
+    assert "resources" in values("pineapple.resources")
+    assert {
+        "server._commands:add_commands",
+        "dsl._cli:add_compile_command",
+        "codegen:add_codegen_command",
+    } <= values("pineapple.commands")
 
 
 def test_importing_the_resource_runtime_loads_no_engine_and_no_types() -> None:

@@ -65,7 +65,7 @@ STATUS_UNKNOWN_GROUP encode_response go_json respond"""
         ("pineapple.resource", RESOURCE_FACE),
         ("pineapple.engine", ENGINE_FACE),
         ("pineapple.engine.http", HTTP_FACE),
-        ("pineapple.builtins", "MODULES load operator_registry resource_registry"),
+        ("pineapple.builtins", "load operator_registry resource_registry"),
     ],
 )
 def test_faces_list_the_documented_contract(name: str, face: str) -> None:

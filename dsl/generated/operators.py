@@ -10,6 +10,8 @@ from dsl._recorder import UNSET, OperatorRecorder, make_call
 
 __all__ = ["OperatorMethods"]
 
+__pineapple_dsl_generated__ = True  # $code_info skips these frames
+
 
 class OperatorMethods(OperatorRecorder):
     """One typed method per registered operator type; ``Flow`` inherits it."""
@@ -30,6 +32,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Removes items where a specified field equals a given value.
 
@@ -49,6 +55,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -66,6 +76,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -84,6 +98,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Keeps only items in the [page*size, page*size+size) range, removes the rest.
 
@@ -102,6 +120,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -119,6 +141,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -138,6 +164,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Keeps only the first N items, removing the rest.
 
@@ -158,6 +188,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -175,6 +209,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -194,6 +232,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Deduplicates items by a key field, keeping the first occurrence.
 
@@ -213,6 +255,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -230,6 +276,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -249,6 +299,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Reads declared input fields and writes them to the engine's logger. Read-only: it
         produces no output fields and does not modify the DataFrame.
@@ -269,6 +323,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -286,6 +344,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -312,6 +374,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Recalls items from a feed_data table by exact-match bitmap indices.
 
@@ -338,6 +404,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -364,6 +434,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -383,6 +457,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Recalls items from a named resource.
 
@@ -402,6 +480,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -419,6 +501,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -439,6 +525,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Emits a configurable static set of items for testing and validation.
 
@@ -459,6 +549,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -476,6 +570,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -494,6 +592,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Deterministic hash-based shuffle using a caller-provided salt.
 
@@ -512,6 +614,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -529,6 +635,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -548,6 +658,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Sorts items by a numeric field in ascending or descending order.
 
@@ -567,6 +681,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -584,6 +702,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -604,6 +726,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Boosts the top-N items by salted hash of their id to the front; the rest keep their
         order.
@@ -625,6 +751,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -642,6 +772,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -661,6 +795,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Benchmark-only CPU-bound operator: iterative fib(32) per item.
 
@@ -680,6 +818,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -697,6 +839,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -721,6 +867,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Executes a Lua script for per-item or per-common computation.
 
@@ -750,6 +900,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -774,6 +928,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -803,6 +961,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Calls a downstream Pineapple service and maps response fields back to the local frame.
 
@@ -839,6 +1001,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -868,6 +1034,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -887,6 +1057,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Copies field values between common and item dimensions.
 
@@ -907,6 +1081,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -924,6 +1102,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -942,6 +1124,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Copies a common-side field value to every item as an item-side field.
 
@@ -960,6 +1146,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -977,6 +1167,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -996,6 +1190,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Normalizes a numeric item field using min-max scaling to [0, 1].
 
@@ -1015,6 +1213,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -1032,6 +1234,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -1054,6 +1260,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Generic Redis read operator. Reads a value by key and outputs the result and a cache-hit
         flag.
@@ -1081,6 +1291,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -1103,6 +1317,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -1126,6 +1344,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Generic Redis write operator. Writes a value by key with optional TTL.
 
@@ -1154,6 +1376,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -1177,6 +1403,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -1202,6 +1432,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Reads members of a Redis sorted set whose score (a unix time) lies within the last
         window_seconds; outputs the members, a hit flag and their count.
@@ -1231,6 +1465,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -1256,6 +1494,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -1278,6 +1520,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Enriches items by looking up values from a named resource.
 
@@ -1301,6 +1547,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -1323,6 +1573,10 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )
 
@@ -1341,6 +1595,10 @@ class OperatorMethods(OperatorRecorder):
         strict_item: Sequence[str] | None = None,
         data_parallel: int | None = None,
         debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
     ) -> Self:
         """Outputs the current item count to a common field.
 
@@ -1359,6 +1617,10 @@ class OperatorMethods(OperatorRecorder):
             strict_item: item inputs that must be present (else an error).
             data_parallel: shards to run a transform on in parallel (> 1).
             debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
         """
         return self._record(
             make_call(
@@ -1376,5 +1638,9 @@ class OperatorMethods(OperatorRecorder):
                 strict_item=strict_item,
                 data_parallel=data_parallel,
                 debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
             ),
         )

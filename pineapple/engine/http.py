@@ -14,9 +14,9 @@ and ``error`` only when present; map keys sorted; integral numbers without
 
 Status codes: 200 success; 400 malformed body (``{"error": "invalid
 request: ..."}``); 404 the request names a pipeline group the config does
-not have (``{"error": "unknown pipeline group ..."}``); 422 flow-contract
-violation (``ValidationError``; the Go server answers 400 here, DESIGN asks
-422); 500 execution error, with the partial result beside the error text (as
+not have (``{"error": "unknown pipeline group ..."}``); 400 flow-contract
+violation too (``ValidationError``: a request missing a required field, as
+the Go server answers it); 500 execution error, with the partial result beside the error text (as
 Go). Two bounds the Go server does not have: 413 when the request holds more
 than ``max_items`` items (``{"error": "request has N items, more than the
 limit of M"}``), and 504 when the context's deadline passed before the
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 STATUS_BAD_REQUEST = 400
-STATUS_CONTRACT = 422
+STATUS_CONTRACT = 400
 STATUS_EXECUTION = 500
 STATUS_UNKNOWN_GROUP = 404
 STATUS_TOO_MANY_ITEMS = 413

@@ -30,7 +30,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # _refvalue imports _closer, which imports this module
+from ._closer import add_release_hook
+
+if TYPE_CHECKING:  # annotations only
     from ._refvalue import RefValue
 
 __all__ = ["MemoryBudget", "forget_retired", "size_of"]
@@ -110,3 +112,6 @@ def forget_retired(value: Any) -> None:
         if not entries:
             del _ledger[id(value)]
         budget._forget(size)
+
+
+add_release_hook(forget_retired)

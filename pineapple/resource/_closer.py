@@ -20,17 +20,29 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from ._budget import forget_retired
-
-__all__ = ["close_now", "flush", "schedule_close"]
+__all__ = ["add_release_hook", "close_now", "flush", "schedule_close"]
 
 _log = logging.getLogger("pineapple.resource")
 
 _lock = threading.Lock()
 _queue: queue.SimpleQueue[tuple[str, Any] | threading.Event] = queue.SimpleQueue()
 _thread: threading.Thread | None = None
+_release_hooks: list[Callable[[Any], None]] = []
+
+
+def add_release_hook(hook: Callable[[Any], None]) -> None:
+    """Call ``hook(value)`` when a value's last reference is gone, before it is closed.
+
+    The memory budget registers one (it stops counting the value); a hook
+    runs on the releasing thread, so it must be quick and must not raise.
+    Registered at import; adding the same hook twice is a no-op.
+    """
+    with _lock:
+        if hook not in _release_hooks:
+            _release_hooks.append(hook)
 
 
 def close_now(label: str, value: Any) -> None:
@@ -66,10 +78,11 @@ def _ensure_thread() -> None:
 def schedule_close(label: str, value: Any) -> None:
     """Hand ``value`` to the closer thread (a no-op for values without ``close``).
 
-    Called by ``RefValue`` when a value's last reference is gone: the memory
-    budget stops counting it first (``_budget.forget_retired``).
+    Called by ``RefValue`` when a value's last reference is gone: the
+    release hooks run first (the memory budget stops counting it).
     """
-    forget_retired(value)
+    for hook in _release_hooks:
+        hook(value)
     if not callable(getattr(value, "close", None)):
         return
     _ensure_thread()

@@ -184,6 +184,12 @@ def test_operator_methods_record_typed_calls(generated: dict[str, ModuleType]) -
     assert first.type_name == "recall_resource" and first.params == {"resource_name": "hot"}
     assert first.item_output == ["id"] and first.name == "r"
     assert second.params == {"top_n": "{{limit}}"} and second.sources == ["r"]
+    # $code_info skips the generated module's frame (outside the dsl package here)
+    # and names this test's line.
+    assert first.code_info.startswith("tests/codegen/test_render.py:")
+    assert first.code_info.endswith(
+        " in test_operator_methods_record_typed_calls(): .recall_resource(...)"
+    )
     with pytest.raises(TypeError):
         flow.filter_truncate(5)
     with pytest.raises(TypeError):
@@ -233,3 +239,10 @@ def test_flow_names_cover_every_public_flow_attribute() -> None:
 
 def test_metadata_keywords_match_the_recorder() -> None:
     assert tuple(name for name, _, _ in codegen.METADATA_ARGS) == dsl.METADATA_KEYWORDS
+
+
+def test_the_generated_marker_is_the_one_dsl_skips() -> None:
+    from codegen._operators import GENERATED_MARKER
+    from dsl._code_info import GENERATED_MARKER as SKIPPED
+
+    assert GENERATED_MARKER == SKIPPED

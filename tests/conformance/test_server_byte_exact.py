@@ -3,8 +3,7 @@
 The fixture files hold config and request only; the bytes below are what the
 Go server (``pkg/server/server.go`` ``handleExecute`` + ``json.Encoder``)
 sends for them: sorted keys, integral floats without ``.0``, ``error`` after
-the partial result, a trailing newline. Status codes are ours (Go: the same
-except 400 where we answer 422 for contract violations; none occur here).
+the partial result, a trailing newline, and Go's status codes.
 """
 
 from __future__ import annotations

@@ -92,10 +92,12 @@ def test_every_marked_block_is_part_of_the_example(guide: str) -> None:
         assert block in source, f"{guide}: a block is not in {EXAMPLE.name}:\n{block}"
 
 
-def test_guides_are_linked_from_the_readme() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_guides_are_linked_from_the_docs_site() -> None:
+    extending = (DOCS / "extending.md").read_text()
+    nav = (ROOT / "mkdocs.yml").read_text()
     for guide in GUIDES:
-        assert f"docs/{guide}" in readme
+        assert f"({guide})" in extending and guide in nav
+    assert "docs/extending.md" in (ROOT / "README.md").read_text()
 
 
 def test_the_example_runs(tmp_path: Path) -> None:

@@ -178,8 +178,8 @@ def test_empty_else_elseif_after_else_and_duplicate_else() -> None:
     with pytest.raises(ValueError, match=r"else_.* has no operators"):
         flow.end_if_()
     lua(flow, common_input=["x"], common_output=["z"])
-    with pytest.raises(ValueError, match=r"elif_\(\) after the else_\(\)"):
-        flow.elseif_("{{y}} ~= nil")
+    with pytest.raises(ValueError, match=r"elseif_\(\) after the else_\(\)"):
+        flow.elseif_("{{y}} ~= nil")  # named as the user called it
     with pytest.raises(ValueError, match=r"else_\(\) after the else_\(\)"):
         flow.else_()
 
@@ -192,11 +192,16 @@ def test_unclosed_if_in_sub_flow_raises() -> None:
     refused(flow, r"sub-flow 'bad_sub': if_\('true'\) is not closed")
 
 
-def test_sub_flow_names_reject_separators() -> None:
-    with pytest.raises(ValueError, match="must not contain '/'"):
-        SubFlow(name="a/b")
-    with pytest.raises(ValueError, match="must not contain '::'"):
-        SubFlow(name="a::b")
+def test_sub_flow_names_reject_separators_where_placed() -> None:
+    # As in Apple: SubFlow(...) takes the name; add_subflow() refuses it.
+    for name, separator in (("a/b", "/"), ("a::b", "::")):
+        sub_flow = SubFlow(name=name)
+        with pytest.raises(
+            ValueError, match=f"SubFlow name {name!r} must not contain '{separator}'"
+        ):
+            Flow(name="main").add_subflow(sub_flow)
+        with pytest.raises(ValueError, match=f"must not contain '{separator}'"):
+            Flow(name="main", sub_flows=[sub_flow])
 
 
 def test_invalid_storage_mode_rejected() -> None:

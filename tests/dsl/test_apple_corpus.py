@@ -27,6 +27,7 @@ import pineapple
 import resources  # noqa: F401  (registers the resource types the flows use)
 from pineapple import resource
 from pineapple.engine import Engine, default_operator_registry
+from pineapple.engine.http import respond
 
 CORPUS = Path(__file__).parent / "apple_flows"
 FLOWS = sorted(CORPUS.glob("flow_*.py"))
@@ -149,3 +150,101 @@ def test_corpus_flow_answers_like_apples_config(path: Path) -> None:
     answer = _execute(ours, request)
     assert answer == _execute(expected, request)
     assert answer["items"] or answer["common"]  # the flow did something
+
+
+def _markers(config: dict[str, Any]) -> dict[str, tuple[bool, bool, bool]]:
+    """Each operator's effective row-set markers (its type's, OR'd with the config's)."""
+    engine = Engine(config)
+    try:
+        renames = _auto_names(config["pipeline_config"]["operators"])
+        return {
+            renames.get(step.name, step.name): (
+                step.traits.consumes_row_set,
+                step.traits.mutates_row_set,
+                step.traits.additive_writes_row_set,
+            )
+            for step in engine._steps
+        }
+    finally:
+        engine.close()
+
+
+@pytest.mark.usefixtures("apple_alias")
+@pytest.mark.parametrize("path", FLOWS, ids=lambda p: p.stem)
+def test_corpus_flow_has_apples_row_set_markers(path: Path) -> None:
+    """Apple writes every marker; ours writes the ones a call widened: the engine sees the same."""
+    ours, expected, _ = _load(path)
+    assert _markers(ours) == _markers(expected)
+
+
+_APPLE_OWN_FRAME = re.compile(r".*/apple/flow\.py:\d+ in op_caller\(\): ")
+
+
+def _code_infos(config: dict[str, Any]) -> dict[str, str]:
+    operators = config["pipeline_config"]["operators"]
+    renames = _auto_names(operators)
+    return {renames.get(name, name): entry["$code_info"] for name, entry in operators.items()}
+
+
+@pytest.mark.usefixtures("apple_alias")
+@pytest.mark.parametrize("path", FLOWS, ids=lambda p: p.stem)
+def test_corpus_flow_records_where_each_operator_was_declared(path: Path) -> None:
+    """``$code_info``: Apple's text, and the user's line where Apple names its own frame.
+
+    Apple records the flow file by the path it was run from (ours: relative to
+    the working directory); for a typed call (``flow.filter_truncate(...)``)
+    Apple records a line of its own ``flow.py``, ours the line of the flow file.
+    """
+    ours, expected, _ = _load(path)
+    got, want = _code_infos(ours), _code_infos(expected)
+    assert list(got) == list(want)
+    source = path.read_text().splitlines()
+    for name, info in got.items():
+        if info.startswith("["):  # a control operator: "[if] {{tier}} == 'vip'"
+            assert info == want[name]
+            continue
+        where, _, call = info.partition(" in ")
+        file, _, line = where.rpartition(":")
+        assert Path(file).resolve() == path.resolve()
+        type_name = call.rsplit(": .", 1)[1].removesuffix("(...)")
+        assert any(f"{c}(" in source[int(line) - 1] for c in (type_name, "_add_op"))
+        if _APPLE_OWN_FRAME.match(want[name]):
+            assert want[name].endswith(call.split(": ", 1)[1])  # same operator type
+        else:
+            apple_where, _, apple_call = want[name].partition(" in ")
+            assert apple_where.rpartition(":")[2] == line and apple_call == call
+
+
+DIVERGENT = Path(__file__).parent / "apple_divergent"
+
+
+@pytest.mark.usefixtures("apple_alias")
+def test_a_bare_name_condition_reads_its_field_where_apples_json_fails() -> None:
+    """``if_("x > 0")`` with ``x`` declared: ours keeps x in the control operator's input.
+
+    Apple gives that operator ``common_input: []``; the Go engine then sets no
+    global ``x`` and the condition compares a number with nil. Our engine
+    answers Apple's JSON as Go does (the same error, in Go's words); what
+    ours compiles lists ``x`` and runs the branch. That is the one place our
+    output deliberately differs from Apple's (dsl/README.md, "Coming from Apple").
+    """
+    ours, expected, request = _load(DIVERGENT / "flow_bare_name_condition.py")
+    ours_ops = normalize(ours)["pipeline_config"]["operators"]
+    apple_ops = normalize(json.loads(json.dumps(expected)))["pipeline_config"]["operators"]
+    assert ours_ops["if_1"]["$metadata"]["common_input"] == ["x"]
+    assert apple_ops["if_1"]["$metadata"]["common_input"] == []
+    apple_ops["if_1"]["$metadata"]["common_input"] = ["x"]
+    assert ours_ops == apple_ops  # nothing else differs
+
+    assert _execute(ours, request)["items"] == [{"item_id": "a"}]
+    engine = Engine(expected)
+    try:
+        status, body = respond(engine, pineapple.Context(), json.dumps(request).encode())
+    finally:
+        engine.close()
+    assert status == 500, body
+    assert json.loads(body)["error"] == (
+        'pine: execution error in operator "if_1": lua: [string "transform_by_lua"]:1: '
+        "attempt to compare number with nil\n"
+        'stack traceback:\n\t[string "transform_by_lua"]:1: in main chunk'
+    )

@@ -92,8 +92,8 @@ def test_apple_spellings() -> None:
     assert config["pipeline_group"]["main"]["pipeline"] == ["stage"]
     (op,) = config["pipeline_config"]["operators"].values()
     assert op["order"] == "desc" and "recall" not in op
-    with pytest.raises(ValidationError, match="consumes_row_set"):
-        flow._add_op("reorder_sort", consumes_row_set=True)
+    with pytest.raises(ValidationError, match="consumes_row_set must be a bool"):
+        flow._add_op("reorder_sort", consumes_row_set="yes")
 
 
 def test_elseif_control_operators_are_named_like_apples() -> None:

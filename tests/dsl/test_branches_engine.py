@@ -159,11 +159,14 @@ def test_subflow_if_else_fixture_config_is_reproduced() -> None:
     got_ops, want_ops = got["pipeline_config"]["operators"], want["pipeline_config"]["operators"]
     assert list(got_ops) == list(want_ops)
     for name in ("my_sf::if_1", "my_sf::else_2"):  # control operators: the same bytes
+        # (the fixture was written without Apple's "[if] ..." $code_info)
+        assert got_ops[name].pop("$code_info").startswith(("[if] ", "[else] "))
         assert json.dumps(got_ops[name]) == json.dumps(want_ops[name])
     for name in ("label_high_low", "label_default"):
         # Business operators: the fixture lists its skip guard in common_input (the
         # legacy form); ours lists it in common_input_skip, the dedicated bucket.
         g, w = dict(got_ops[name]), dict(want_ops[name])
+        assert g.pop("$code_info").startswith("tests/dsl/test_branches_engine.py:")
         g_meta, w_meta = g.pop("$metadata"), w.pop("$metadata")
         assert g == w
         reads = g_meta.pop("common_input") + g_meta.pop("common_input_skip")

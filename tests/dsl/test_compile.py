@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -18,6 +19,17 @@ from ._schemas import StaticValue, TableFile, operator_registry, resource_regist
 from .conftest import FIXED_TIME
 
 Compile = Callable[[Flow], dict[str, Any]]
+
+
+def line_of(function: Callable[..., Any], text: str) -> int:
+    """The line of ``function``'s source that first holds ``text``."""
+    lines, first = inspect.getsourcelines(function)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def without_locations(problems: list[str]) -> list[str]:
+    """Each problem without its ``(defined at: ...)`` suffix."""
+    return [re.sub(r" \(defined at: [^()]*\(\): \.\w+\(\.\.\.\)\)$", "", p) for p in problems]
 
 
 def recall_flow() -> Flow:
@@ -121,11 +133,28 @@ def test_sources_must_name_an_earlier_operator(compile_isolated: Compile) -> Non
     flow.add_operator("merge_dedup", sources=["nowhere"], name="merge2")
     with pytest.raises(ValidationError) as info:
         compile_isolated(flow)
-    assert info.value.problems == [
+    assert without_locations(info.value.problems) == [
         "operator 'merge': source 'later' is declared after it "
         "(a forward reference; sources must come first)",
         "operator 'merge2': source 'nowhere' is not an operator of the flow",
     ]
+    line = line_of(test_sources_must_name_an_earlier_operator, '"merge_dedup", sources=["later"]')
+    assert info.value.problems[0].endswith(
+        f"(defined at: tests/dsl/test_compile.py:{line} in "
+        "test_sources_must_name_an_earlier_operator(): .merge_dedup(...))"
+    )
+
+
+def test_errors_name_the_sub_flow_path_and_the_line(compile_isolated: Compile) -> None:
+    stage = SubFlow("stage")
+    stage.add_operator("merge_dedup", sources=["nowhere"], name="merge")
+    flow = Flow("f").add_subflow(SubFlow("outer").add_subflow(stage))
+    with pytest.raises(ValidationError) as info:
+        compile_isolated(flow)
+    (problem,) = info.value.problems
+    assert problem.startswith("operator 'merge' [outer/stage]: source 'nowhere'")
+    assert "(defined at: tests/dsl/test_compile.py:" in problem
+    assert "in test_errors_name_the_sub_flow_path_and_the_line(): .merge_dedup(...))" in problem
 
 
 def test_sources_are_written(compile_isolated: Compile) -> None:
@@ -208,7 +237,7 @@ def test_unknown_types_are_named(compile_isolated: Compile) -> None:
     flow.add_operator("recall_magic", name="r")
     with pytest.raises(ValidationError) as info:
         compile_isolated(flow)
-    assert info.value.problems == [
+    assert without_locations(info.value.problems) == [
         "operator 'r': unknown operator type 'recall_magic'",
         "resource 'm': unknown resource type 'mystery'",
     ]
@@ -257,6 +286,8 @@ def test_unified_format_top_level(compile_isolated: Compile) -> None:
             "item_input": [],
             "item_output": ["id", "score"],
         },
+        "$code_info": f"tests/dsl/test_compile.py:{line_of(recall_flow, 'recall_resource')} "
+        "in recall_flow(): .recall_resource(...)",
         "resource_name": "hot",
     }
     assert config["pipeline_group"] == {"main": {"pipeline": [name]}}
@@ -300,7 +331,7 @@ def test_auto_names_do_not_shift_when_an_operator_is_inserted(compile_isolated: 
 
     before, after = names(False), names(True)
     assert after[1:] == before
-    assert before[1] == before[0] + "_2"
+    assert before[1] == before[0] + "_1"  # Apple's suffix for a second identical one
 
 
 def test_sub_flows_become_pipeline_map_entries(compile_isolated: Compile) -> None:

@@ -11,12 +11,19 @@ from dsl import BaseResource, Flow, SubFlow, ValidationError
 from ._schemas import StaticValue
 
 
-@pytest.mark.parametrize("name", ["", "a/b", None])
-def test_names_are_non_empty_without_slash(name: Any) -> None:
+@pytest.mark.parametrize("name", ["", None])
+def test_names_are_non_empty(name: Any) -> None:
     with pytest.raises(ValidationError, match="name"):
         Flow(name)
     with pytest.raises(ValidationError, match="name"):
         SubFlow(name)
+
+
+def test_a_sub_flow_path_holds_no_slash() -> None:
+    # The flow's own name is no part of a path (Apple takes any); a sub-flow's is.
+    assert Flow("a/b").name == "a/b"
+    with pytest.raises(ValidationError, match="SubFlow name 'a/b' must not contain '/'"):
+        Flow("f").add_subflow(SubFlow("a/b"))
 
 
 def test_contract_lists_must_be_lists_of_names() -> None:
@@ -30,8 +37,8 @@ def test_operator_metadata_must_be_lists_of_names() -> None:
     flow = Flow("f")
     with pytest.raises(ValidationError, match="item_output must be a list"):
         flow.add_operator("x", item_output="score")  # type: ignore[arg-type]
-    with pytest.raises(ValidationError, match="name must be a non-empty string"):
-        flow.add_operator("x", name="")
+    with pytest.raises(ValidationError, match="name must be a string"):
+        flow.add_operator("x", name=3)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="type_name"):
         flow.add_operator("")
 
@@ -66,9 +73,14 @@ def test_resource_declarations() -> None:
         flow.resource("x", {"type": "static"})  # type: ignore[arg-type]
 
 
-def test_base_resource_needs_a_type_name() -> None:
-    with pytest.raises(ValidationError, match="must set _name"):
-        BaseResource(value=1)
+def test_base_resource_may_be_typed_after_construction_as_in_apple() -> None:
+    untyped = BaseResource(value=1)
+    assert untyped.interval == 600  # Apple's default interval
+    with pytest.raises(ValidationError, match="resource 'x': BaseResource has no resource type"):
+        Flow("f").resource("x", untyped)
+    untyped.resource_type = "static"
+    flow = Flow("f").resource("x", untyped)
+    assert [(r.name, r.resource_type, r.interval) for r in flow.resources] == [("x", "static", 600)]
 
 
 def test_resource_repr_shows_param_names_not_values() -> None:

@@ -52,18 +52,18 @@ def test_wrong_shapes_are_400_with_go_wording() -> None:
     assert status == 400 and b"executeRequest.items" in body
 
 
-def test_contract_violation_is_422_with_null_result() -> None:
+def test_contract_violation_is_400_with_null_result_as_go_answers() -> None:
     status, body = respond(_engine(), None, b'{"common":{}}')
-    assert status == 422
+    assert status == 400
     assert body == (
         b'{"common":null,"items":null,"error":"pine: validation error: '
         b'missing required common input field \\"a\\""}\n'
     )
 
 
-def test_missing_common_is_422() -> None:
+def test_missing_common_is_400() -> None:
     status, body = respond(_engine(), None, b'{"items":[]}')
-    assert status == 422 and b"request.Common must not be nil" in body
+    assert status == 400 and b"request.Common must not be nil" in body
 
 
 def test_encode_response_orders_warnings_before_error() -> None:

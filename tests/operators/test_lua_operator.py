@@ -11,6 +11,7 @@ import pytest
 from pineapple import RegistryError
 from pineapple.engine import default_operator_registry
 from pineapple.operators._lua import LuaRuntimeError
+from pineapple.operators._lua._sandbox import LuaBackend
 
 from ._lua_helpers import each_backend, lua_op, run
 
@@ -46,7 +47,7 @@ def test_bad_script_fails_at_config_time_naming_the_operator() -> None:
     text = str(info.value)
     assert "Init failed" in text
     assert 'failed to load script of operator "lua_bad"' in text
-    assert "lua_bad:1:" in text  # the Lua position names the operator too
+    assert '[string "transform_by_lua"]:1:' in text  # the chunk name Go gives scripts
 
 
 def test_missing_function_fails_at_config_time() -> None:
@@ -259,15 +260,52 @@ def test_runtime_error_names_the_item_and_line() -> None:
     )
     with pytest.raises(LuaRuntimeError) as info:
         run(op, {}, [{"x": 1}, {"x": 2}, {"x": 3}])
-    assert str(info.value) == "lua: item[1]: lua_test:2: bad item"
+    # The Go engine's chunk name and traceback (one frame: the function it called).
+    assert str(info.value) == (
+        'lua: item[1]: [string "transform_by_lua"]:2: bad item\n'
+        'stack traceback:\n\t[string "transform_by_lua"]:2: in main chunk'
+    )
     # The state is reset and reusable after the failure.
     assert _col(run(op, {}, [{"x": 5}]), "y", 1) == [5]
 
 
 def test_runtime_error_in_common_mode() -> None:
     op = lua_op("function f() return nil + 1 end", common="f", common_output=("y",))
-    with pytest.raises(LuaRuntimeError, match=r"^lua: lua_test:1: attempt to perform arithmetic"):
+    with pytest.raises(
+        LuaRuntimeError,
+        match=r'^lua: \[string "transform_by_lua"\]:1: attempt to perform arithmetic',
+    ):
         run(op, {}, [])
+
+
+def test_a_traceback_lists_the_scripts_frames_as_the_go_engine_does(
+    each_backend: LuaBackend,
+) -> None:
+    if each_backend.name == "luajit21":
+        pytest.skip("LuaJIT (opt-in) keeps no tail-call frames: the Go format is Lua 5.1's")
+    script = (
+        "function g(n) if n == 0 then error('deep') end return g(n - 1) end\n"
+        "function h() return g(2) end\n"
+        "function f()\n  local r = h()\n  return r\nend"
+    )
+    op = lua_op(script, common="f", common_output=("y",))
+    with pytest.raises(LuaRuntimeError) as info:
+        run(op, {}, [])
+    chunk = '[string "transform_by_lua"]'
+    assert str(info.value) == (
+        f"lua: {chunk}:1: deep\nstack traceback:\n"
+        f"\t(...tail calls...)\n\t{chunk}:1: in function\n"  # g, entered by tail calls
+        f"\t{chunk}:4: in main chunk"  # f, which the engine called
+    )
+
+
+def test_an_error_caught_by_pcall_has_no_traceback() -> None:
+    op = lua_op(
+        "function f() local ok, m = pcall(error, 'x') return m end",
+        common="f",
+        common_output=("y",),
+    )
+    assert run(op, {}, []).common_writes == {"y": "x"}
 
 
 # -- state: compiled once, reset per request ------------------------------------

@@ -64,7 +64,7 @@ def test_execute_body_over_the_limit_is_413(app_config: server.Config) -> None:
     assert chunked.status_code == 413
 
 
-def test_execute_contract_violation_is_422(
+def test_execute_contract_violation_is_400_as_on_go(
     write_config: WriteConfig, make_config: MakeConfig
 ) -> None:
     config = unified_config("v1")
@@ -72,7 +72,7 @@ def test_execute_contract_violation_is_422(
     write_config(config)
     with TestClient(server.create_app(make_config())) as client:
         response = client.post("/execute", content=b'{"common": {}, "items": []}')
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert "user_id" in response.json()["error"]
 
 

@@ -56,12 +56,28 @@ def test_teardown_waits_for_the_last_request() -> None:
 
 def test_holder_swap_publishes_before_retiring() -> None:
     holder = SnapshotHolder()
-    first, _, _ = _snapshot(1)
+    # What a request arriving while the old snapshot retires gets: the new one, never
+    # the retiring one and never nothing (the swap publishes first, then retires).
+    seen_at_retire: list[object] = []
+
+    class Observed(Snapshot):
+        __slots__ = ()
+
+        def retire(self) -> None:
+            got = holder.acquire()
+            seen_at_retire.append(got)
+            if got is not None:
+                got.release()
+            super().retire()
+
+    _, engine, manager = _snapshot(1)
+    first = Observed(engine, manager, ConfigInfo("x.json", 1, None, f"{1:064d}", 2, 0.0), 1)
     second, _, _ = _snapshot(2)
     holder.swap(first)
     held = holder.acquire()
     assert held is first
     assert holder.swap(second) is first
+    assert seen_at_retire == [second]
     assert holder.acquire() is second  # new requests see the new snapshot at once
     assert not first.closed  # the old one still serves its request
     first.release()

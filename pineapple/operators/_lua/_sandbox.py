@@ -62,6 +62,16 @@ __all__ = [
 MAX_MEMORY = 64 * 1024 * 1024
 """Default bytes one runtime may allocate; beyond that a call fails with a memory error."""
 
+SCRIPT_CHUNK = "transform_by_lua"
+"""The chunk name of every operator's script, as in the Go engine.
+
+Lua writes it ``[string "transform_by_lua"]`` in error positions
+(``[string "transform_by_lua"]:2: shard_failure``), as the public engines do.
+"""
+
+MEMORY_MESSAGE = "not enough memory"
+"""Lua's message for a failed allocation (after ``guard``, also a plain error's message)."""
+
 HOOK_INSTRUCTIONS = 1000
 """VM instructions between two deadline checks (some 10-100 us of plain Lua work).
 
@@ -77,12 +87,15 @@ class SandboxedRuntime:
 
     ``arm(clock, deadline, count)`` makes any Lua code run in ``rt`` raise
     (uncatchably) once ``clock() >= deadline``; ``disarm()`` stops that and
-    returns True when the guard fired.
+    returns True when the guard fired. ``guard(run, chunk)`` wraps a Lua
+    function so that an error leaving it carries the traceback of the frames
+    of ``chunk`` (the Go engine's form, see ``SCRIPT_CHUNK``).
     """
 
     rt: Any
     arm: Any
     disarm: Any
+    guard: Any
 
 
 _PRELUDE = r"""
@@ -95,6 +108,7 @@ local raw_tostring, raw_loadstring = tostring, loadstring
 local raw_collectgarbage, raw_setfenv = collectgarbage, setfenv
 local raw_pcall, raw_xpcall, sethook = pcall, xpcall, debug and debug.sethook
 local is_jit = G.jit ~= nil
+local getinfo = debug and debug.getinfo
 
 for _, name in ipairs({
   "os", "io", "debug", "package", "require", "module", "dofile", "loadfile",
@@ -261,7 +275,62 @@ tostring = function(...)
   return raw_tostring(...)
 end
 
-return arm, disarm
+-- What the public Go engine's Lua VM appends to an error that leaves a call
+-- uncaught: "stack traceback:", then one line per Lua frame of the script,
+-- innermost first, "(...tail calls...)" before a frame entered by a tail
+-- call, the outermost "in main chunk" (the function the host called), the
+-- others "in function". Frames of other chunks (the driver, our built-ins
+-- written in Lua) are host frames there, so they are left out. Bounded: at
+-- most MAX_FRAMES levels are read (the 4 KiB cap on error texts applies
+-- after). Not for the deadline (KILL) or a memory error, which pass as they are.
+local unpack = unpack
+local MAX_FRAMES = 200
+local MEMORY = "not enough memory"
+local function traceback_of(chunk)
+  return function(m)
+    if m == KILL or m == MEMORY or type(m) ~= "string" or not getinfo then return m end
+    local frames, n, after_script = {}, 0, false
+    for level = 2, MAX_FRAMES do
+      local info = getinfo(level, "Sl")
+      if info == nil then break end
+      if info.what == "tail" then
+        -- Lua 5.1 marks a frame entered by a tail call with a pseudo-frame above it.
+        if after_script then frames[n].tail = true end
+        after_script = false
+      elseif info.source == chunk and info.what ~= "C" then
+        n = n + 1
+        frames[n] = {src = info.short_src, line = info.currentline}
+        after_script = true
+      else
+        after_script = false
+      end
+    end
+    local out = {m, "\nstack traceback:"}
+    for i = 1, n do
+      local f = frames[i]
+      if f.tail then out[#out + 1] = "\n\t(...tail calls...)" end
+      local what = (i == n) and "main chunk" or "function"
+      out[#out + 1] = "\n\t" .. f.src .. ":" .. f.line .. ": in " .. what
+    end
+    return concat(out)
+  end
+end
+-- ``guard(run, chunk)``: ``run`` called under a handler that adds the traceback.
+local function guard(run, chunk)
+  local handler, args, nargs = traceback_of(chunk), nil, 0
+  local function body() return run(unpack(args, 1, nargs)) end
+  local function finish(ok, ...)
+    args = nil
+    if not ok then error((...), 0) end
+    return ...
+  end
+  return function(...)
+    args, nargs = {...}, select("#", ...)
+    return finish(raw_xpcall(body, handler))
+  end
+end
+
+return arm, disarm, guard
 """
 
 
@@ -304,8 +373,8 @@ class LuaBackend:
         )
         if self.name == "lua51":
             bound_patterns(rt)  # before the prelude: it takes the C functions first
-        arm, disarm = rt.execute(_PRELUDE, name="=sandbox")
-        return SandboxedRuntime(rt, arm, disarm)
+        arm, disarm, guard = rt.execute(_PRELUDE, name="=sandbox")
+        return SandboxedRuntime(rt, arm, disarm, guard)
 
     def type_name(self, value: Any) -> str:
         """The Lua type name of a value returned by lupa (``"boolean"``, ``"table"`` ...)."""

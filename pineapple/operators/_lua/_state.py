@@ -24,7 +24,14 @@ from typing import Any
 
 from ..._errors import DeadlineExceededError
 from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
-from ._sandbox import HOOK_INSTRUCTIONS, MAX_MEMORY, LuaBackend, default_backend
+from ._sandbox import (
+    HOOK_INSTRUCTIONS,
+    MAX_MEMORY,
+    MEMORY_MESSAGE,
+    SCRIPT_CHUNK,
+    LuaBackend,
+    default_backend,
+)
 from ._values import NEG_ZERO_KEYS, PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
 
 __all__ = ["DEFAULT_LOAD_TIMEOUT", "LuaState", "driver_source"]
@@ -169,7 +176,9 @@ def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool)
 
 
 def _is_memory_error(exc: BaseException) -> bool:
-    return type(exc).__name__ == "LuaMemoryError"
+    # Through the driver's guard (an xpcall), a failed allocation reaches
+    # Python as a plain error whose message is Lua's own.
+    return type(exc).__name__ == "LuaMemoryError" or str(exc) == MEMORY_MESSAGE
 
 
 def _lua_message(exc: BaseException, max_memory: int = MAX_MEMORY) -> str:
@@ -177,7 +186,6 @@ def _lua_message(exc: BaseException, max_memory: int = MAX_MEMORY) -> str:
         return f"not enough memory (a Lua state may use {max_memory / (1024 * 1024):g} MiB)"
     text = str(exc)
     text = text.removeprefix("error loading code: ")
-    text = text.split("\nstack traceback:", 1)[0]
     return capped(text) if text else f"(error object is not a string: {type(exc).__name__})"
 
 
@@ -252,6 +260,7 @@ class LuaState:
                 f'lua: function "{function}" not defined in script of operator "{operator}"'
             )
         baseline()
+        run = sandboxed.guard(run, SCRIPT_CHUNK)
         self._run, self._reset, self._current, self._fetch = run, reset, current, fetch
         self._pack = pack
 
@@ -261,7 +270,7 @@ class LuaState:
         failed = f'lua: failed to load script of operator "{operator}"'
         self._arm(time.monotonic, time.monotonic() + timeout, HOOK_INSTRUCTIONS)
         try:
-            rt.execute(script, name=f"={operator}")
+            rt.execute(script, name=SCRIPT_CHUNK)
         except self._error as exc:
             if self._disarm():
                 raise LuaScriptError(

@@ -1,0 +1,70 @@
+"""mkdocs hooks (``mkdocs.yml``): pages made from the code at build time.
+
+- ``reference/operators.md`` and ``reference/resource-types.md``: every
+  registered type and param (:mod:`codegen._reference`), from the registries
+  of :mod:`pineapple.builtins`.
+- ``img/demo-dag.svg``: the demo flow's operator graph, drawn by ``pineapple
+  dag --format svg`` (Graphviz's ``dot``); without ``dot`` the page shows the
+  DOT text instead, and the build says so at INFO.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+from codegen._reference import render_operator_reference, render_resource_reference
+from pineapple import builtins
+
+__all__ = ["on_files", "on_page_markdown"]
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "configs" / "demo.json"
+DAG_TIMEOUT = 60.0
+"""Seconds ``pineapple dag`` may take (it renders a handful of operators)."""
+
+_CLI = "import sys; from pineapple.cli import main; sys.exit(main(sys.argv[1:]))"
+_log = logging.getLogger("mkdocs.hooks.pineapple")
+_DAG_MARKER = "<!-- demo-dag -->"
+
+
+def _dag(fmt: str) -> bytes | None:
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI, "dag", str(DEMO), "--format", fmt],
+        capture_output=True,
+        timeout=DAG_TIMEOUT,
+        cwd=ROOT,
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else None
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Add the generated reference pages and the demo DAG."""
+    operators = render_operator_reference(builtins.operator_registry().all())
+    resources = render_resource_reference(builtins.resource_registry().all())
+    files.append(File.generated(config, "reference/operators.md", content=operators))
+    files.append(File.generated(config, "reference/resource-types.md", content=resources))
+    svg = _dag("svg") if shutil.which("dot") else None
+    if svg is not None:
+        files.append(File.generated(config, "img/demo-dag.svg", content=svg))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Put the demo DAG where a page has the ``<!-- demo-dag -->`` marker."""
+    if _DAG_MARKER not in markdown:
+        return markdown
+    if files.get_file_from_path("img/demo-dag.svg") is not None:
+        depth = page.file.src_uri.count("/")
+        image = f"![The demo flow's operator graph]({'../' * depth}img/demo-dag.svg)"
+        return markdown.replace(_DAG_MARKER, image)
+    _log.info("Graphviz's dot is not installed: the demo DAG is shown as DOT text")
+    dot = (_dag("dot") or b"").decode()
+    return markdown.replace(_DAG_MARKER, f"```dot\n{dot}```")

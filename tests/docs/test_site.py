@@ -1,0 +1,140 @@
+"""The docs site: a strict build, references that cover the registries, a working browser view.
+
+One ``mkdocs build --strict`` (what ``make docs`` runs) into a temp folder is
+shared by the tests here. The reference pages are generated from the
+registries at build time (``codegen/_mkdocs_hooks.py``); the test reads the
+built HTML, so a type or param missing from the generated pages fails it.
+The browser test serves the built site on loopback and drives the system's
+headless Chromium (Debian's ``chromium``, which ``.ci/run`` installs) with
+Playwright; without that browser it skips with the reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pineapple import builtins
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_TIMEOUT = 240.0
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built as ``make docs`` builds it (strict: a warning fails the build)."""
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "WARNING" not in done.stderr, done.stderr
+    return out
+
+
+def _text(page: Path) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", page.read_text()))
+
+
+@pytest.mark.timeout(300)
+def test_the_operator_reference_lists_every_registered_operator_and_param(site: Path) -> None:
+    text = _text(site / "reference" / "operators" / "index.html")
+    for schema in builtins.operator_registry().all():
+        section = text.split(schema.name, 1)
+        assert len(section) == 2, f"operator {schema.name} missing from the reference"
+        for param in schema.params:
+            assert param in section[1], f"param {schema.name}.{param} missing"
+
+
+@pytest.mark.timeout(300)
+def test_the_resource_reference_lists_every_registered_type_and_param(site: Path) -> None:
+    text = _text(site / "reference" / "resource-types" / "index.html")
+    for schema in builtins.resource_registry().all():
+        section = text.split(schema.name, 1)
+        assert len(section) == 2, f"resource type {schema.name} missing from the reference"
+        for param in schema.params:
+            assert param in section[1], f"param {schema.name}.{param} missing"
+
+
+@pytest.mark.timeout(300)
+def test_the_home_page_shows_the_demo_flow_graph(site: Path) -> None:
+    home = (site / "index.html").read_text()
+    if shutil.which("dot"):
+        assert 'src="img/demo-dag.svg"' in home
+        assert "recall_candidates" in (site / "img" / "demo-dag.svg").read_text()
+    else:  # without Graphviz the build shows the DOT text (and says so at INFO)
+        assert "recall_candidates" in home
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    """The built site on a loopback port (search loads its index over HTTP)."""
+    handler = functools.partial(_Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(CHROMIUM is None, reason="no system Chromium (Debian: apt install chromium)")
+def test_a_browser_finds_the_pages_and_the_search_works(served: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(f"{served}/quickstart/")
+            assert page.locator("h1").first.inner_text().rstrip("¶") == "Quickstart"
+            assert page.locator("h2", has_text="A first request").count() == 1
+            page.goto(f"{served}/reference/operators/")
+            assert page.locator("h1").first.inner_text().rstrip("¶") == "Operator reference"
+            assert page.locator("h2", has_text="filter_truncate").count() == 1
+            page.keyboard.press("/")  # Material's shortcut: focus the search box
+            page.keyboard.type("top_n", delay=20)
+            results = page.locator(".md-search-result__item")
+            results.first.wait_for()
+            assert results.count() > 0
+            assert "filter_truncate" in page.locator(".md-search-result").inner_text()
+        finally:
+            browser.close()
