@@ -144,6 +144,8 @@ class SharedStore:
         """Supervisor: ``key -> newest config generation that may name it`` of unnamed entries."""
         self._lease: tuple[int, int] | None = None
         """Worker: ``(generation, descriptor)`` of the config generation it last read."""
+        self._owner: int | None = None
+        """Supervisor: the locked descriptor of the ``owner`` file (``_stale_dirs``)."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -151,13 +153,19 @@ class SharedStore:
 
         First removes the directories that supervisors which died without
         cleaning up (SIGKILL, OOM) left under ``parent`` (see ``_stale_dirs``);
-        the new one is marked with this process as its owner.
+        this process holds the new one's ``owner`` lock until :meth:`remove`.
         """
         base = Path(parent) if parent is not None else default_shared_parent()
         remove_stale_dirs(base, STORE_PREFIX)
         path = Path(tempfile.mkdtemp(prefix=STORE_PREFIX, dir=base))
-        mark_owner(path)
-        return cls(path)
+        try:
+            owner = mark_owner(path)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        store = cls(path)
+        store._owner = owner
+        return store
 
     def manifest(self) -> dict[str, dict[str, Any]]:
         """``key -> {"generation", "kind", "stem"}`` as last published ({} before any)."""
@@ -332,6 +340,9 @@ class SharedStore:
         with self._lock:
             self._held.close()
         shutil.rmtree(self.path, ignore_errors=True)
+        if self._owner is not None:  # only now: a sweep must never see it unowned
+            os.close(self._owner)
+            self._owner = None
 
 
 def _release_freed_memory() -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -36,19 +37,55 @@ def _dir(parent: Path, name: str, owner: str | None) -> Path:
     return path
 
 
-def test_only_directories_whose_owner_is_gone_are_removed(tmp_path: Path) -> None:
-    dead = _dir(tmp_path, "pineapple-dead", f"{_dead_pid()} 12345\n")
-    recycled = _dir(tmp_path, "pineapple-recycled", f"{os.getpid()} 1\n")  # pid reused since
+_HOLD = (
+    "import fcntl, os, sys\n"
+    "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+    "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+    "print('locked', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+@contextlib.contextmanager
+def _locked_by_another_process(path: Path) -> Iterator[None]:
+    """``path`` locked (``flock``) by a child process until the block ends."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            assert proc.stdout.readline() == "locked\n"
+            yield
+        finally:
+            proc.stdin.close()  # end of file: the child exits and its lock goes
+            proc.wait(timeout=30)
+
+
+def test_the_lock_decides_never_the_pid_in_the_owner_file(tmp_path: Path) -> None:
+    # Pid 1 runs in this namespace: by its pid this one would look alive (another
+    # container's supervisor wrote it), but nobody holds its lock.
+    unlocked = _dir(tmp_path, "pineapple-unlocked", "1 other-container\n")
+    # Its text names a dead pid, but a live process holds its lock: it is owned.
+    held = _dir(tmp_path, "pineapple-held", f"{_dead_pid()} 12345\n")
     live = tmp_path / "pineapple-live"
     live.mkdir()
-    mark_owner(live)
+    own = mark_owner(live)  # this process: a second open of the file cannot take the lock
     unmarked = _dir(tmp_path, "pineapple-unmarked", None)
-    garbage = _dir(tmp_path, "pineapple-garbage", "not a pid")
+    empty = _dir(tmp_path, "pineapple-empty", "")  # an owner still creating its mark
     other = _dir(tmp_path, "other-dead", f"{_dead_pid()} 12345\n")
-    removed = remove_stale_dirs(tmp_path)
-    assert sorted(removed) == sorted([dead, recycled])
-    assert not dead.exists() and not recycled.exists()
-    assert live.exists() and unmarked.exists() and garbage.exists() and other.exists()
+    try:
+        with _locked_by_another_process(held / OWNER_FILE):
+            removed = remove_stale_dirs(tmp_path)
+            assert removed == [unlocked]
+            assert held.exists() and live.exists()
+        assert remove_stale_dirs(tmp_path) == [held]  # its owner is gone now
+    finally:
+        os.close(own)
+    assert live.exists() and unmarked.exists() and empty.exists() and other.exists()
+    assert remove_stale_dirs(tmp_path) == [live]  # this process let its lock go
 
 
 @pytest.mark.timeout(30)
@@ -59,7 +96,7 @@ def test_an_owner_file_that_is_no_regular_file_is_no_mark_and_never_blocks(
     os.mkfifo(fifo / OWNER_FILE)  # no writer ever comes: a blocking open would wait forever
     device = _dir(tmp_path, "pineapple-device", None)
     (device / OWNER_FILE).symlink_to("/dev/zero")
-    big = _dir(tmp_path, "pineapple-big", f"{_dead_pid()} 12345" + " " * 100)
+    big = _dir(tmp_path, "pineapple-big", f"{_dead_pid()} 12345" + " " * 300)
     assert remove_stale_dirs(tmp_path) == []
     assert fifo.exists() and device.exists() and big.exists()
 
@@ -69,7 +106,9 @@ def test_a_new_store_sweeps_its_parent_and_marks_itself(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     assert not stale.exists()
     assert (store.path / OWNER_FILE).read_text().split()[0] == str(os.getpid())
-    assert remove_stale_dirs(tmp_path) == []  # its own owner is alive
+    assert remove_stale_dirs(tmp_path) == []  # its owner holds the lock
+    store.remove()
+    assert not store.path.exists() and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.e2e
