@@ -60,9 +60,8 @@ def mark_owner(path: Path) -> int:
     The directory is owned while the descriptor stays open: close it only
     after the directory was removed (``O_CLOEXEC``: no child inherits it).
     """
-    fd = os.open(
-        path / OWNER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
-    )
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(path / OWNER_FILE, flags, 0o600)
     try:
         # A fresh file with no text: no sweep tries its lock, so this never waits.
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

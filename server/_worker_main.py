@@ -12,6 +12,7 @@ import ctypes
 import os
 import signal
 import socket
+import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 
@@ -21,6 +22,7 @@ from ._build import import_plugins
 from ._config import Config
 from ._control import CONTROL_READ_SECONDS
 from ._follower import ConfigFollow, Follower
+from ._liveness import START_SLACK_SECONDS, Heartbeat
 from ._service import Service
 from ._shared import SharedStore, mapped_registry
 from ._supervisor_link import SharedConfigSource, SupervisorLink
@@ -46,12 +48,24 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def worker_main(
-    config: Config, sock: socket.socket, store_path: str, parent: Connection, parent_pid: int
+    config: Config,
+    sock: socket.socket,
+    store_path: str,
+    parent: Connection,
+    parent_pid: int,
+    beats: Connection,
 ) -> None:
-    """A worker process: serve with every shared resource read from the store."""
+    """A worker process: serve with every shared resource read from the store.
+
+    ``beats``: the pipe on which it tells the supervisor it still follows (``_liveness``).
+    """
     from ._run import _configure_logging, _serve, exit_within
 
     _die_with_parent(parent_pid)
+    began = time.monotonic()
+    start_bound = config.start_timeout + START_SLACK_SECONDS
+    heartbeat = Heartbeat(beats, lambda: time.monotonic() - began < start_bound)
+    heartbeat.start()
     _configure_logging(config.log_level)
     import_plugins(config.plugins)
     store = SharedStore(store_path)
@@ -81,10 +95,12 @@ def worker_main(
         service.supervisor = link
         follower.start()
         followers.append(follower)
+        heartbeat.healthy = follower.following
 
     try:
         code = _serve(worker_config, sock, attach)
     finally:
+        heartbeat.stop()
         for follower in followers:
             follower.stop()
     exit_within(code)
