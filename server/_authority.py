@@ -19,8 +19,11 @@ Guarantees:
   store's data. The policy's ``_reload_lock`` serialises reloads, pins and
   unpins (each waits at most ``start_timeout`` for it), so the pins carried
   into a new publisher and the ``_pins`` entry describe the same one.
-- A config generation is published only after its data resources were, so a
-  worker building it finds every snapshot it names. After each reload, applied
+- A config generation is published only after its data resources were, and,
+  when it holds a per-worker resource, after a trial process built all of it
+  as a worker does (``server/_trial.py``): a generation no worker can build is
+  refused like a bad reload in one process, and every worker keeps the last
+  good one. So a worker building it finds every snapshot it names. After each reload, applied
   or not, the store is told which entries the newest generation names
   (``SharedStore.retire``): the others go once no worker needs them.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
@@ -43,6 +46,7 @@ from ._config import Config
 from ._control import ControlError
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._shared import PINS_ENTRY, RELOAD_ENTRY, SharedStore, publishing_registry
+from ._trial import trial_build
 
 __all__ = ["ConfigAuthority"]
 
@@ -133,6 +137,9 @@ class ConfigAuthority(ReloadPolicy):
             Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
             manager = self.load(data, carry_over=self.publisher, named=named)
             try:
+                if self._per_worker(manager):  # built by a worker first (server/_trial.py)
+                    self.store.retire(self._named | named)  # kept while the trial maps them
+                    trial_build(self.config, self.store, data, self.stopping)
                 self._carry_pins(self.publisher, manager)
                 generation = self.store.publish_config(data, digest)
             except Exception:
@@ -148,6 +155,12 @@ class ConfigAuthority(ReloadPolicy):
             self.store.retire(self._named)
         self._publish_pins()
         return generation
+
+    def _per_worker(self, manager: resource.Manager) -> bool:
+        """Whether ``manager``'s config holds what only a worker builds (a trial builds it)."""
+        if self.config.resources is not None:
+            return True  # hand resources: registered in each worker
+        return any(s.type not in resources.SHARED_TYPES for s in manager.status())
 
     def _serves(self, serial: int) -> str:
         return f"generation {serial}; {self.config.workers} workers follow"

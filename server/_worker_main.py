@@ -4,10 +4,15 @@ The worker builds from the config bytes its supervisor accepted
 (``SharedConfigSource``), maps shared snapshots (``mapped_registry``), follows
 new generations and config generations (``Follower``), and forwards admin
 decisions to the supervisor (``SupervisorLink``). See ``server/_workers.py``.
+
+A *trial* process (:func:`trial_main`) is a worker that builds one candidate
+config exactly as a worker would, answers whether it could, tears it down and
+exits without serving (the supervisor's side is ``server/_trial.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -16,18 +21,26 @@ import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 
+import orjson
+
 from pineapple import resource
 
-from ._build import import_plugins
-from ._config import Config
+from ._build import Builder, BuildError, import_plugins
+from ._config import Config, ConfigSource
 from ._control import CONTROL_READ_SECONDS
 from ._follower import ConfigFollow, Follower
 from ._liveness import START_SLACK_SECONDS, Heartbeat
+from ._logmask import install_log_mask
 from ._service import Service
 from ._shared import SharedStore, mapped_registry
+from ._snapshot import SnapshotHolder
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
-__all__ = ["worker_main"]
+__all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
+
+TRIAL_REPLY_MAX_BYTES = 64 * 1024
+"""The largest trial reply read (its message is cut to an eighth: JSON escapes fit)."""
+_TRIAL_TEARDOWN_SECONDS = 5.0
 
 _PR_SET_PDEATHSIG = 1
 
@@ -45,6 +58,20 @@ def _die_with_parent(parent_pid: int) -> None:
         pass  # not Linux: the follower's end-of-file check alone
     if os.getppid() != parent_pid:
         raise SystemExit(1)
+
+
+def worker_settings(
+    config: Config, store: SharedStore, source: ConfigSource | None = None
+) -> Config:
+    """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
+    base = config.registry or resource.default_registry()
+    return replace(
+        config,
+        registry=mapped_registry(base, store),
+        watch=False,
+        workers=1,
+        config_source=source,
+    )
 
 
 def worker_main(
@@ -72,14 +99,7 @@ def worker_main(
     source = SharedConfigSource(store)
     # A reload may wait start_timeout for the lock, then build for up to start_timeout.
     link = SupervisorLink(store, source, timeout=2 * config.start_timeout + CONTROL_READ_SECONDS)
-    base = config.registry or resource.default_registry()
-    worker_config = replace(
-        config,
-        registry=mapped_registry(base, store),
-        watch=False,
-        workers=1,
-        config_source=source,
-    )
+    worker_config = worker_settings(config, store, source)
     followers: list[Follower] = []
 
     def attach(service: Service) -> None:
@@ -105,3 +125,36 @@ def worker_main(
             follower.stop()
     exit_within(code)
     raise SystemExit(code)
+
+
+def trial_main(
+    config: Config, store_path: str, data: bytes, reply: Connection, parent_pid: int
+) -> None:
+    """A trial process: build ``data`` as a worker would, send the outcome, tear down, exit.
+
+    The reply is ``{"ok": true}`` or ``{"step": ..., "reason": ...}`` (the
+    :class:`BuildError` one process would raise, already redacted).
+    """
+    from ._run import _configure_logging, exit_within
+
+    _die_with_parent(parent_pid)
+    _configure_logging(config.log_level)
+    install_log_mask(SnapshotHolder())  # DSN passwords, as the supervisor's own lines
+    snap = None
+    try:
+        import_plugins(config.plugins)
+        snap = Builder(worker_settings(config, SharedStore(store_path))).build(data)
+        outcome: dict[str, object] = {"ok": True}
+    except BuildError as exc:
+        outcome = {"step": exc.step, "reason": exc.reason[: TRIAL_REPLY_MAX_BYTES // 8]}
+    except Exception as exc:  # not a build step's error: still an answer, never a hang
+        text = resource.redact(f"{type(exc).__name__}: {exc}")
+        outcome = {"step": "start", "reason": text[: TRIAL_REPLY_MAX_BYTES // 8]}
+    with contextlib.suppress(OSError):  # the supervisor gave up on this trial: no one to tell
+        reply.send_bytes(orjson.dumps(outcome))
+    reply.close()
+    if snap is not None:  # what the build started (pools, threads) closes before the exit
+        snap.retire()
+        snap.wait_closed(_TRIAL_TEARDOWN_SECONDS)
+    exit_within(0)
+    raise SystemExit(0)
