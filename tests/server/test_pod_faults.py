@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -167,7 +168,7 @@ def _exits(log: list[str]) -> list[tuple[float, int, float, int]]:
     return found
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(420)  # six failing starts of a new interpreter, 31.5 s of backoff
 def test_a_worker_that_cannot_start_is_restarted_with_backoff_while_the_pod_serves(
     tmp_path: Path,
 ) -> None:
@@ -187,7 +188,7 @@ def test_a_worker_that_cannot_start_is_restarted_with_backoff_while_the_pod_serv
         victim, survivor = sorted(pids)
         os.kill(victim, signal.SIGKILL)
         # Six exits in a row of one slot (the old limit gave up after five a minute).
-        end = time.monotonic() + 150
+        end = time.monotonic() + 300
         while len(_exits(pod.server.log)) < 6:  # bounded: the deadline
             assert time.monotonic() < end, "".join(pod.server.log)
             assert pod.server.proc.poll() is None, "the supervisor gave up"
@@ -197,7 +198,7 @@ def test_a_worker_that_cannot_start_is_restarted_with_backoff_while_the_pod_serv
         assert [e[3] for e in exits] == [1, 2, 3, 4, 5, 6]
         assert [e[2] for e in exits] == [restart_delay(n) for n in range(1, 7)]
         assert [e[2] for e in exits] == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
-        for before, after in zip(exits, exits[1:], strict=False):  # each waited its delay
+        for before, after in itertools.pairwise(exits):  # each waited its delay
             assert after[0] - before[0] >= before[2] - 0.01, (before, after)
         assert survivor not in {e[1] for e in exits}
         assert {p.pid for p in _workers(pod.server)} >= {survivor}
@@ -252,12 +253,12 @@ def test_a_stopped_worker_is_killed_and_replaced_and_the_store_stays_bounded(
             assert response.status_code == 200, response.text
             grown = max(grown, _store_files(pod.shared))
         gone_after = time.monotonic() - stopped
-        assert LIVENESS_TIMEOUT_SECONDS - 1 <= gone_after, gone_after
+        assert gone_after >= LIVENESS_TIMEOUT_SECONDS - 1, gone_after
         assert gone_after <= LIVENESS_TIMEOUT_SECONDS + DEADLINE
         assert grown > baseline + 5, (baseline, grown, n)  # the stopped worker held them
-        assert any(
-            f"(pid {victim.pid}) has not beaten for" in line for line in pod.server.log
-        ), pod.server.log
+        assert any(f"(pid {victim.pid}) has not beaten for" in line for line in pod.server.log), (
+            pod.server.log
+        )
         # A new worker takes its place, and the store shrinks back once no one holds the
         # dropped entries (the sweep runs every 0.5 s).
         end = time.monotonic() + DEADLINE

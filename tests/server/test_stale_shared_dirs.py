@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -145,3 +148,55 @@ def test_a_killed_supervisors_directory_is_removed_by_the_next_one(tmp_path: Pat
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
         second.close()
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(240)
+def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path) -> None:
+    db = tmp_path / "feed.db"
+    _fill(db, 0, 30)
+    config = tmp_path / "pineapple.json"
+    config.write_text(json.dumps(_config(db)))
+    shared = tmp_path / "shm"
+    shared.mkdir()
+    args = ("--workers", "2", "--shared-dir", str(shared), "--no-watch")
+    first = ServeProcess(config, tmp_path / "closes.log", *args)
+    second: ServeProcess | None = None
+    try:
+        first_pids = _wait_workers(first, 2)
+        (first_store,) = shared.iterdir()
+        # As another PID namespace would see it: its owner's pid names some other live
+        # process here (pid 1, with a start time that is not pid 1's). Rewritten in place:
+        # the supervisor's lock is on this file, whatever it says.
+        with open(first_store / OWNER_FILE, "r+") as owner:
+            owner.write("1 12345\n")
+            owner.truncate()
+        # A directory whose text names a live pid here, but whose lock nobody holds.
+        orphan = _dir(shared, "pineapple-orphan", "1 another-container\n")
+        second = ServeProcess(config, tmp_path / "closes.log", *args)
+        _wait_workers(second, 2)
+        assert first_store.exists() and (first_store / "control.sock").exists()
+        assert not orphan.exists()
+        assert any(f"removed {orphan}" in line for line in second.log)
+        assert not any(f"removed {first_store}" in line for line in second.log)
+        assert len(list(shared.iterdir())) == 2
+        # The first supervisor still decides (its control socket) and still restarts a
+        # worker that maps its store.
+        reload = httpx.post(f"{first.url}/admin/reload", timeout=DEADLINE)
+        assert reload.status_code == 200 and reload.json()["result"] == "unchanged"
+        os.kill(min(first_pids), signal.SIGKILL)
+        end = time.monotonic() + DEADLINE
+        while min(first_pids) in {p.pid for p in _workers(first)} or len(_workers(first)) < 2:
+            assert time.monotonic() < end, "".join(first.log)
+            time.sleep(0.05)  # polling another process's state, with a deadline
+        body = {"common": {"cat": "c1"}, "items": []}
+        for server in (first, second):
+            response = httpx.post(f"{server.url}/execute", json=body, timeout=10)
+            assert response.status_code == 200 and response.json()["items"], response.text
+        assert first.proc.poll() is None and second.proc.poll() is None
+    finally:
+        for server in [first] if second is None else [first, second]:
+            for child in _workers(server):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
+            server.close()
