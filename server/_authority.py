@@ -41,7 +41,7 @@ from typing import Any
 import resources
 from pineapple import resource
 
-from ._build import Builder, read_config_file
+from ._build import Builder, BuildError, read_config_file
 from ._config import Config
 from ._control import ControlError
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
@@ -75,7 +75,8 @@ class ConfigAuthority(ReloadPolicy):
         """Read, validate and publish the config (generation 1); raises when any step fails."""
         with self._reload_lock:
             data = read_config_file(self.config.path, self.config.max_config_bytes)
-            self._apply(data, hashlib.sha256(data).hexdigest())
+            if self._apply(data, hashlib.sha256(data).hexdigest()) is None:
+                raise BuildError("start", "the supervisor was stopped while it started")
 
     def close(self) -> None:
         """Stop the publisher Manager (after the workers are gone)."""
@@ -126,8 +127,10 @@ class ConfigAuthority(ReloadPolicy):
             return None
         return self._accepted_hash, self.generation
 
-    def _apply(self, data: bytes, digest: str) -> int:
+    def _apply(self, data: bytes, digest: str) -> int | None:
         """Validate ``data``, publish its data, then its bytes; the new config generation.
+
+        None when the supervisor began stopping before it could be accepted.
 
         Raises (``BuildError`` and whatever a fetch raises) with nothing published
         but the data snapshots of the new entries, which no manifest config names.
@@ -139,7 +142,9 @@ class ConfigAuthority(ReloadPolicy):
             try:
                 if self._per_worker(manager):  # built by a worker first (server/_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
-                    trial_build(self.config, self.store, data, self.stopping)
+                    if not trial_build(self.config, self.store, data, self.stopping):
+                        manager.stop()
+                        return None  # the supervisor is stopping: nothing is accepted
                 self._carry_pins(self.publisher, manager)
                 generation = self.store.publish_config(data, digest)
             except Exception:

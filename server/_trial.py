@@ -21,7 +21,8 @@ without per-worker resources is built completely by the supervisor itself
 Bounds: a trial is killed after ``start_timeout + TRIAL_SPAWN_SECONDS`` (its
 build waits at most ``start_timeout`` for its resources; a new interpreter's
 imports take the rest), or within ``_POLL_SECONDS`` once the supervisor is
-stopping; its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
+stopping (then nothing is decided: the reload answers ``shutting down``);
+its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
 
 Guarantees:
 - Trials run under the authority's reload lock: one at a time.
@@ -56,8 +57,11 @@ _TEARDOWN_SECONDS = 10.0
 _STEPS: frozenset[str] = frozenset({"read", "plugins", "engine", "resources", "start", "deps"})
 
 
-def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threading.Event) -> None:
-    """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot."""
+def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threading.Event) -> bool:
+    """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot.
+
+    True once it was built; False when ``stopping`` was set meanwhile (nothing is decided).
+    """
     context = multiprocessing.get_context("spawn")
     reader, writer = context.Pipe(duplex=False)
     proc = context.Process(
@@ -71,16 +75,20 @@ def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threa
         finally:
             writer.close()  # the trial holds the only write end: its exit is end-of-file here
         reply = _await(proc, reader, config.start_timeout + TRIAL_SPAWN_SECONDS, stopping)
-        proc.join(_TEARDOWN_SECONDS)
+        if reply is not None:
+            proc.join(_TEARDOWN_SECONDS)
     finally:
         reader.close()
         if proc.pid is not None:
             if proc.exitcode is None:
                 proc.kill()
             proc.join(_TEARDOWN_SECONDS)  # SIGKILL: reaped at once
+    if reply is None:
+        return False
     if reply.get("ok") is not True:
         step = str(reply.get("step"))
         raise BuildError(cast(BuildStep, step if step in _STEPS else "start"), str(reply["reason"]))
+    return True
 
 
 def _await(
@@ -88,13 +96,13 @@ def _await(
     reader: Connection,
     limit: float,
     stopping: threading.Event,
-) -> dict[str, Any]:
-    """The trial's reply; :class:`BuildError` when it ends without one, is late, or we stop."""
+) -> dict[str, Any] | None:
+    """The trial's reply (None once ``stopping``); :class:`BuildError` without one in time."""
     deadline = time.monotonic() + limit
     # Bounded: by ``deadline``, one poll of at most _POLL_SECONDS per turn.
     while True:
         if stopping.is_set():
-            raise BuildError("start", "the supervisor is shutting down")
+            return None
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise BuildError(
