@@ -46,6 +46,7 @@ from ._config import Config
 from ._control import ControlError
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._shared import PINS_ENTRY, RELOAD_ENTRY, SharedStore, publishing_registry
+from ._staging import Staging
 from ._trial import trial_build
 
 __all__ = ["ConfigAuthority"]
@@ -85,21 +86,24 @@ class ConfigAuthority(ReloadPolicy):
 
     # -- data ---------------------------------------------------------------------------
 
-    def _registry(self, named: set[str]) -> resource.Registry:
+    def _registry(self, named: set[str], staging: Staging | None) -> resource.Registry:
         base = self.config.registry or resource.default_registry()
-        return publishing_registry(base, self.store, named)
+        return publishing_registry(base, self.store, named, staging)
 
     def load(
         self,
         data: bytes,
         carry_over: resource.Manager | None = None,
         named: set[str] | None = None,
+        staging: Staging | None = None,
     ) -> resource.Manager:
         """Fetch and publish every data resource of ``data``; the started Manager.
 
-        The store key of each of its shared entries is added to ``named``.
+        The store key of each of its shared entries is added to ``named``; a
+        value of a key the store already names waits in ``staging`` until
+        ``data`` is accepted (``server/_staging.py``).
         """
-        registry = self._registry(set() if named is None else named)
+        registry = self._registry(set() if named is None else named, staging)
         manager = resource.Manager(registry, start_timeout=self.config.start_timeout)
         try:
             manager.load_from_root_config(
@@ -136,9 +140,10 @@ class ConfigAuthority(ReloadPolicy):
         but the data snapshots of the new entries, which no manifest config names.
         """
         named: set[str] = set()
+        staging = Staging()  # what it fetches for keys that serve waits until it is accepted
         try:
             Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
-            manager = self.load(data, carry_over=self.publisher, named=named)
+            manager = self.load(data, carry_over=self.publisher, named=named, staging=staging)
             try:
                 if self._per_worker(manager):  # built by a worker first (server/_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
@@ -146,7 +151,7 @@ class ConfigAuthority(ReloadPolicy):
                         manager.stop()
                         return None  # the supervisor is stopping: nothing is accepted
                 self._carry_pins(self.publisher, manager)
-                generation = self.store.publish_config(data, digest)
+                generation = self.store.publish_config(data, digest, staging)
             except Exception:
                 manager.stop()
                 raise
@@ -155,6 +160,7 @@ class ConfigAuthority(ReloadPolicy):
             if old is not None:
                 old.stop()
         finally:
+            self.store.discard(staging)  # refused: its held-back values go (else a no-op)
             # Applied or not, and after old.stop() (nothing publishes them again): the
             # entries the serving generation does not name go once no worker needs them.
             self.store.retire(self._named)

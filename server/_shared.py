@@ -63,6 +63,7 @@ from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
 
 from ._build import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
+from ._staging import Staging
 from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
 __all__ = [
@@ -146,6 +147,8 @@ class SharedStore:
         """Worker: ``(generation, descriptor)`` of the config generation it last read."""
         self._owner: int | None = None
         """Supervisor: the locked descriptor of the ``owner`` file (``_stale_dirs``)."""
+        self._staged = 0
+        """Supervisor: how many values were held back (names their files uniquely)."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -183,12 +186,30 @@ class SharedStore:
             raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
         return parsed
 
-    def publish(self, key: str, type_name: str, value: Any) -> Published:
-        """Write ``value`` as the next generation of ``key`` and name it in the manifest."""
+    def publish(
+        self, key: str, type_name: str, value: Any, staging: Staging | None = None
+    ) -> Published:
+        """Write ``value`` as the next generation of ``key`` and name it in the manifest.
+
+        With a ``staging`` that is still staging and a ``key`` the manifest
+        names, the files are written but named only when the config is
+        accepted (``server/_staging.py``).
+        """
         with self._lock:
+            if staging is not None and staging.state == "refused":
+                raise resources.SnapshotWriteError(f"{key}: not published, its config was refused")
             manifest = self.manifest()
             old = manifest.get(key)
             generation = (old["generation"] if old else 0) + 1
+            if staging is not None and staging.state == "staging" and old is not None:
+                self._staged += 1
+                stem = self.path / f"{key}.staged-{self._staged}"
+                kind = resources.write_snapshot(type_name, value, stem)
+                replaced = staging.entries.get(key)
+                staging.entries[key] = {"generation": generation, "kind": kind, "stem": stem.name}
+                if replaced is not None:  # fetched again before its config was decided
+                    self._unlink(replaced)
+                return Published(key, generation, kind, _summary(value))
             stem = self.path / f"{key}.{generation}"
             kind = resources.write_snapshot(type_name, value, stem)
             manifest[key] = {"generation": generation, "kind": kind, "stem": stem.name}
@@ -201,9 +222,22 @@ class SharedStore:
                     f"cannot write {self.manifest_path}: {exc}"
                 ) from exc
             if old is not None:
-                for path in resources.snapshot_files(old["kind"], self.path / old["stem"]):
-                    path.unlink(missing_ok=True)
+                self._unlink(old)
         return Published(key, generation, kind, _summary(value))
+
+    def discard(self, staging: Staging) -> None:
+        """Refuse ``staging``: delete what it held back (a no-op once it was accepted)."""
+        with self._lock:
+            if staging.state != "staging":
+                return
+            staging.state = "refused"
+            for entry in staging.entries.values():
+                self._unlink(entry)
+            staging.entries.clear()
+
+    def _unlink(self, entry: dict[str, Any]) -> None:
+        for path in resources.snapshot_files(entry["kind"], self.path / entry["stem"]):
+            path.unlink(missing_ok=True)
 
     def amend(self, entry: str, value: dict[str, Any]) -> None:
         """Set the reserved manifest ``entry`` (``_pins``, ``_reload``) to ``value``."""
@@ -212,10 +246,22 @@ class SharedStore:
             manifest[entry] = value
             self._write(manifest)
 
-    def publish_config(self, data: bytes, content_hash: str) -> int:
-        """Publish the accepted config bytes as the next config generation; the generation."""
+    def publish_config(self, data: bytes, content_hash: str, staging: Staging | None = None) -> int:
+        """Publish the accepted config bytes as the next config generation; the generation.
+
+        What ``staging`` held back is named in the same manifest write (a worker
+        sees the config and its values together); its keys' older files go.
+        """
         with self._lock:
             manifest = self.manifest()
+            superseded = []
+            for key, entry in (staging.entries if staging is not None else {}).items():
+                current = manifest.get(key)
+                if current is not None:
+                    # A refresh of the serving config may have published meanwhile.
+                    entry["generation"] = max(entry["generation"], current["generation"] + 1)
+                    superseded.append(current)
+                manifest[key] = entry
             old = manifest.get(CONFIG_ENTRY)
             generation = (int(old["generation"]) if old else 0) + 1
             name = f"config-{generation}.json"
@@ -241,6 +287,10 @@ class SharedStore:
                 raise
             if old is not None:
                 (self.path / str(old["file"])).unlink(missing_ok=True)
+            for entry in superseded:
+                self._unlink(entry)
+            if staging is not None:
+                staging.state, staging.entries = "accepted", {}
             self._config_generation = generation
         return generation
 
@@ -374,18 +424,26 @@ class PublishingFetcher:
     the shared files, not in the supervisor's heap.
     """
 
-    def __init__(self, inner: Fetcher, store: SharedStore, key: str, type_name: str) -> None:
+    def __init__(
+        self,
+        inner: Fetcher,
+        store: SharedStore,
+        key: str,
+        type_name: str,
+        staging: Staging | None = None,
+    ) -> None:
         self._inner = inner
         self._store = store
         self.key = key
         self.type_name = type_name
+        self._staging = staging
 
     def __call__(self) -> Any:
         value = self._inner()
         if value is NOT_MODIFIED:
             return NOT_MODIFIED
         try:
-            return self._store.publish(self.key, self.type_name, value)
+            return self._store.publish(self.key, self.type_name, value, self._staging)
         finally:
             close = getattr(value, "close", None)
             if callable(close):
@@ -441,17 +499,21 @@ class _Unshared:
 
 
 def publishing_registry(
-    base: Registry, store: SharedStore, named: set[str] | None = None
+    base: Registry,
+    store: SharedStore,
+    named: set[str] | None = None,
+    staging: Staging | None = None,
 ) -> Registry:
     """``base`` with shared types publishing into ``store`` and the rest not fetched.
 
-    The key of every shared entry whose fetcher is made is added to ``named``.
+    The key of every shared entry whose fetcher is made is added to ``named``;
+    its fetcher publishes through ``staging`` (a candidate config's).
     """
 
     def wrap(factory: FetcherFactory, type_name: str) -> FetcherFactory:
         def make(params: dict[str, Any]) -> Fetcher:
             key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, type_name)
+            fetcher = PublishingFetcher(factory(params), store, key, type_name, staging)
             if named is not None:
                 named.add(key)
             return fetcher

@@ -115,8 +115,12 @@ def test_a_reload_no_worker_can_build_is_refused_and_the_last_good_config_serves
 ) -> None:
     pids = pod.serving_pids()
     want = _recall(pod.server)
+    _fill(pod.db, 30, 33)  # new rows, read by the reload below (never by a refresh: 600 s)
     port = _closed_port()
     bad = _feed_config(pod.db)
+    # Only its interval changes: the feed is fetched again (same entry key, new rows), but
+    # nothing of the refused config may serve.
+    bad["resource_config"]["feed"]["interval"] = 300
     bad["resource_config"]["cache"] = {
         "type": "redis_connection",
         "interval": -1,
