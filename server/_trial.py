@@ -33,6 +33,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import threading
@@ -56,6 +57,8 @@ _TEARDOWN_SECONDS = 10.0
 """How long a trial that answered may take to close what it built before it is killed."""
 _STEPS: frozenset[str] = frozenset({"read", "plugins", "engine", "resources", "start", "deps"})
 
+_log = logging.getLogger("pineapple.server")
+
 
 def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threading.Event) -> bool:
     """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot.
@@ -69,6 +72,7 @@ def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threa
         args=(config, str(store.path), data, writer, os.getpid()),
         name="pineapple-trial",
     )
+    started = time.monotonic()
     try:
         try:
             proc.start()
@@ -85,6 +89,13 @@ def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threa
             proc.join(_TEARDOWN_SECONDS)  # SIGKILL: reaped at once
     if reply is None:
         return False
+    took = time.monotonic() - started
+    _log.info(
+        "trial build (pid %s): %s in %.2fs",
+        proc.pid,
+        "built" if reply.get("ok") else "failed",
+        took,
+    )
     if reply.get("ok") is not True:
         step = str(reply.get("step"))
         raise BuildError(cast(BuildStep, step if step in _STEPS else "start"), str(reply["reason"]))
