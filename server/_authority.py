@@ -145,9 +145,10 @@ class ConfigAuthority(ReloadPolicy):
             Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
             manager = self.load(data, carry_over=self.publisher, named=named, staging=staging)
             try:
-                if self._per_worker(manager):  # built by a worker first (server/_trial.py)
+                carried = self._trial_plan(manager)
+                if carried is not None:  # built by a worker first (server/_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
-                    if not trial_build(self.config, self.store, data, self.stopping):
+                    if not trial_build(self.config, self.store, data, self.stopping, carried):
                         manager.stop()
                         return None  # the supervisor is stopping: nothing is accepted
                 self._carry_pins(self.publisher, manager)
@@ -167,11 +168,18 @@ class ConfigAuthority(ReloadPolicy):
         self._publish_pins()
         return generation
 
-    def _per_worker(self, manager: resource.Manager) -> bool:
-        """Whether ``manager``'s config holds what only a worker builds (a trial builds it)."""
-        if self.config.resources is not None:
-            return True  # hand resources: registered in each worker
-        return any(s.type not in resources.SHARED_TYPES for s in manager.status())
+    def _trial_plan(self, manager: resource.Manager) -> tuple[str, ...] | None:
+        """What a trial must build of ``manager``'s config: None when a worker builds nothing
+        that the supervisor did not; else the per-worker entries workers carry over.
+
+        An entry is carried over when the serving config has it unchanged (its
+        status keeps its generation); a worker then adopts its value, not fetching it.
+        """
+        old = {s.name: s.generation for s in self.publisher.status()} if self.publisher else {}
+        per_worker = [s for s in manager.status() if s.type not in resources.SHARED_TYPES]
+        carried = tuple(s.name for s in per_worker if old.get(s.name) == s.generation)
+        hand = self.publisher is None and self.config.resources is not None  # built at start
+        return carried if hand or len(carried) < len(per_worker) else None
 
     def _serves(self, serial: int) -> str:
         return f"generation {serial}; {self.config.workers} workers follow"

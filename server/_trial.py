@@ -16,7 +16,11 @@ only if the trial built it; otherwise :func:`trial_build` raises the trial's
 :class:`BuildError` (the step and message one process would report), the
 reload is refused, and every worker keeps the last good generation. A config
 without per-worker resources is built completely by the supervisor itself
-(its check and its fetch), and no trial runs.
+(its check and its fetch), and no trial runs. Nor does one for a reload
+whose per-worker entries are all unchanged: each worker carries them over
+without building them again. When a trial runs, it stands in for the
+unchanged ones for the same reason (a Redis down now does not refuse a
+reload that a worker would have carried its pool across).
 
 Bounds: a trial is killed after ``start_timeout + TRIAL_SPAWN_SECONDS`` (its
 build waits at most ``start_timeout`` for its resources; a new interpreter's
@@ -60,16 +64,24 @@ _STEPS: frozenset[str] = frozenset({"read", "plugins", "engine", "resources", "s
 _log = logging.getLogger("pineapple.server")
 
 
-def trial_build(config: Config, store: SharedStore, data: bytes, stopping: threading.Event) -> bool:
+def trial_build(
+    config: Config,
+    store: SharedStore,
+    data: bytes,
+    stopping: threading.Event,
+    carried: tuple[str, ...] = (),
+) -> bool:
     """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot.
 
-    True once it was built; False when ``stopping`` was set meanwhile (nothing is decided).
+    ``carried``: the per-worker entries every worker carries over unchanged
+    (the trial does not fetch them either). True once it was built; False when
+    ``stopping`` was set meanwhile (nothing is decided).
     """
     context = multiprocessing.get_context("spawn")
     reader, writer = context.Pipe(duplex=False)
     proc = context.Process(
         target=trial_main,
-        args=(config, str(store.path), data, writer, os.getpid()),
+        args=(config, str(store.path), data, writer, os.getpid(), carried),
         name="pineapple-trial",
     )
     started = time.monotonic()

@@ -127,23 +127,65 @@ def worker_main(
     raise SystemExit(code)
 
 
+class _StandIn:
+    """The value a trial gives an entry every worker carries over (it is never fetched)."""
+
+
+def _stand_ins(
+    builder: Builder, types: resource.Registry, data: bytes, carried: tuple[str, ...]
+) -> resource.Manager | None:
+    """A started Manager holding a :class:`_StandIn` for each entry of ``data`` in ``carried``.
+
+    A build with it as ``carry_over`` adopts those entries (same fingerprints)
+    instead of fetching them, as a worker's reload adopts its serving values.
+    """
+    if not carried:
+        return None
+    loaded = builder.load(data)
+    kept = tuple(e for e in loaded.entries if e.name in carried)
+    stand_in = _StandIn()
+    registry = resource.Registry()
+    for schema in types.all():
+        registry.register(schema, lambda params: lambda: stand_in)
+    donor = resource.Manager(registry)
+    try:
+        donor.load_from_root_config(replace(loaded, entries=kept, problems=()))
+        donor.start()
+    except BaseException:
+        donor.stop()
+        raise
+    return donor
+
+
 def trial_main(
-    config: Config, store_path: str, data: bytes, reply: Connection, parent_pid: int
+    config: Config,
+    store_path: str,
+    data: bytes,
+    reply: Connection,
+    parent_pid: int,
+    carried: tuple[str, ...] = (),
 ) -> None:
     """A trial process: build ``data`` as a worker would, send the outcome, tear down, exit.
 
-    The reply is ``{"ok": true}`` or ``{"step": ..., "reason": ...}`` (the
-    :class:`BuildError` one process would raise, already redacted).
+    ``carried``: the per-worker entries every worker carries over from the
+    config it serves (unchanged: no worker fetches them again), so the trial
+    stands in for them rather than fetching them. The reply is ``{"ok": true}``
+    or ``{"step": ..., "reason": ...}`` (the :class:`BuildError` one process
+    would raise, already redacted).
     """
     from ._run import _configure_logging, exit_within
 
     _die_with_parent(parent_pid)
     _configure_logging(config.log_level)
     install_log_mask(SnapshotHolder())  # DSN passwords, as the supervisor's own lines
-    snap = None
+    snap = donor = None
     try:
         import_plugins(config.plugins)
-        snap = Builder(worker_settings(config, SharedStore(store_path))).build(data)
+        settings = worker_settings(config, SharedStore(store_path))
+        assert settings.registry is not None
+        builder = Builder(settings)
+        donor = _stand_ins(builder, settings.registry, data, carried)
+        snap = builder.build(data, carry_over=donor)
         outcome: dict[str, object] = {"ok": True}
     except BuildError as exc:
         outcome = {"step": exc.step, "reason": exc.reason[: TRIAL_REPLY_MAX_BYTES // 8]}
@@ -156,5 +198,7 @@ def trial_main(
     if snap is not None:  # what the build started (pools, threads) closes before the exit
         snap.retire()
         snap.wait_closed(_TRIAL_TEARDOWN_SECONDS)
+    if donor is not None:
+        donor.stop()
     exit_within(0)
     raise SystemExit(0)

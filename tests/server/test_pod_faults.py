@@ -275,3 +275,43 @@ def test_a_stopped_worker_is_killed_and_replaced_and_the_store_stays_bounded(
         with contextlib.suppress(psutil.NoSuchProcess):
             psutil.Process(min(pids)).resume()
         pod.close()
+
+
+def _items(label: str, marker: Path | None = None) -> dict[str, Any]:
+    """A per-worker ``test_items`` entry; its fetch fails while ``marker`` exists."""
+    params = {"label": label, "items": [], "fail_if_exists": str(marker) if marker else ""}
+    return {"type": "test_items", "interval": -1, "params": params}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_reload_carries_unchanged_per_worker_values_over_while_their_source_is_down(
+    mode: str, tmp_path: Path
+) -> None:
+    _fill(tmp_path / "feed.db", 0, 30)
+    marker = tmp_path / "source-down"
+    config = _feed_config(tmp_path / "feed.db")
+    config["resource_config"]["extra"] = _items("extra", marker)
+    pod = Pod(mode, tmp_path, config)
+    try:
+        pids = pod.serving_pids()
+        marker.touch()  # fetching "extra" again would fail now; its served value is fine
+        config["resource_config"]["feed"]["interval"] = 300  # a shared entry changes
+        pod.write(config)
+        response = httpx.post(f"{pod.url}/admin/reload", timeout=DEADLINE + 60)
+        assert response.status_code == 200 and response.json()["result"] == "ok", response.text
+        config["resource_config"]["more"] = _items("more")  # a new per-worker entry too
+        pod.write(config)
+        response = httpx.post(f"{pod.url}/admin/reload", timeout=DEADLINE + 60)
+        assert response.status_code == 200 and response.json()["result"] == "ok", response.text
+        seen: set[int] = set()
+        end = time.monotonic() + DEADLINE
+        while seen != pids:  # every serving process has both, on the config it was given
+            assert time.monotonic() < end, seen
+            for name in ("extra", "more"):
+                body = httpx.get(f"{pod.url}/resources/{name}", timeout=10).json()
+                assert body["status"]["consecutive_failures"] == 0, body
+                seen.add(int(body["worker"]))
+        assert pod.serving_pids() == pids  # nothing restarted
+    finally:
+        pod.close()
