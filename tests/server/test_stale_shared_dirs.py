@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from server._shared import SharedStore
-from server._stale_dirs import OWNER_FILE, mark_owner, remove_stale_dirs
+from server._stale_dirs import LOCK_MARK, OWNER_FILE, _start_time, mark_owner, remove_stale_dirs
 
 from .test_e2e import ServeProcess
 from .test_shared_workers import _config, _fill, _wait_workers, _workers
@@ -70,15 +70,16 @@ def _locked_by_another_process(path: Path) -> Iterator[None]:
 def test_the_lock_decides_never_the_pid_in_the_owner_file(tmp_path: Path) -> None:
     # Pid 1 runs in this namespace: by its pid this one would look alive (another
     # container's supervisor wrote it), but nobody holds its lock.
-    unlocked = _dir(tmp_path, "pineapple-unlocked", "1 other-container\n")
+    unlocked = _dir(tmp_path, "pineapple-unlocked", f"1 12345 {LOCK_MARK}\n")
     # Its text names a dead pid, but a live process holds its lock: it is owned.
-    held = _dir(tmp_path, "pineapple-held", f"{_dead_pid()} 12345\n")
+    held = _dir(tmp_path, "pineapple-held", f"{_dead_pid()} 12345 {LOCK_MARK}\n")
     live = tmp_path / "pineapple-live"
     live.mkdir()
     own = mark_owner(live)  # this process: a second open of the file cannot take the lock
     unmarked = _dir(tmp_path, "pineapple-unmarked", None)
     empty = _dir(tmp_path, "pineapple-empty", "")  # an owner still creating its mark
-    other = _dir(tmp_path, "other-dead", f"{_dead_pid()} 12345\n")
+    garbage = _dir(tmp_path, "pineapple-garbage", "not a pid")
+    other = _dir(tmp_path, "other-dead", f"{_dead_pid()} 12345 {LOCK_MARK}\n")
     try:
         with _locked_by_another_process(held / OWNER_FILE):
             removed = remove_stale_dirs(tmp_path)
@@ -88,7 +89,21 @@ def test_the_lock_decides_never_the_pid_in_the_owner_file(tmp_path: Path) -> Non
     finally:
         os.close(own)
     assert live.exists() and unmarked.exists() and empty.exists() and other.exists()
+    assert garbage.exists()
     assert remove_stale_dirs(tmp_path) == [live]  # this process let its lock go
+
+
+def test_a_mark_of_a_version_before_the_lock_is_judged_by_its_pid(tmp_path: Path) -> None:
+    # Such an owner never locks, and it reads a mark of three fields as no mark: so the
+    # two versions may share a parent directory without deleting each other's store.
+    alive = _dir(tmp_path, "pineapple-old-alive", f"{os.getpid()} {_start_time(os.getpid())}\n")
+    dead = _dir(tmp_path, "pineapple-old-dead", f"{_dead_pid()} 12345\n")
+    recycled = _dir(tmp_path, "pineapple-old-recycled", f"{os.getpid()} 1\n")  # pid reused
+    assert sorted(remove_stale_dirs(tmp_path)) == sorted([dead, recycled])
+    assert alive.exists()
+    with _locked_by_another_process(alive / OWNER_FILE):  # and the lock still counts
+        (alive / OWNER_FILE).write_text(f"{_dead_pid()} 12345\n")
+        assert remove_stale_dirs(tmp_path) == []
 
 
 @pytest.mark.timeout(30)
@@ -169,10 +184,10 @@ def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path
         # process here (pid 1, with a start time that is not pid 1's). Rewritten in place:
         # the supervisor's lock is on this file, whatever it says.
         with open(first_store / OWNER_FILE, "r+") as owner:
-            owner.write("1 12345\n")
+            owner.write(f"1 12345 {LOCK_MARK}\n")
             owner.truncate()
         # A directory whose text names a live pid here, but whose lock nobody holds.
-        orphan = _dir(shared, "pineapple-orphan", "1 another-container\n")
+        orphan = _dir(shared, "pineapple-orphan", f"1 12345 {LOCK_MARK}\n")
         second = ServeProcess(config, tmp_path / "closes.log", *args)
         _wait_workers(second, 2)
         assert first_store.exists() and (first_store / "control.sock").exists()
