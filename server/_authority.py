@@ -161,7 +161,7 @@ class ConfigAuthority(ReloadPolicy):
             if old is not None:
                 old.stop()
         finally:
-            self.store.discard(staging)  # refused: its held-back values go (else a no-op)
+            self.store.refuse(staging)  # refused: its held-back values go (else a no-op)
             # Applied or not, and after old.stop() (nothing publishes them again): the
             # entries the serving generation does not name go once no worker needs them.
             self.store.retire(self._named)

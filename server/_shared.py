@@ -225,7 +225,7 @@ class SharedStore:
                 self._unlink(old)
         return Published(key, generation, kind, _summary(value))
 
-    def discard(self, staging: Staging) -> None:
+    def refuse(self, staging: Staging) -> None:
         """Refuse ``staging``: delete what it held back (a no-op once it was accepted)."""
         with self._lock:
             if staging.state != "staging":

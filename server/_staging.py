@@ -10,7 +10,7 @@ fetchers of a candidate config publish through a :class:`Staging`: a value
 whose key the manifest already names is written to files of its own and
 kept here; the store names it in the manifest together with the config
 generation that accepts it (one manifest write, ``SharedStore.publish_config``)
-or deletes its files when the config is refused (``SharedStore.discard``).
+or deletes its files when the config is refused (``SharedStore.refuse``).
 A key the manifest does not name yet is published at once: no config names
 it, so no worker opens it before the config that does is accepted.
 

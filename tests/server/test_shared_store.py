@@ -169,13 +169,13 @@ def test_a_candidate_configs_value_of_a_served_key_waits_until_it_is_accepted(
         assert store.open("json_file-k")[1] == {"n": 1}  # still what serves
     # The first candidate named "new" at once; the second one's value of it waits.
     assert store.open("json_file-new")[1] == {"n": 2}
-    store.discard(refused)
+    store.refuse(refused)
     with pytest.raises(SnapshotWriteError, match="its config was refused"):
         store.publish("json_file-k", "json_file", _mapping(4), refused)  # a straggler
     store.publish_config(b"{}", "hash", accepted)
     generation, value = store.open("json_file-k")
     assert (generation, value) == (2, {"n": 2})
-    store.discard(accepted)  # a no-op once accepted: its value stays
+    store.refuse(accepted)  # a no-op once accepted: its value stays
     store.publish("json_file-k", "json_file", _mapping(5), accepted)  # it serves: at once
     assert store.open("json_file-k") == (3, {"n": 5})
     stems = {p.name.split(".")[1] for p in store.path.iterdir() if p.name.startswith("json_file-k")}
