@@ -26,8 +26,11 @@ Guarantees:
   unpins and rollbacks (each waits at most ``start_timeout`` for it), so a
   pin lands on the publisher that the next reload carries over (an unchanged
   entry keeps it, a changed one starts unpinned).
-- A config generation is published only after its data resources were, so a
-  worker building it finds every snapshot it names. After each reload, applied
+- A config generation is published only after its data resources were, and,
+  when it holds a per-worker resource, after a trial process built all of it
+  as a worker does (``server/_trial.py``): a generation no worker can build is
+  refused like a bad reload in one process, and every worker keeps the last
+  good one. So a worker building it finds every snapshot it names. After each reload, applied
   or not, the store is told which entries the newest generation names
   (``SharedStore.retire``): the others go once no worker needs them.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
@@ -45,13 +48,15 @@ from typing import Any
 
 from pineapple import resource
 
-from ._build import Builder, read_config_file
+from ._build import Builder, BuildError, read_config_file
 from ._config import Config
 from ._control import ControlError
 from ._decisions import ACTIONS, Action, Refused, act
 from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._shared import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
+from ._staging import Staging
+from ._trial import trial_build
 
 __all__ = ["ConfigAuthority"]
 
@@ -89,12 +94,15 @@ class ConfigAuthority(ReloadPolicy):
         """The latest recorded ``error`` outcome."""
         # One budget for every publisher, as one process has one for every snapshot.
         self._budget = resource.MemoryBudget(config.resource_memory_budget_bytes or None)
+        self._serving_per_worker: dict[str, str] = {}
+        """``name -> fingerprint`` of the serving config's per-worker entries."""
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
         with self._reload_lock:
             data = read_config_file(self.config.path, self.config.max_config_bytes)
-            self._apply(data, hashlib.sha256(data).hexdigest())
+            if self._apply(data, hashlib.sha256(data).hexdigest()) is None:
+                raise BuildError("start", "the supervisor was stopped while it started")
 
     def close(self) -> None:
         """Stop the publisher Manager (after the workers are gone)."""
@@ -106,23 +114,31 @@ class ConfigAuthority(ReloadPolicy):
     def _base(self) -> resource.Registry:
         return self.config.registry or resource.default_registry()
 
+    def _loaded(self, data: bytes) -> resource.LoadedConfig:
+        return resource.load_config(
+            data, env=self.config.env, source_dir=Path(self.config.path).parent
+        )
+
     def load(
         self,
         data: bytes,
         carry_over: resource.Manager | None = None,
         named: set[str] | None = None,
+        staging: Staging | None = None,
     ) -> resource.Manager:
         """Fetch and publish every shared resource of ``data``; the started Manager.
 
         Shared: its type declares a codec. The others are each worker's own and
         are not registered here, so never fetched by the supervisor. The store
-        key of each shared entry is added to ``named``.
+        key of each shared entry is added to ``named``; a value of a key the
+        store already names waits in ``staging`` until ``data`` is accepted
+        (``server/_staging.py``).
         """
         base = self._base()
-        registry = publishing_registry(base, self.store, set() if named is None else named)
-        loaded = resource.load_config(
-            data, env=self.config.env, source_dir=Path(self.config.path).parent
+        registry = publishing_registry(
+            base, self.store, set() if named is None else named, staging
         )
+        loaded = self._loaded(data)
         shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
         manager = resource.Manager(
             registry, self.metrics, start_timeout=self.config.start_timeout, budget=self._budget
@@ -150,32 +166,65 @@ class ConfigAuthority(ReloadPolicy):
             return None
         return self._accepted_hash, self.generation
 
-    def _apply(self, data: bytes, digest: str) -> int:
+    def _apply(self, data: bytes, digest: str) -> int | None:
         """Validate ``data``, publish its data, then its bytes; the new config generation.
+
+        None when the supervisor began stopping before it could be accepted.
 
         Raises (``BuildError`` and whatever a fetch raises) with nothing published
         but the data snapshots of the new entries, which no manifest config names.
         """
         named: set[str] = set()
+        staging = Staging()  # what it fetches for keys that serve waits until it is accepted
         try:
             Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
             # Unchanged entries keep their value, pin and previous value; a changed
             # entry is fetched anew and unpinned, as in one process.
-            manager = self.load(data, carry_over=self.publisher, named=named)
+            manager = self.load(data, carry_over=self.publisher, named=named, staging=staging)
             try:
-                generation = self.store.publish_config(data, digest)
+                per_worker = self._per_worker(data)
+                carried = self._trial_plan(per_worker)
+                if carried is not None:  # built by a worker first (server/_trial.py)
+                    self.store.retire(self._named | named)  # kept while the trial maps them
+                    if not trial_build(self.config, self.store, data, self.stopping, carried):
+                        manager.stop()
+                        return None  # the supervisor is stopping: nothing is accepted
+                generation = self.store.publish_config(data, digest, staging)
             except Exception:
                 manager.stop()
                 raise
             old, self.publisher = self.publisher, manager
             self._accepted_hash, self.generation, self._named = digest, generation, named
+            self._serving_per_worker = per_worker
             if old is not None:
                 old.stop()
         finally:
+            self.store.refuse(staging)  # refused: its held-back values go (else a no-op)
             # Applied or not, and after old.stop() (nothing publishes them again): the
             # entries the serving generation does not name go once no worker needs them.
             self.store.retire(self._named)
         return generation
+
+    def _per_worker(self, data: bytes) -> dict[str, str]:
+        """``name -> fingerprint`` of the entries of ``data`` whose type has no codec."""
+        base = self._base()
+        return {
+            e.name: e.fingerprint()
+            for e in self._loaded(data).entries
+            if codec_of(base, e.type) is None
+        }
+
+    def _trial_plan(self, per_worker: dict[str, str]) -> tuple[str, ...] | None:
+        """What a trial must build of a candidate config: None when a worker builds nothing
+        that the supervisor did not; else the per-worker entries workers carry over.
+
+        An entry is carried over when the serving config has it unchanged (the
+        same fingerprint); a worker then adopts its value, not fetching it.
+        """
+        old = self._serving_per_worker
+        carried = tuple(name for name, fp in per_worker.items() if old.get(name) == fp)
+        hand = self.publisher is None and self.config.resources is not None  # built at start
+        return carried if hand or len(carried) < len(per_worker) else None
 
     def _serves(self, serial: int) -> str:
         return f"generation {serial}; {self.config.workers} workers follow"

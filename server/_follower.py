@@ -32,6 +32,9 @@ Guarantees:
   follower's thread or an admin call (``SupervisorLink.catch_up``) runs it; so
   ``SharedConfigSource.served`` has a single writer.
 - Every wait is bounded (``poll_seconds``); ``stop()`` returns within one wait.
+- :meth:`following` (read by the worker's heartbeat, ``_liveness``) is False
+  once the thread has ended or a pass has run past ``pass_timeout``: then the
+  worker stops beating and the supervisor replaces it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -126,6 +130,8 @@ class Follower:
         self._config = config
         self._pass = threading.Lock()
         self._pass_timeout = pass_timeout
+        self._pass_began: float | None = None
+        """Monotonic start of the pass in progress (None between passes)."""
         self._stop = threading.Event()
         self._seen: tuple[int, int, int] | None = None
         self._thread = threading.Thread(target=self._run, name="pineapple-follower", daemon=True)
@@ -141,6 +147,12 @@ class Follower:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._poll * 5 + 1)
+
+    def following(self) -> bool:
+        """Whether this worker still follows: the thread runs and no pass outlived its bound."""
+        began = self._pass_began
+        stuck = began is not None and time.monotonic() - began > self._pass_timeout
+        return self._thread.is_alive() and not stuck
 
     def _signature(self) -> tuple[int, int, int] | None:
         try:
@@ -170,6 +182,7 @@ class Follower:
                 "a follow pass has run for over %gs; skipping this one", self._pass_timeout
             )
             return
+        self._pass_began = time.monotonic()
         try:
             try:
                 manifest = self._store.manifest()
@@ -179,6 +192,7 @@ class Follower:
             if self._config is None or self._config.follow(manifest):
                 self._follow_data()
         finally:
+            self._pass_began = None
             self._pass.release()
 
     def _follow_data(self) -> None:

@@ -73,6 +73,7 @@ from pineapple.resource import (
 
 from ._build import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
+from ._staging import Staging
 from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
 __all__ = [
@@ -161,6 +162,8 @@ class SharedStore:
         """Worker: ``(generation, descriptor)`` of the config generation it last read."""
         self._staged_top: dict[str, int] = {}
         """Supervisor: ``key -> newest generation staged`` (generations only grow)."""
+        self._owner: int | None = None
+        """Supervisor: the locked descriptor of the ``owner`` file (``_stale_dirs``)."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -168,13 +171,19 @@ class SharedStore:
 
         First removes the directories that supervisors which died without
         cleaning up (SIGKILL, OOM) left under ``parent`` (see ``_stale_dirs``);
-        the new one is marked with this process as its owner.
+        this process holds the new one's ``owner`` lock until :meth:`remove`.
         """
         base = Path(parent) if parent is not None else default_shared_parent()
         remove_stale_dirs(base, STORE_PREFIX)
         path = Path(tempfile.mkdtemp(prefix=STORE_PREFIX, dir=base))
-        mark_owner(path)
-        return cls(path)
+        try:
+            owner = mark_owner(path)
+        except OSError:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        store = cls(path)
+        store._owner = owner
+        return store
 
     def manifest(self) -> dict[str, dict[str, Any]]:
         """``key -> {"generation", "stem", "files"}`` as last published ({} before any)."""
@@ -209,23 +218,34 @@ class SharedStore:
         names = tuple(p.name for p in files if p.parent == self.path)
         return Staged(key, generation, stem.name, names)
 
-    def commit(self, staged: Staged) -> None:
+    def commit(self, staged: Staged, staging: Staging | None = None) -> None:
         """Name ``staged`` in the manifest as its key's newest generation; unlink the one
         it replaces. ``SnapshotWriteError`` (manifest unchanged) when it cannot, or when a
-        newer generation of the key is named already."""
+        newer generation of the key is named already.
+
+        With a ``staging`` still staging (a candidate config's) and a key the
+        manifest names, it is held back there instead: named only when the
+        config is accepted (:meth:`publish_config`), deleted when it is refused
+        (``server/_staging.py``); a refused ``staging`` refuses it.
+        """
+        entry = {"generation": staged.generation, "stem": staged.stem, "files": list(staged.files)}
         with self._lock:
+            if staging is not None and staging.state == "refused":
+                raise SnapshotWriteError(f"{staged.key}: not published, its config was refused")
             manifest = self.manifest()
             old = manifest.get(staged.key)
+            if staging is not None and staging.state == "staging" and old is not None:
+                replaced = staging.entries.get(staged.key)
+                staging.entries[staged.key] = entry
+                if replaced is not None:  # fetched again before its config was decided
+                    self._unlink(replaced)
+                return
             if old is not None and int(old["generation"]) >= staged.generation:
                 raise SnapshotWriteError(
                     f"{staged.key}: generation {old['generation']} is published already, "
                     f"newer than {staged.generation}"
                 )
-            manifest[staged.key] = {
-                "generation": staged.generation,
-                "stem": staged.stem,
-                "files": list(staged.files),
-            }
+            manifest[staged.key] = entry
             self._write(manifest)
             if old is not None:
                 self._unlink(old)
@@ -254,6 +274,16 @@ class SharedStore:
             if isinstance(name, str) and name and "/" not in name and not name.startswith("."):
                 (self.path / name).unlink(missing_ok=True)
 
+    def refuse(self, staging: Staging) -> None:
+        """Refuse ``staging``: delete what it held back (a no-op once it was accepted)."""
+        with self._lock:
+            if staging.state != "staging":
+                return
+            staging.state = "refused"
+            for entry in staging.entries.values():
+                self._unlink(entry)
+            staging.entries.clear()
+
     def amend(self, entry: str, value: dict[str, Any]) -> None:
         """Set the reserved manifest ``entry`` (``_reload``) to ``value``."""
         with self._lock:
@@ -261,10 +291,22 @@ class SharedStore:
             manifest[entry] = value
             self._write(manifest)
 
-    def publish_config(self, data: bytes, content_hash: str) -> int:
-        """Publish the accepted config bytes as the next config generation; the generation."""
+    def publish_config(self, data: bytes, content_hash: str, staging: Staging | None = None) -> int:
+        """Publish the accepted config bytes as the next config generation; the generation.
+
+        What ``staging`` held back is named in the same manifest write (a worker
+        sees the config and its values together); its keys' older files go.
+        """
         with self._lock:
             manifest = self.manifest()
+            superseded = []
+            for key, entry in (staging.entries if staging is not None else {}).items():
+                current = manifest.get(key)
+                if current is not None:
+                    # A refresh of the serving config may have published meanwhile.
+                    entry["generation"] = max(entry["generation"], current["generation"] + 1)
+                    superseded.append(current)
+                manifest[key] = entry
             old = manifest.get(CONFIG_ENTRY)
             generation = (int(old["generation"]) if old else 0) + 1
             name = f"config-{generation}.json"
@@ -288,6 +330,10 @@ class SharedStore:
                 raise
             if old is not None:
                 (self.path / str(old["file"])).unlink(missing_ok=True)
+            for entry in superseded:
+                self._unlink(entry)
+            if staging is not None:
+                staging.state, staging.entries = "accepted", {}
             self._config_generation = generation
         return generation
 
@@ -386,6 +432,9 @@ class SharedStore:
         with self._lock:
             self._held.close()
         shutil.rmtree(self.path, ignore_errors=True)
+        if self._owner is not None:  # only now: a sweep must never see it unowned
+            os.close(self._owner)
+            self._owner = None
 
 
 def _release_freed_memory() -> None:
@@ -426,11 +475,13 @@ class PublishingFetcher:
         store: SharedStore,
         key: str,
         codec: SnapshotCodec,
+        staging: Staging | None = None,
     ) -> None:
         self._inner = inner
         self._store = store
         self.key = key
         self.codec = codec
+        self._staging = staging
         self._pending: tuple[Any, Staged] | None = None
 
     def __call__(self) -> Any:
@@ -459,7 +510,7 @@ class PublishingFetcher:
         pending = self._pending
         if pending is not None and pending[0] is value:
             self._pending = None
-            self._store.commit(pending[1])  # on failure the Manager discards it
+            self._store.commit(pending[1], self._staging)  # on failure the Manager discards it
             return
         self._store.publish(self.key, self.codec, value)
 
@@ -517,13 +568,17 @@ class MappedFetcher:
 
 
 def publishing_registry(
-    base: Registry, store: SharedStore, named: set[str] | None = None
+    base: Registry,
+    store: SharedStore,
+    named: set[str] | None = None,
+    staging: Staging | None = None,
 ) -> Registry:
     """The types of ``base`` that declare a codec, each publishing into ``store``.
 
     A type without a codec is left out: the supervisor never fetches it (each
     worker does; ``Builder.check`` has validated its params). The key of
-    every shared entry whose fetcher is made is added to ``named``.
+    every shared entry whose fetcher is made is added to ``named``; its
+    fetcher publishes through ``staging`` (a candidate config's).
     """
     registry = Registry()
     for schema in base.all():  # bounded: the registered types
@@ -538,7 +593,7 @@ def publishing_registry(
             type_name: str = schema.name,
         ) -> Fetcher:
             key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, codec)
+            fetcher = PublishingFetcher(factory(params), store, key, codec, staging)
             if named is not None:
                 named.add(key)
             return fetcher

@@ -4,29 +4,44 @@ The worker builds from the config bytes its supervisor accepted
 (``SharedConfigSource``), maps shared snapshots (``mapped_registry``), follows
 new generations and config generations (``Follower``), and forwards admin
 decisions to the supervisor (``SupervisorLink``). See ``server/_workers.py``.
+
+A *trial* process (:func:`trial_main`) is a worker that builds one candidate
+config exactly as a worker would, answers whether it could, tears it down and
+exits without serving (the supervisor's side is ``server/_trial.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import socket
+import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 
+import orjson
+
 from pineapple import resource
 
-from ._build import import_plugins
-from ._config import Config
+from ._build import Builder, BuildError, import_plugins
+from ._config import Config, ConfigSource
 from ._control import CONTROL_READ_SECONDS
 from ._follower import ConfigFollow, Follower
+from ._liveness import START_SLACK_SECONDS, Heartbeat
+from ._logmask import install_log_mask
 from ._pod_metrics import PodMetrics
 from ._service import Service
 from ._shared import METRICS_DIR, SharedStore, codec_of, mapped_registry
+from ._snapshot import SnapshotHolder
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
-__all__ = ["worker_main"]
+__all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
+
+TRIAL_REPLY_MAX_BYTES = 64 * 1024
+"""The largest trial reply read (its message is cut to an eighth: JSON escapes fit)."""
+_TRIAL_TEARDOWN_SECONDS = 5.0
 
 _PR_SET_PDEATHSIG = 1
 
@@ -46,19 +61,12 @@ def _die_with_parent(parent_pid: int) -> None:
         raise SystemExit(1)
 
 
-def worker_main(
-    config: Config, sock: socket.socket, store_path: str, parent: Connection, parent_pid: int
-) -> None:
-    """A worker process: serve with every shared resource read from the store."""
-    from ._run import _configure_logging, _serve, exit_within
-
-    _die_with_parent(parent_pid)
-    _configure_logging(config.log_level, config.log_format)
-    import_plugins(config.plugins)
-    store = SharedStore(store_path)
-    source = SharedConfigSource(store)
+def worker_settings(
+    config: Config, store: SharedStore, source: ConfigSource | None = None
+) -> Config:
+    """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
     base = config.registry or resource.default_registry()
-    worker_config = replace(
+    return replace(
         config,
         registry=mapped_registry(base, store),
         watch=False,
@@ -70,6 +78,33 @@ def worker_main(
             fetched_elsewhere=lambda type_name: codec_of(base, type_name) is not None,
         ),
     )
+
+
+def worker_main(
+    config: Config,
+    sock: socket.socket,
+    store_path: str,
+    parent: Connection,
+    parent_pid: int,
+    beats: Connection,
+) -> None:
+    """A worker process: serve with every shared resource read from the store.
+
+    ``beats``: the pipe on which it tells the supervisor it still follows (``_liveness``).
+    """
+    from ._run import _configure_logging, _serve, exit_within
+
+    _die_with_parent(parent_pid)
+    began = time.monotonic()
+    start_bound = config.start_timeout + START_SLACK_SECONDS
+    heartbeat = Heartbeat(beats, lambda: time.monotonic() - began < start_bound)
+    heartbeat.start()
+    _configure_logging(config.log_level, config.log_format)
+    import_plugins(config.plugins)
+    store = SharedStore(store_path)
+    source = SharedConfigSource(store)
+    base = config.registry or resource.default_registry()
+    worker_config = worker_settings(config, store, source)
     followers: list[Follower] = []
 
     def attach(service: Service) -> None:
@@ -89,11 +124,90 @@ def worker_main(
         service.decisions = link
         follower.start()
         followers.append(follower)
+        heartbeat.healthy = follower.following
 
     try:
         code = _serve(worker_config, sock, attach)
     finally:
+        heartbeat.stop()
         for follower in followers:
             follower.stop()
     exit_within(code)
     raise SystemExit(code)
+
+
+class _StandIn:
+    """The value a trial gives an entry every worker carries over (it is never fetched)."""
+
+
+def _stand_ins(
+    builder: Builder, types: resource.Registry, data: bytes, carried: tuple[str, ...]
+) -> resource.Manager | None:
+    """A started Manager holding a :class:`_StandIn` for each entry of ``data`` in ``carried``.
+
+    A build with it as ``carry_over`` adopts those entries (same fingerprints)
+    instead of fetching them, as a worker's reload adopts its serving values.
+    """
+    if not carried:
+        return None
+    loaded = builder.load(data)
+    kept = tuple(e for e in loaded.entries if e.name in carried)
+    stand_in = _StandIn()
+    registry = resource.Registry()
+    for schema in types.all():
+        registry.register(schema, lambda params: lambda: stand_in)
+    donor = resource.Manager(registry)
+    try:
+        donor.load_from_root_config(replace(loaded, entries=kept, problems=()))
+        donor.start()
+    except BaseException:
+        donor.stop()
+        raise
+    return donor
+
+
+def trial_main(
+    config: Config,
+    store_path: str,
+    data: bytes,
+    reply: Connection,
+    parent_pid: int,
+    carried: tuple[str, ...] = (),
+) -> None:
+    """A trial process: build ``data`` as a worker would, send the outcome, tear down, exit.
+
+    ``carried``: the per-worker entries every worker carries over from the
+    config it serves (unchanged: no worker fetches them again), so the trial
+    stands in for them rather than fetching them. The reply is ``{"ok": true}``
+    or ``{"step": ..., "reason": ...}`` (the :class:`BuildError` one process
+    would raise, already redacted).
+    """
+    from ._run import _configure_logging, exit_within
+
+    _die_with_parent(parent_pid)
+    _configure_logging(config.log_level, config.log_format)
+    install_log_mask(SnapshotHolder())  # DSN passwords, as the supervisor's own lines
+    snap = donor = None
+    try:
+        import_plugins(config.plugins)
+        settings = worker_settings(config, SharedStore(store_path))
+        assert settings.registry is not None
+        builder = Builder(settings)
+        donor = _stand_ins(builder, settings.registry, data, carried)
+        snap = builder.build(data, carry_over=donor)
+        outcome: dict[str, object] = {"ok": True}
+    except BuildError as exc:
+        outcome = {"step": exc.step, "reason": exc.reason[: TRIAL_REPLY_MAX_BYTES // 8]}
+    except Exception as exc:  # not a build step's error: still an answer, never a hang
+        text = resource.redact(f"{type(exc).__name__}: {exc}")
+        outcome = {"step": "start", "reason": text[: TRIAL_REPLY_MAX_BYTES // 8]}
+    with contextlib.suppress(OSError):  # the supervisor gave up on this trial: no one to tell
+        reply.send_bytes(orjson.dumps(outcome))
+    reply.close()
+    if snap is not None:  # what the build started (pools, threads) closes before the exit
+        snap.retire()
+        snap.wait_closed(_TRIAL_TEARDOWN_SECONDS)
+    if donor is not None:
+        donor.stop()
+    exit_within(0)
+    raise SystemExit(0)

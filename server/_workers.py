@@ -14,9 +14,18 @@
 The supervisor's :class:`~server._authority.ConfigAuthority` decides every
 config change and every admin action on a shared resource, once, whatever
 worker was asked (see ``server/_authority.py``); this module supervises the
-processes. A worker that exits is started again (at most ``MAX_RESTARTS``
-within ``RESTART_WINDOW_SECONDS``) and maps the current snapshots without any
-read of a data source.
+processes. A worker that exits is started again and maps the current
+snapshots without any read of a data source. Restarts back off: the n-th
+exit in a row waits ``restart_delay(n)`` (0.5 s doubling, at most
+``RESTART_BACKOFF_MAX_SECONDS``; a worker that ran ``RESTART_RESET_SECONDS``
+starts the count again). The supervisor never gives up on a worker: a worker
+that cannot start at all (it exits, or never beats) is tried again at the
+capped delay for as long as the supervisor runs, while the others serve the
+last good generation; with none running, the port stays open and
+connections wait in its backlog. Only SIGTERM/SIGINT (or a supervisor that
+cannot load its first config) end the pod. A worker that stops beating
+(``server/_liveness.py``: stopped, or no longer following) is killed and
+replaced the same way.
 
 Guarantees:
 - Only this process writes the store (through its ``ConfigAuthority``).
@@ -24,6 +33,8 @@ Guarantees:
   holds: when this process dies, every worker sees end-of-file and stops. A
   worker still starting (no follower yet) is stopped by ``PR_SET_PDEATHSIG``
   (Linux; workers are spawned only from the main thread, which it watches).
+- A worker slot is either running (in ``workers``) or due to start again (in
+  ``_due``), never both; only the main thread's supervision loop changes them.
 - At exit, workers are stopped (SIGTERM, then SIGKILL after the drain time),
   then the store's directory is deleted. Before that, every ``SWEEP_SECONDS``,
   the snapshots of entries that no config names any more and that no worker
@@ -41,7 +52,6 @@ import signal
 import socket
 import threading
 import time
-from collections import deque
 from multiprocessing.connection import Connection
 from types import FrameType
 
@@ -50,6 +60,7 @@ from pineapple import PineappleError
 from ._authority import ConfigAuthority
 from ._config import Config
 from ._control import CONTROL_SOCKET, ControlServer
+from ._liveness import BeatClock
 from ._metrics import ServerMetrics
 from ._pod_metrics import PodMetrics
 from ._shared import METRICS_DIR, SharedStore
@@ -57,29 +68,54 @@ from ._watcher import ConfigWatcher
 from ._worker_main import worker_main
 
 __all__ = [
-    "MAX_RESTARTS",
-    "RESTART_WINDOW_SECONDS",
+    "RESTART_BACKOFF_MAX_SECONDS",
+    "RESTART_BACKOFF_SECONDS",
+    "RESTART_RESET_SECONDS",
     "SWEEP_SECONDS",
     "Supervisor",
+    "restart_delay",
     "run_supervisor",
 ]
 
-MAX_RESTARTS = 5
-"""A worker exiting more often than this within the window makes the supervisor give up."""
-RESTART_WINDOW_SECONDS = 60.0
+RESTART_BACKOFF_SECONDS = 0.5
+"""The wait before a worker's first restart; each exit in a row doubles it."""
+RESTART_BACKOFF_MAX_SECONDS = 30.0
+"""The longest wait before a restart (a worker that cannot start is tried this often)."""
+RESTART_RESET_SECONDS = 60.0
+"""A worker that ran this long before it exited starts its restart count again."""
 SWEEP_SECONDS = 0.5
 """How often the supervisor removes the snapshots no config names and no worker needs."""
 
 _log = logging.getLogger("pineapple.server")
 
 
-class _Worker:
-    """One worker process and the write end of its pipe."""
+def restart_delay(failures: int) -> float:
+    """Seconds to wait before the restart that follows ``failures`` exits in a row (>= 1)."""
+    doublings = min(max(failures, 1) - 1, 16)  # 2**16 * 0.5 s is far past the cap
+    return min(RESTART_BACKOFF_MAX_SECONDS, RESTART_BACKOFF_SECONDS * float(1 << doublings))
 
-    def __init__(self, index: int, proc: multiprocessing.process.BaseProcess, pipe: Connection):
+
+class _Worker:
+    """One worker process, the write end of its pipe and the clock of its beats."""
+
+    def __init__(
+        self,
+        index: int,
+        proc: multiprocessing.process.BaseProcess,
+        pipe: Connection,
+        beats: BeatClock,
+    ) -> None:
         self.index = index
         self.proc = proc
         self.pipe = pipe
+        self.beats = beats
+        self.started = time.monotonic()
+        self.killed = False
+        """Killed for its silence (its exit is then expected)."""
+
+    def close(self) -> None:
+        self.pipe.close()
+        self.beats.close()
 
 
 class Supervisor:
@@ -96,20 +132,31 @@ class Supervisor:
         """The supervisor's own: its fetches, reloads and process_* (flushed every sweep)."""
         self.authority = ConfigAuthority(config, self.store, self.stopping, self.metrics)
         self._context = multiprocessing.get_context("spawn")
-        self._restarts: deque[float] = deque()
+        self._failures: dict[int, int] = {}
+        """``slot -> exits in a row`` (reset by a run of ``RESTART_RESET_SECONDS``)."""
+        self._due: dict[int, float] = {}
+        """``slot -> monotonic time`` of the restart of a slot whose worker exited."""
+        self._swept = 0.0
         self._watcher: ConfigWatcher | None = None
         self._control = ControlServer(self.store.path / CONTROL_SOCKET, self.authority.handle)
 
     def _spawn(self, index: int) -> _Worker:
         reader, writer = self._context.Pipe(duplex=False)
+        beats, beat_writer = self._context.Pipe(duplex=False)
         proc = self._context.Process(
             target=worker_main,
-            args=(self.config, self.sock, str(self.store.path), reader, os.getpid()),
+            args=(self.config, self.sock, str(self.store.path), reader, os.getpid(), beat_writer),
             name=f"pineapple-worker-{index}",
         )
-        proc.start()
+        try:
+            proc.start()
+        except BaseException:
+            for conn in (reader, writer, beats, beat_writer):
+                conn.close()
+            raise
         reader.close()  # the worker holds the only read end; this process the only write end
-        return _Worker(index, proc, writer)
+        beat_writer.close()  # and the only write end of its beats
+        return _Worker(index, proc, writer, BeatClock(beats))
 
     def _signal_workers(self, signum: int) -> None:
         for worker in self.workers:
@@ -146,35 +193,92 @@ class Supervisor:
         return self._supervise()
 
     def _supervise(self) -> int:
-        # Bounded: each wait lasts at most SWEEP_SECONDS; ends when every worker has exited.
+        # Bounded: each wait lasts at most SWEEP_SECONDS; ends when no worker runs and,
+        # once stopping, none is due to start again.
         failed = False
-        while self.workers:
-            sentinels = [w.proc.sentinel for w in self.workers]
-            multiprocessing.connection.wait(sentinels, timeout=SWEEP_SECONDS)
+        while self.workers or (self._due and not self.stopping.is_set()):
+            now = time.monotonic()
+            timeout = min([SWEEP_SECONDS, *(max(0.0, due - now) for due in self._due.values())])
+            waitables: list[int | Connection] = [w.proc.sentinel for w in self.workers]
+            waitables += [w.beats.conn for w in self.workers if w.beats.open]
+            if waitables:
+                multiprocessing.connection.wait(waitables, timeout=timeout)
+            else:
+                self.stopping.wait(timeout)
             self._sweep()
+            for worker in self.workers:  # after the sweep, which may wait for a publish
+                worker.beats.hear()
             for worker in [w for w in self.workers if w.proc.exitcode is not None]:
-                code = worker.proc.exitcode
-                worker.pipe.close()
+                self.workers.remove(worker)
+                worker.close()
                 if self.stopping.is_set():
-                    self.workers.remove(worker)
-                    failed |= code != 0
-                    continue
-                _log.error("%s exited with %s; starting it again", worker.proc.name, code)
-                if not self._may_restart():
-                    _log.error(
-                        "workers exited %d times within %.0fs; giving up",
-                        MAX_RESTARTS,
-                        RESTART_WINDOW_SECONDS,
-                    )
-                    self.workers.remove(worker)
-                    self.stop()
-                    failed = True
-                    continue
-                self.workers[self.workers.index(worker)] = self._spawn(worker.index)
+                    failed |= worker.proc.exitcode != 0
+                else:
+                    self._restart_later(worker)
+            if not self.stopping.is_set():
+                self._kill_silent()
+                self._start_due()
         return 1 if failed else 0
+
+    def _restart_later(self, worker: _Worker) -> None:
+        """Schedule the restart of ``worker``'s slot after the backoff its exits have earned."""
+        now = time.monotonic()
+        ran = now - worker.started
+        failures = 1 if ran >= RESTART_RESET_SECONDS else self._failures.get(worker.index, 0) + 1
+        self._failures[worker.index] = failures
+        delay = restart_delay(failures)
+        self._due[worker.index] = now + delay
+        _log.error(
+            "%s (pid %s) exited with %s after %.1fs; starting it again in %gs (exit %d in a row)",
+            worker.proc.name,
+            worker.proc.pid,
+            worker.proc.exitcode,
+            ran,
+            delay,
+            failures,
+        )
+
+    def _kill_silent(self) -> None:
+        """Kill every worker that has not beaten within its allowance (``_liveness``)."""
+        now = time.monotonic()
+        for worker in self.workers:
+            silent = worker.beats.silent_for(now)
+            if silent is None or worker.killed:
+                continue
+            _log.error(
+                "%s (pid %s) has not beaten for %.1fs (stopped, stuck, or no longer following); "
+                "killing it",
+                worker.proc.name,
+                worker.proc.pid,
+                silent,
+            )
+            worker.killed = True
+            worker.proc.kill()  # SIGKILL: a stopped process dies too; its leases go with it
+
+    def _start_due(self) -> None:
+        """Start every slot whose restart is due; a failed spawn is tried again later."""
+        now = time.monotonic()
+        ready = sorted(i for i, due in self._due.items() if due <= now)
+        if ready:
+            self._sweep_metrics()  # a dead worker's counts are folded before its pid can recur
+        for index in ready:
+            try:
+                worker = self._spawn(index)
+            except OSError as exc:  # e.g. EAGAIN: no process could be made right now
+                failures = self._failures.get(index, 0) + 1
+                self._failures[index] = failures
+                self._due[index] = now + restart_delay(failures)
+                _log.error("cannot start worker %d (tried again later): %s", index, exc)
+                continue
+            del self._due[index]
+            self.workers.append(worker)
 
     def _sweep(self) -> None:
         """Remove the shared snapshots no config names and no worker needs any more."""
+        now = time.monotonic()
+        if now - self._swept < SWEEP_SECONDS:
+            return  # beats wake the loop more often than a sweep is worth
+        self._swept = now
         try:
             self.store.sweep()
         except (PineappleError, OSError, ValueError) as exc:  # ValueError: a bad manifest
@@ -197,15 +301,6 @@ class Supervisor:
         except (OSError, TimeoutError, ValueError) as exc:
             _log.warning("cannot flush or fold metrics (tried again soon): %s", exc)
 
-    def _may_restart(self) -> bool:
-        now = time.monotonic()
-        while self._restarts and now - self._restarts[0] > RESTART_WINDOW_SECONDS:
-            self._restarts.popleft()
-        if len(self._restarts) >= MAX_RESTARTS:
-            return False
-        self._restarts.append(now)
-        return True
-
     def stop(self, signum: int = signal.SIGTERM) -> None:
         """Stop supervising: forward ``signum`` to every worker (they drain and exit)."""
         self.stopping.set()
@@ -221,6 +316,7 @@ class Supervisor:
             worker.proc.join(timeout=max(0.0, deadline - time.monotonic()))
             if worker.proc.exitcode is None:
                 worker.proc.kill()
+            worker.close()
         self.authority.close()
         self.store.remove()
 

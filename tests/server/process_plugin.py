@@ -2,7 +2,8 @@
 
 It registers the ``test_items`` resource type in the default registry (its
 values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
-``PINEAPPLE_TEST_CLOSE_LOG`` when closed) and the ``test_file_gate``
+``PINEAPPLE_TEST_CLOSE_LOG`` when closed; a fetch fails with ``fail``, or while
+the file ``fail_if_exists`` names exists) and the ``test_file_gate``
 operator (holds a request until a file appears).
 """
 
@@ -72,7 +73,8 @@ class LoggedList(list[Any]):
 
 def _factory(params: dict[str, Any]) -> resource.Fetcher:
     def fetch() -> LoggedList:
-        if params["fail"]:
+        marker = params["fail_if_exists"]
+        if params["fail"] or (marker and os.path.exists(marker)):
             raise RuntimeError(f"cannot reach {params['dsn']}")
         return LoggedList(params["items"] or [], params["label"])
 
@@ -89,6 +91,7 @@ if resource.default_registry().get("test_items") is None:
                 "label": ParamSpec(type="string", required=True),
                 "items": ParamSpec(type="list"),
                 "fail": ParamSpec(type="bool", default=False),
+                "fail_if_exists": ParamSpec(type="string", default=""),
                 "password": ParamSpec(type="string"),
                 "dsn": ParamSpec(type="string", default="mysql://app:hunter2@db/x"),
             },

@@ -22,6 +22,7 @@ from server._shared import (
     entry_key,
     mapped_registry,
 )
+from server._staging import Staging
 
 
 def _table(tag: str, n: int = 20) -> FeedTable:
@@ -332,3 +333,35 @@ def test_a_worker_serves_what_was_published_whatever_its_own_checks(tmp_path: Pa
         worker.stop()
         publisher.stop()
         store.remove()
+
+
+def _mapping(n: int) -> resources.FileMapping:
+    value = resources.FileMapping({"n": n})
+    value.source = "x.json"
+    return value
+
+
+def test_a_candidate_configs_value_of_a_served_key_waits_until_it_is_accepted(
+    tmp_path: Path,
+) -> None:
+    store = SharedStore.create(tmp_path)
+    store.publish("json_file-k", "json_file", _mapping(1))
+    accepted, refused = Staging(), Staging()
+    for staging, n in ((accepted, 2), (refused, 3)):
+        store.publish("json_file-k", "json_file", _mapping(n), staging)
+        store.publish("json_file-new", "json_file", _mapping(n), staging)  # no one names it
+        assert store.open("json_file-k")[1] == {"n": 1}  # still what serves
+    # The first candidate named "new" at once; the second one's value of it waits.
+    assert store.open("json_file-new")[1] == {"n": 2}
+    store.refuse(refused)
+    with pytest.raises(SnapshotWriteError, match="its config was refused"):
+        store.publish("json_file-k", "json_file", _mapping(4), refused)  # a straggler
+    store.publish_config(b"{}", "hash", accepted)
+    generation, value = store.open("json_file-k")
+    assert (generation, value) == (2, {"n": 2})
+    store.refuse(accepted)  # a no-op once accepted: its value stays
+    store.publish("json_file-k", "json_file", _mapping(5), accepted)  # it serves: at once
+    assert store.open("json_file-k") == (3, {"n": 5})
+    stems = {p.name.split(".")[1] for p in store.path.iterdir() if p.name.startswith("json_file-k")}
+    assert stems == {"3"}  # the superseded and the refused values' files are gone
+    store.remove()

@@ -1,0 +1,147 @@
+"""Trial builds: a config generation is accepted only once a worker could build all of it.
+
+Under ``--workers N`` the supervisor checks a config (engine, resources,
+dependencies) and fetches and publishes its shared resources, but it never
+builds a per-worker resource (a ``redis_connection``, a ``static`` value, a
+plugin type that does not share, a hand resource): only a worker does. Were
+such a generation published when no worker can start one of them (a Redis
+that refuses connections, with ``ping_at_start: true``), every worker would
+fail to build it and restart over and over. So before the supervisor
+publishes config bytes that hold a per-worker resource, one *trial* process
+builds them exactly as a worker does (``trial_main`` in
+``server/_worker_main.py``: shared resources mapped from the store,
+per-worker ones started for real, dependencies checked), answers, tears
+everything down and exits, without ever serving. The generation is accepted
+only if the trial built it; otherwise :func:`trial_build` raises the trial's
+:class:`BuildError` (the step and message one process would report), the
+reload is refused, and every worker keeps the last good generation. A config
+without per-worker resources is built completely by the supervisor itself
+(its check and its fetch), and no trial runs. Nor does one for a reload
+whose per-worker entries are all unchanged: each worker carries them over
+without building them again. When a trial runs, it stands in for the
+unchanged ones for the same reason (a Redis down now does not refuse a
+reload that a worker would have carried its pool across).
+
+Bounds: a trial is killed after ``start_timeout + TRIAL_SPAWN_SECONDS`` (its
+build waits at most ``start_timeout`` for its resources; a new interpreter's
+imports take the rest), or within ``_POLL_SECONDS`` once the supervisor is
+stopping (then nothing is decided: the reload answers ``shutting down``);
+its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
+
+Guarantees:
+- Trials run under the authority's reload lock: one at a time.
+- A trial never outlives the call that started it: on every exit path it is
+  joined, killed if it still runs, and reaped; it also dies with the
+  supervisor (``PR_SET_PDEATHSIG``, as a worker).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any, cast
+
+import orjson
+
+from ._build import BuildError, BuildStep
+from ._config import Config
+from ._shared import SharedStore
+from ._worker_main import TRIAL_REPLY_MAX_BYTES, trial_main
+
+__all__ = ["TRIAL_SPAWN_SECONDS", "trial_build"]
+
+TRIAL_SPAWN_SECONDS = 30.0
+"""What a trial may take beyond ``start_timeout`` (a new interpreter, its imports)."""
+_POLL_SECONDS = 0.25
+_TEARDOWN_SECONDS = 10.0
+"""How long a trial that answered may take to close what it built before it is killed."""
+_STEPS: frozenset[str] = frozenset({"read", "plugins", "engine", "resources", "start", "deps"})
+
+_log = logging.getLogger("pineapple.server")
+
+
+def trial_build(
+    config: Config,
+    store: SharedStore,
+    data: bytes,
+    stopping: threading.Event,
+    carried: tuple[str, ...] = (),
+) -> bool:
+    """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot.
+
+    ``carried``: the per-worker entries every worker carries over unchanged
+    (the trial does not fetch them either). True once it was built; False when
+    ``stopping`` was set meanwhile (nothing is decided).
+    """
+    context = multiprocessing.get_context("spawn")
+    reader, writer = context.Pipe(duplex=False)
+    proc = context.Process(
+        target=trial_main,
+        args=(config, str(store.path), data, writer, os.getpid(), carried),
+        name="pineapple-trial",
+    )
+    started = time.monotonic()
+    try:
+        try:
+            proc.start()
+        finally:
+            writer.close()  # the trial holds the only write end: its exit is end-of-file here
+        reply = _await(proc, reader, config.start_timeout + TRIAL_SPAWN_SECONDS, stopping)
+        if reply is not None:
+            proc.join(_TEARDOWN_SECONDS)
+    finally:
+        reader.close()
+        if proc.pid is not None:
+            if proc.exitcode is None:
+                proc.kill()
+            proc.join(_TEARDOWN_SECONDS)  # SIGKILL: reaped at once
+    if reply is None:
+        return False
+    took = time.monotonic() - started
+    _log.info(
+        "trial build (pid %s): %s in %.2fs",
+        proc.pid,
+        "built" if reply.get("ok") else "failed",
+        took,
+    )
+    if reply.get("ok") is not True:
+        step = str(reply.get("step"))
+        raise BuildError(cast(BuildStep, step if step in _STEPS else "start"), str(reply["reason"]))
+    return True
+
+
+def _await(
+    proc: multiprocessing.process.BaseProcess,
+    reader: Connection,
+    limit: float,
+    stopping: threading.Event,
+) -> dict[str, Any] | None:
+    """The trial's reply (None once ``stopping``); :class:`BuildError` without one in time."""
+    deadline = time.monotonic() + limit
+    # Bounded: by ``deadline``, one poll of at most _POLL_SECONDS per turn.
+    while True:
+        if stopping.is_set():
+            return None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise BuildError(
+                "start", f"no worker could build it within {limit:g}s (the trial was stopped)"
+            )
+        if not reader.poll(min(_POLL_SECONDS, remaining)):
+            continue
+        try:
+            raw = reader.recv_bytes(TRIAL_REPLY_MAX_BYTES)
+        except (EOFError, OSError):
+            proc.join(_POLL_SECONDS)
+            raise BuildError(
+                "start",
+                f"a worker building it exited with {proc.exitcode} before it could say how it went",
+            ) from None
+        reply = orjson.loads(raw)
+        if not isinstance(reply, dict) or ("ok" not in reply and "reason" not in reply):
+            raise BuildError("start", "a worker building it answered something unreadable")
+        return reply
