@@ -135,9 +135,7 @@ class ConfigAuthority(ReloadPolicy):
         (``server/_staging.py``).
         """
         base = self._base()
-        registry = publishing_registry(
-            base, self.store, set() if named is None else named, staging
-        )
+        registry = publishing_registry(base, self.store, set() if named is None else named, staging)
         loaded = self._loaded(data)
         shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
         manager = resource.Manager(

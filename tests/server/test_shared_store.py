@@ -341,27 +341,39 @@ def _mapping(n: int) -> resources.FileMapping:
     return value
 
 
+def _publish(store: SharedStore, key: str, value: Any, staging: Staging | None = None) -> None:
+    """Stage ``value`` and commit it (through ``staging``), as the supervisor's fetcher does."""
+    staged = store.stage(key, resources.FILE_CODEC, value)
+    try:
+        store.commit(staged, staging)
+    except BaseException:
+        store.discard(staged)
+        raise
+
+
 def test_a_candidate_configs_value_of_a_served_key_waits_until_it_is_accepted(
     tmp_path: Path,
 ) -> None:
     store = SharedStore.create(tmp_path)
-    store.publish("json_file-k", "json_file", _mapping(1))
+    codec = resources.FILE_CODEC
+    _publish(store, "json_file-k", _mapping(1))
     accepted, refused = Staging(), Staging()
     for staging, n in ((accepted, 2), (refused, 3)):
-        store.publish("json_file-k", "json_file", _mapping(n), staging)
-        store.publish("json_file-new", "json_file", _mapping(n), staging)  # no one names it
-        assert store.open("json_file-k")[1] == {"n": 1}  # still what serves
+        _publish(store, "json_file-k", _mapping(n), staging)
+        _publish(store, "json_file-new", _mapping(n), staging)  # no one names it
+        assert store.open("json_file-k", codec)[1] == {"n": 1}  # still what serves
     # The first candidate named "new" at once; the second one's value of it waits.
-    assert store.open("json_file-new")[1] == {"n": 2}
+    assert store.open("json_file-new", codec)[1] == {"n": 2}
     store.refuse(refused)
     with pytest.raises(SnapshotWriteError, match="its config was refused"):
-        store.publish("json_file-k", "json_file", _mapping(4), refused)  # a straggler
+        _publish(store, "json_file-k", _mapping(4), refused)  # a straggler
     store.publish_config(b"{}", "hash", accepted)
-    generation, value = store.open("json_file-k")
+    generation, value = store.open("json_file-k", codec)
     assert (generation, value) == (2, {"n": 2})
     store.refuse(accepted)  # a no-op once accepted: its value stays
-    store.publish("json_file-k", "json_file", _mapping(5), accepted)  # it serves: at once
-    assert store.open("json_file-k") == (3, {"n": 5})
+    _publish(store, "json_file-k", _mapping(5), accepted)  # it serves: at once
+    generation, value = store.open("json_file-k", codec)
+    assert value == {"n": 5} and generation > 2  # generations only grow
     stems = {p.name.split(".")[1] for p in store.path.iterdir() if p.name.startswith("json_file-k")}
-    assert stems == {"3"}  # the superseded and the refused values' files are gone
+    assert stems == {str(generation)}  # the superseded and the refused values' files are gone
     store.remove()
