@@ -9,6 +9,7 @@ last request has finished and its resources are closed.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from ._admin import Network, parse_trusted_proxies
@@ -47,6 +48,10 @@ class Service:
         self.supervisor: SupervisorLink | None = None
         """In a worker of ``--workers N``: where reloads and shared admin actions are decided."""
         self.draining = False
+        """``/readyz`` answers 503: set at SIGTERM (``server/_graceful.py``) and by :meth:`stop`."""
+        self.drain_deadline: float | None = None
+        """Monotonic time by which :meth:`stop` is done waiting for requests (None: the
+        full ``drain_seconds`` from the call); the server sets it when its drain begins."""
         self.started = False
         self._hand_fetchers_closed = False
 
@@ -85,7 +90,10 @@ class Service:
             self.watcher = None
         self.reloader.close()
         snap = self.holder.close()
-        if snap is not None and not snap.wait_closed(self.config.drain_seconds):
+        seconds = self.config.drain_seconds
+        if self.drain_deadline is not None:  # what is left of the server's drain
+            seconds = max(0.0, self.drain_deadline - time.monotonic())
+        if snap is not None and not snap.wait_closed(seconds):
             _log.warning(
                 "snapshot %d still has %d request(s) after %.0fs; not waiting longer",
                 snap.serial,
