@@ -17,9 +17,10 @@ protocol every connection of ``pineapple serve`` runs: the read deadlines of
   request's headers complete until its response has been handed to the
   kernel. A write only waits when the client does not read (the transport
   pauses the writer past its high-water mark), so the deadline is checked
-  then: a connection whose writer is still paused at the deadline is aborted
-  (its unsent bytes dropped; ``close`` would wait for a reader that never
-  comes) and logged with the peer's address only.
+  then: a connection whose writer is still paused at the deadline is reset
+  (``SO_LINGER`` 0, then ``abort``: its unsent bytes dropped, the kernel's
+  send buffer too; ``close`` would wait for a reader that never comes) and
+  logged with the peer's address only.
 - **Probe room**: ``/healthz`` and ``/readyz`` are answered past
   ``--max-connections`` (uvicorn answers every other request 503 there), so
   idle or slow clients filling the cap never make a liveness probe restart a
@@ -45,7 +46,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
+import struct
 from asyncio import TimerHandle
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -60,6 +64,9 @@ IDLE_GRACE_SECONDS = 1.0
 
 PROBE_PATHS = (b"/healthz", b"/readyz")
 """Request targets answered whatever the connection count (a query string allowed)."""
+
+_RESET = struct.pack("ii", 1, 0)
+"""``SO_LINGER`` on with a zero timeout: closing sends a reset and frees the send buffer."""
 
 _log = logging.getLogger("pineapple.server")
 
@@ -190,6 +197,10 @@ class ServingProtocol(ReadTimeoutProtocol):
             _address(self.client),
             self.connection_rules.write_seconds * 1000,
         )
+        sock = transport.get_extra_info("socket")
+        if sock is not None:  # a reset, not a close: the kernel drops what it still holds
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
         transport.abort()
         hook = self.connection_rules.on_write_timeout
         if hook is not None:

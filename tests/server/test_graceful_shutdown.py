@@ -13,7 +13,6 @@ answer; the process exits 0 within delay + drain + 2 s.
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import threading
 import time
@@ -22,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import psutil
 import pytest
 
+from ._modes import MODES, serving
 from ._rawhttp import RawConnection
-from .fakes import dump, unified_config
 from .test_e2e import BODY, ServeProcess
 
 pytestmark = pytest.mark.e2e
@@ -94,26 +92,11 @@ def _client(host: str, port: int, tally: Tally, ready: threading.Event, stop_at:
             conn.close()
 
 
-@pytest.fixture(params=["one process", "--workers 2"])
+@pytest.fixture(params=MODES)
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeProcess]:
-    config = tmp_path / "pineapple.json"
-    config.write_bytes(dump(unified_config("t")))
-    args = ["--shutdown-delay-seconds", str(DELAY), "--drain-seconds", str(DRAIN)]
-    if request.param == "--workers 2":
-        shm = tmp_path / "shm"
-        shm.mkdir()
-        args += ["--workers", "2", "--shared-dir", str(shm)]
-    proc = ServeProcess(config, tmp_path / "closes.log", *args)
-    children: list[psutil.Process] = []
-    with contextlib.suppress(psutil.NoSuchProcess):
-        children = psutil.Process(proc.proc.pid).children(recursive=True)
-    try:
+    args = ("--shutdown-delay-seconds", str(DELAY), "--drain-seconds", str(DRAIN))
+    with serving(request.param, tmp_path, *args) as proc:
         yield proc
-    finally:
-        for child in children:  # none may outlive the test (they hold the log pipe)
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        proc.close()
 
 
 def test_sigterm_under_keep_alive_load_drops_nothing(server: ServeProcess) -> None:
