@@ -124,7 +124,7 @@ def _cut_lines(server: ServeProcess) -> list[str]:
     return [line for line in server.log if "response not written within" in line]
 
 
-def _declared_length(got: bytes) -> tuple[int, int]:
+def _declared_length(got: bytes | bytearray) -> tuple[int, int]:
     """(Content-Length, body bytes received) of the response in ``got``."""
     head, _, body = bytes(got).partition(b"\r\n\r\n")
     for line in head.split(b"\r\n")[1:]:
