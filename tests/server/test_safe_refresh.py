@@ -29,7 +29,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
 WAIT = 30.0  # seconds: the bound of every wait below
-SERVE_ARGS = ("--addr", "127.0.0.1:0", "--no-watch")
+SERVE_ARGS = ("--addr", "127.0.0.1:0", "--no-watch", "--shutdown-delay-seconds", "0")
 
 
 def _env() -> dict[str, str]:
