@@ -16,6 +16,7 @@ from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
 from ._metrics import ServerMetrics
+from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
@@ -41,7 +42,11 @@ class Service:
         self.metrics = ServerMetrics(lambda: self.holder.current)
         self.builder = Builder(config, self.metrics)
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
-        self.responder: Responder = config.responder or default_responder(config.max_items)
+        self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
+        """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
+        self.responder: Responder = config.responder or default_responder(
+            config.max_items, self.parsed_bytes
+        )
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
