@@ -65,6 +65,8 @@ IDLE_GRACE_SECONDS = 1.0
 PROBE_PATHS = (b"/healthz", b"/readyz")
 """Request targets answered whatever the connection count (a query string allowed)."""
 
+_PROBES = frozenset(PROBE_PATHS)
+
 _RESET = struct.pack("ii", 1, 0)
 """``SO_LINGER`` on with a zero timeout: closing sends a reset and frees the send buffer."""
 
@@ -128,7 +130,9 @@ class ServingProtocol(ReadTimeoutProtocol):
 
     def on_headers_complete(self) -> None:
         limit = self.limit_concurrency
-        if limit is not None and self._is_probe():
+        # uvicorn's own test, then (at the cap only) whether this is a probe.
+        full = limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
+        if full and self._is_probe():
             self.limit_concurrency = None  # uvicorn's 503 past the cap skips probes
             try:
                 super().on_headers_complete()
@@ -143,7 +147,7 @@ class ServingProtocol(ReadTimeoutProtocol):
 
     def _is_probe(self) -> bool:
         target: bytes = self.url
-        return any(target == path or target.startswith(path + b"?") for path in PROBE_PATHS)
+        return target.partition(b"?")[0] in _PROBES
 
     # -- drain ------------------------------------------------------------------------------
 
