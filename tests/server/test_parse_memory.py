@@ -78,3 +78,17 @@ def test_sixteen_item_floods_stay_within_the_memory_bound(mode: str, tmp_path: P
         assert statuses.count(413) >= 1, statuses
         assert all(g < GROWTH_BOUND for g in growth.values()), growth
         assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_parse_that_would_pass_the_in_flight_cap_is_refused(mode: str, tmp_path: Path) -> None:
+    # One item holding 2.7 million empty lists: 8.1 MB that no item count stops, ~170 MB
+    # once parsed; its raw bytes fit a 64 MiB cap, its parsed objects do not.
+    nested = b'{"common":{},"items":[{"a":[' + b",".join([b"[]"] * 2_700_000) + b"]}]}"
+    small = b'{"common":{},"items":[' + b",".join([b'{"id":"x"}'] * 20_000) + b"]}"  # 220 KB
+    with serving(mode, tmp_path, "--max-inflight-body-bytes", str(64 * MIB)) as server:
+        reply = httpx.post(f"{server.url}/execute", content=nested, timeout=60)
+        assert reply.status_code == 503 and "server busy" in reply.json()["error"], reply.text
+        # A large body whose parse fits is served; nothing stayed reserved.
+        for _ in range(3):
+            assert httpx.post(f"{server.url}/execute", content=small, timeout=60).status_code == 200
