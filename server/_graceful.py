@@ -8,11 +8,15 @@ until every load balancer has seen the endpoint go. :class:`GracefulServer`
    (``Service.draining``), and every response from then on carries
    ``Connection: close`` (``server/_connections.py``'s :class:`Drain`), so
    keep-alive clients reconnect instead of meeting a reset. The listener
-   keeps accepting for ``--shutdown-delay-seconds``.
+   keeps accepting for ``--shutdown-delay-seconds``, the time load balancers
+   take to stop sending new connections.
 2. **The delay is over** (or a second SIGTERM, or SIGINT, which skips the
    delay): the listener closes. Connections the kernel had already accepted
    but the loop had not yet taken are taken first (from a duplicate of the
-   listening socket, until it has none) rather than reset by the close.
+   listening socket, until it has none, without yielding to the loop) rather
+   than reset by the close. A connection still arriving at that instant can
+   meet the close (TCP has no way to stop a listener gently): the delay is
+   there so that none does.
 3. **Drain**: requests under way finish within ``--drain-seconds``
    (uvicorn's ``timeout_graceful_shutdown``); the service then stops within
    what is left of that time; the process exits 0 at most 2 s later
@@ -95,7 +99,12 @@ class GracefulServer(uvicorn.Server):
         await super().shutdown(sockets)
 
     async def _stop_listening(self, sockets: list[socket.socket]) -> None:
-        """Close the listener; take the connections the kernel accepted for it first."""
+        """Close the listener; take the connections the kernel accepted for it first.
+
+        The queue is emptied without yielding to the loop, then the listener closes:
+        a connection the kernel completes in between (microseconds) is the only one
+        a close can reset; the accepted ones are handed to the loop afterwards.
+        """
         spares = []
         for sock in sockets:
             with contextlib.suppress(OSError):
@@ -104,6 +113,17 @@ class GracefulServer(uvicorn.Server):
             server.close()
         for sock in sockets:
             sock.close()
+        accepted: list[socket.socket] = []
+        for spare in spares:
+            with spare:
+                spare.setblocking(False)
+                # Bounded: the kernel queues at most `backlog` connections per listener.
+                for _ in range(max(1, self.config.backlog)):
+                    try:
+                        conn, _peer = spare.accept()
+                    except OSError:  # BlockingIOError: none left
+                        break
+                    accepted.append(conn)
         loop = asyncio.get_running_loop()
         config = self.config
 
@@ -112,17 +132,9 @@ class GracefulServer(uvicorn.Server):
                 config=config, server_state=self.server_state, app_state=self.lifespan.state
             )
 
-        for spare in spares:
-            with spare:
-                spare.setblocking(False)
-                # Bounded: the kernel queues at most `backlog` connections per listener.
-                for _ in range(max(1, config.backlog)):
-                    try:
-                        conn, _peer = spare.accept()
-                    except OSError:  # BlockingIOError: none left
-                        break
-                    conn.setblocking(False)
-                    try:
-                        await loop.connect_accepted_socket(create_protocol, conn)
-                    except OSError:
-                        conn.close()
+        for conn in accepted:  # bounded: what the queue held
+            conn.setblocking(False)
+            try:
+                await loop.connect_accepted_socket(create_protocol, conn)
+            except OSError:
+                conn.close()
