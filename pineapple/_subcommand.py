@@ -1,7 +1,7 @@
 """How every package adds its subcommand to the ``pineapple`` command line.
 
 :func:`add_subcommand` is the one place that decides what a subcommand
-parser looks like: its ``--help`` shows each option's default, it runs
+parser looks like: its ``--help`` shows each option's default once, it runs
 ``func(args) -> exit code``, its help is ``func``'s docstring (the first
 line in the list of subcommands, all of it above the options, as click
 does), and it takes the config path (with ``--max-config-bytes``, the bound
@@ -13,16 +13,34 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 from collections.abc import Callable
 from typing import TypeAlias
 
 from ._config_file import add_max_config_bytes
 from .plugins import add_plugin_argument
 
-__all__ = ["Subparsers", "add_subcommand"]
+__all__ = ["DefaultsOnceFormatter", "Subparsers", "add_subcommand"]
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``ArgumentParser.add_subparsers()`` returns; each ``add_*_command`` takes it."""
+
+
+_NAMES_DEFAULT = re.compile(r"\bdefault\b", re.IGNORECASE)
+
+
+class DefaultsOnceFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's "(default: ...)" after each option's help, unless the help names its own.
+
+    A help text that already says what the default means ("(default: standard
+    output)") is shown as written; argparse would add "(default: None)" after it.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if _NAMES_DEFAULT.search(text):
+            return text
+        return super()._get_help_string(action)
 
 
 def add_subcommand(
@@ -52,7 +70,7 @@ def add_subcommand(
         name,
         help=doc.split("\n", 1)[0].rstrip("."),
         description=doc if description is None else description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnceFormatter,
     )
     parser.set_defaults(func=func)
     if config:

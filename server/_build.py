@@ -22,7 +22,7 @@ from pineapple import _config_file as config_file
 from pineapple._config_file import MAX_CONFIG_BYTES_FLAG
 from pineapple._file_kind import file_kind
 from pineapple.engine import Engine
-from pineapple.engine.http import respond
+from pineapple.engine.http import ParseBudget, respond
 
 from ._config import Config, EngineLike, Responder
 from ._snapshot import ConfigInfo, Snapshot
@@ -137,13 +137,16 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def default_responder(max_items: int = 0) -> Responder:
+def default_responder(max_items: int = 0, budget: ParseBudget | None = None) -> Responder:
     """``pineapple.engine.respond``: the Go server's ``/execute`` status codes and bytes.
 
-    ``max_items`` > 0 answers larger requests with 413 (``Config.max_items``).
+    ``max_items`` > 0 answers larger requests with 413 (``Config.max_items``);
+    ``budget`` bounds the parsed objects of large bodies in progress (503 past it).
     """
-    if max_items > 0:
-        return cast(Responder, functools.partial(respond, max_items=max_items))
+    if max_items > 0 or budget is not None:
+        return cast(
+            Responder, functools.partial(respond, max_items=max_items or None, budget=budget)
+        )
     return cast(Responder, respond)
 
 

@@ -106,6 +106,13 @@ def add_serve_command(subparsers: Subparsers) -> None:
         "answered 503 (0: no cap)",
         metavar="N",
     )
+    _add_bound(
+        parser,
+        "--write-timeout-ms",
+        Config.write_timeout_ms,
+        "abort a connection whose response is not written this long after its request's "
+        "headers because the client does not read it (0: none)",
+    )
     parser.add_argument(
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
@@ -113,8 +120,16 @@ def add_serve_command(subparsers: Subparsers) -> None:
         "--drain-seconds",
         type=float,
         default=Config.drain_seconds,
-        help="on SIGTERM, how long in-flight requests may finish before the process exits "
-        "(it exits at most 2 s after that)",
+        help="once the listener has closed, how long in-flight requests may finish before "
+        "the process exits (it exits at most 2 s after that)",
+    )
+    parser.add_argument(
+        "--shutdown-delay-seconds",
+        type=float,
+        default=Config.shutdown_delay_seconds,
+        metavar="S",
+        help="on SIGTERM, answer /readyz 503 and keep accepting this long before the drain, "
+        "so load balancers stop sending first (SIGINT: no delay; 0: none)",
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     parser.add_argument(
@@ -204,6 +219,8 @@ def serve_command(args: argparse.Namespace) -> int:
         "max_items",
         "inline_body_bytes",
         "drain_seconds",
+        "shutdown_delay_seconds",
+        "write_timeout_ms",
         "resource_memory_budget_bytes",
         "read_header_timeout_ms",
         "read_timeout_ms",
@@ -238,6 +255,8 @@ def serve_command(args: argparse.Namespace) -> int:
             max_inflight_body_bytes=args.max_inflight_body_bytes,
             poll_seconds=args.poll_seconds,
             drain_seconds=args.drain_seconds,
+            shutdown_delay_seconds=args.shutdown_delay_seconds,
+            write_timeout_ms=args.write_timeout_ms,
             watch=not args.no_watch,
             log_level=args.log_level,
             log_format=args.log_format,

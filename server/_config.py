@@ -161,6 +161,14 @@ class Config:
     """Connections served at once by each process; a request on one more is answered 503
     and its connection closed (``--max-connections``; uvicorn's ``limit_concurrency``; 0: no
     cap)."""
+    write_timeout_ms: int = 30_000
+    """From a request's headers complete until its response is written; a client that does
+    not read it by then has its connection aborted (``--write-timeout-ms``, Go's
+    ``WriteTimeout``; 0: none)."""
+    shutdown_delay_seconds: float = 5.0
+    """After SIGTERM, how long ``/readyz`` answers 503 while the listener still accepts (so
+    load balancers can drop the pod first); the drain follows (``--shutdown-delay-seconds``;
+    0: stop accepting at once)."""
     watch: bool = True
     debounce_seconds: float = 0.2
     poll_seconds: float = 10.0

@@ -72,6 +72,8 @@ class ExecuteEndpoint:
         )
         self._inflight = 0
         """Body bytes held by requests in progress (event loop only: no lock)."""
+        self._parsed = service.parsed_bytes  # what large bodies' parses hold (threads)
+        self._parsed.bodies = self._bodies
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The hot path is written out flat (one coroutine per request, no helper
@@ -143,10 +145,15 @@ class ExecuteEndpoint:
         self._observe(status, _monotonic() - started)
 
     def _hold(self, size: int) -> None:
-        """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap."""
-        if self._inflight_cap is not None and self._inflight + size > self._inflight_cap:
+        """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
+        (with the parsed objects of large bodies, ``server/_parse_budget.py``)."""
+        cap = self._inflight_cap
+        if cap is not None and self._inflight + self._parsed.held + size > cap:
             raise _Busy
         self._inflight += size
+
+    def _bodies(self) -> int:
+        return self._inflight
 
     async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
         """Run the responder on the bounded worker-thread pool."""

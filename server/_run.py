@@ -27,9 +27,11 @@ from ._access_log import AccessLog
 from ._app import create_app
 from ._build import Builder, BuildError, example_request, import_plugins, read_config_file
 from ._config import Config, parse_addr
+from ._connections import ConnectionRules, Drain, serving_protocol
+from ._graceful import GracefulServer
 from ._log_format import configure_logging
 from ._logmask import install_log_mask, remove_log_mask
-from ._read_timeouts import ReadTimeouts, protocol_class
+from ._read_timeouts import ReadTimeouts
 from ._service import Service
 
 __all__ = ["EXIT_GRACE_SECONDS", "bind", "check", "exit_within", "run"]
@@ -80,11 +82,13 @@ def bind(addr: str) -> socket.socket:
     return sock
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, saying where it listens (and what to try) once it really does."""
+class _Server(GracefulServer):
+    """The graceful server, saying where it listens (and what to try) once it really does."""
 
-    def __init__(self, config: uvicorn.Config, example: bytes) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: uvicorn.Config, service: Service, drain: Drain, example: bytes
+    ) -> None:
+        super().__init__(config, service, drain, service.config.shutdown_delay_seconds)
         self._example = example.decode()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -150,7 +154,8 @@ def _serve_service(
         _log.error("not serving %s: %s", config.path, exc)
         service.stop()
         return 1
-    server = _Server(_uvicorn_config(config, service), _example_for(config))
+    drain = Drain()
+    server = _Server(_uvicorn_config(config, service, drain), service, drain, _example_for(config))
     previous = _install_signal_handlers(service, server)
     _freeze_startup_heap()
     try:
@@ -161,17 +166,18 @@ def _serve_service(
     return 0 if server.started else 1
 
 
-def _uvicorn_config(config: Config, service: Service) -> uvicorn.Config:
+def _uvicorn_config(config: Config, service: Service, drain: Drain) -> uvicorn.Config:
     """uvicorn's settings for ``config``: the app, and every bound on a connection."""
     timeouts = ReadTimeouts(
         header_seconds=config.read_header_timeout_ms / 1000,
         read_seconds=config.read_timeout_ms / 1000,
         on_timeout=service.metrics.observe_read_timeout,
     )
+    rules = ConnectionRules(write_seconds=config.write_timeout_ms / 1000)
     app = create_app(service)
     return uvicorn.Config(
         AccessLog(app) if config.access_log else app,
-        http=protocol_class(timeouts),
+        http=serving_protocol(timeouts, rules, drain),
         lifespan="on",
         # The peer is never rewritten from proxy headers (not even with env
         # FORWARDED_ALLOW_IPS): _admin reads X-Forwarded-For from --trust-proxy peers only.
@@ -183,7 +189,7 @@ def _uvicorn_config(config: Config, service: Service) -> uvicorn.Config:
         # uvicorn types it int, but only hands it to loop.call_later: milliseconds hold.
         timeout_keep_alive=config.idle_timeout_ms / 1000,  # type: ignore[arg-type]
         # uvicorn answers 503 once open connections (the asking one included) reach the
-        # limit: + 1 serves exactly max_connections of them.
+        # limit: + 1 serves exactly max_connections of them (probes: always, _connections).
         limit_concurrency=config.max_connections + 1 if config.max_connections > 0 else None,
     )
 

@@ -9,12 +9,14 @@ last request has finished and its resources are closed.
 from __future__ import annotations
 
 import logging
+import time
 
 from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
 from ._decisions import Decisions, LocalDecisions
 from ._metrics import ServerMetrics
+from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
@@ -37,11 +39,19 @@ class Service:
         self.metrics = ServerMetrics(lambda: self.holder.current, config.pod_metrics)
         self.builder = Builder(config, self.metrics)
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
-        self.responder: Responder = config.responder or default_responder(config.max_items)
+        self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
+        """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
+        self.responder: Responder = config.responder or default_responder(
+            config.max_items, self.parsed_bytes
+        )
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
         self.draining = False
+        """``/readyz`` answers 503: set at SIGTERM (``server/_graceful.py``) and by :meth:`stop`."""
+        self.drain_deadline: float | None = None
+        """Monotonic time by which :meth:`stop` is done waiting for requests (None: the
+        full ``drain_seconds`` from the call); the server sets it when its drain begins."""
         self.local = LocalDecisions(self.holder, self.reloader, config.path, lambda: self.draining)
         """This process's own decisions and statuses."""
         self.decisions: Decisions = self.local
@@ -85,7 +95,10 @@ class Service:
             self.watcher = None
         self.reloader.close()
         snap = self.holder.close()
-        if snap is not None and not snap.wait_closed(self.config.drain_seconds):
+        seconds = self.config.drain_seconds
+        if self.drain_deadline is not None:  # what is left of the server's drain
+            seconds = max(0.0, self.drain_deadline - time.monotonic())
+        if snap is not None and not snap.wait_closed(seconds):
             _log.warning(
                 "snapshot %d still has %d request(s) after %.0fs; not waiting longer",
                 snap.serial,

@@ -35,7 +35,8 @@ Guarantees:
   (Linux; workers are spawned only from the main thread, which it watches).
 - A worker slot is either running (in ``workers``) or due to start again (in
   ``_due``), never both; only the main thread's supervision loop changes them.
-- At exit, workers are stopped (SIGTERM, then SIGKILL after the drain time),
+- At exit, workers are stopped (SIGTERM, then SIGKILL after the shutdown delay and
+  the drain time), and this process closes its copy of the listening socket,
   then the store's directory is deleted. Before that, every ``SWEEP_SECONDS``,
   the snapshots of entries that no config names any more and that no worker
   may still build from are removed (``SharedStore.sweep``).
@@ -302,16 +303,24 @@ class Supervisor:
             _log.warning("cannot flush or fold metrics (tried again soon): %s", exc)
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
-        """Stop supervising: forward ``signum`` to every worker (they drain and exit)."""
+        """Stop supervising: forward ``signum`` to every worker (they drain and exit).
+
+        This process lets go of the listening socket (no worker is started again):
+        once the last worker has closed its copy, a new connection is refused at
+        once instead of waiting in a queue nobody accepts from, to be reset at exit.
+        """
         self.stopping.set()
         self._signal_workers(signum)
+        self.sock.close()
 
     def close(self) -> None:
         """After the workers are gone: stop the watcher and publisher, delete the store."""
         if self._watcher is not None:
             self._watcher.stop()
         self._control.stop()
-        deadline = time.monotonic() + self.config.drain_seconds + 5
+        deadline = (
+            time.monotonic() + self.config.shutdown_delay_seconds + self.config.drain_seconds + 5
+        )
         for worker in self.workers:  # only left when supervision ended abnormally
             worker.proc.join(timeout=max(0.0, deadline - time.monotonic()))
             if worker.proc.exitcode is None:

@@ -135,7 +135,9 @@ def test_grace_period_outlasts_the_drain(k8s: dict[str, dict[str, Any]]) -> None
     c = _container(k8s)
     args = _serve_args([*c["command"], *c["args"]])
     grace = k8s["Deployment"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert grace > args.drain_seconds + 2  # the server exits at most 2 s after the drain
+    # SIGTERM: still accepting for the delay, then the drain; exit at most 2 s after it.
+    assert grace > args.shutdown_delay_seconds + args.drain_seconds + 2
+    assert args.shutdown_delay_seconds >= 5  # endpoints take seconds to drop a pod
 
 
 def test_memory_is_requested_and_explained(k8s: dict[str, dict[str, Any]]) -> None:

@@ -17,36 +17,40 @@ request: ..."}``); 404 the request names a pipeline group the config does
 not have (``{"error": "unknown pipeline group ..."}``); 400 flow-contract
 violation too (``ValidationError``: a request missing a required field, as
 the Go server answers it); 500 execution error, with the partial result beside the error text (as
-Go). Two bounds the Go server does not have: 413 when the request holds more
+Go). Bounds the Go server does not have: 413 when the request holds more
 than ``max_items`` items (``{"error": "request has N items, more than the
-limit of M"}``), and 504 when the context's deadline passed before the
-pipeline finished (``{"error": "deadline exceeded in operator \"x\""}``,
-no partial result).
+limit of M"}``; "at least N" when the parse stopped early), 504 when the
+context's deadline passed before the pipeline finished (``{"error":
+"deadline exceeded in operator \"x\""}``, no partial result), and 503 when a
+``budget`` refuses the parse of a large body.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from .. import resource
 from .._context import Context
 from .._errors import DeadlineExceededError, ValidationError
-from ._bigjson import PIECE_BYTES, loads
+from ._bigjson import PIECE_BYTES, TooManyItems, loads
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json as go_json
 from ._pieces import PIECE, pieces, release
 from ._trace import TraceEntry, trace_json
 
 __all__ = [
+    "BUDGETED_FROM_BYTES",
     "STATUS_BAD_REQUEST",
+    "STATUS_BUSY",
     "STATUS_CONTRACT",
     "STATUS_DEADLINE",
     "STATUS_EXECUTION",
     "STATUS_TOO_MANY_ITEMS",
     "STATUS_UNKNOWN_GROUP",
+    "ParseBudget",
     "encode_response",
     "go_json",
     "respond",
@@ -58,6 +62,27 @@ STATUS_EXECUTION = 500
 STATUS_UNKNOWN_GROUP = 404
 STATUS_TOO_MANY_ITEMS = 413
 STATUS_DEADLINE = 504
+STATUS_BUSY = 503
+
+BUDGETED_FROM_BYTES = 64 * 1024
+"""Bodies above this size have their parse counted against ``respond``'s ``budget``."""
+
+
+class ParseBudget(Protocol):
+    """Bytes of parsed request objects that every ``respond`` call at once may hold.
+
+    ``respond`` reserves :func:`~pineapple.engine._bigjson.parsed_bytes_bound` of
+    what it is about to parse, and gives all of it back when it returns.
+    """
+
+    def reserve(self, nbytes: int) -> bool:
+        """Take ``nbytes`` more (False: refused, nothing taken); a negative one gives back."""
+        ...
+
+
+class _Refused(Exception):
+    pass
+
 
 _GO_KIND = {dict: "object", list: "array", str: "string", bool: "bool", type(None): "null"}
 
@@ -105,15 +130,19 @@ def _bad_request(message: str) -> tuple[int, bytes]:
     return STATUS_BAD_REQUEST, go_json({"error": f"invalid request: {message}"}) + b"\n"
 
 
-class _TooManyItems(Exception):
-    def __init__(self, count: int, limit: int) -> None:
-        super().__init__(f"request has {count} items, more than the limit of {limit}")
+def _parse(
+    body: bytes, max_items: int | None, reserve: Callable[[int], None] | None = None
+) -> dict[str, Any] | str:
+    """The request, or the text of why it is malformed; ``TooManyItems`` past the limit.
 
-
-def _parse(body: bytes, max_items: int | None) -> dict[str, Any] | str:
-    """The request, or the text of why it is malformed; ``_TooManyItems`` past the limit."""
+    A large body's items are counted while it is parsed in pieces (the parse stops
+    past ``max_items``); ``reserve`` is asked before each part is parsed.
+    """
     try:
-        data = orjson.loads(body) if len(body) <= PIECE_BYTES else loads(body)
+        if reserve is None and len(body) <= PIECE_BYTES:
+            data = orjson.loads(body)
+        else:
+            data = loads(body, max_items, reserve)
     except orjson.JSONDecodeError as exc:
         if not body.strip():
             return "EOF"
@@ -141,7 +170,7 @@ def _parse(body: bytes, max_items: int | None) -> dict[str, Any] | str:
                 "executeRequest.items of type []map[string]interface {}"
             )
         if max_items is not None and len(items) > max_items:
-            raise _TooManyItems(len(items), max_items)
+            raise TooManyItems(len(items), max_items)
         for item in items:  # bounded: at most max_items
             if item is not None and not isinstance(item, dict):
                 return (
@@ -158,15 +187,49 @@ def respond(
     group: str | None = None,
     *,
     max_items: int | None = None,
+    budget: ParseBudget | None = None,
 ) -> tuple[int, bytes]:
     """Execute the JSON request ``body`` on ``group``; return ``(status, response bytes)``.
 
     ``max_items`` (None: no limit) refuses larger requests with 413 before
-    anything runs; ``ctx.deadline`` bounds the execution (504 past it).
+    anything runs (a large body's parse stops past it); ``ctx.deadline`` bounds
+    the execution (504 past it). ``budget``: a body above
+    :data:`BUDGETED_FROM_BYTES` reserves a bound of its parsed objects before they
+    are built, held until this call returns; refused: 503 at once.
     """
+    if budget is None or len(body) <= BUDGETED_FROM_BYTES:
+        return _respond(engine, ctx, body, group, max_items, None)
+    held = 0
+
+    def reserve(nbytes: int) -> None:
+        nonlocal held
+        if not budget.reserve(nbytes):
+            raise _Refused
+        held += nbytes
+
     try:
-        request = _parse(body, max_items)
-    except _TooManyItems as exc:
+        return _respond(engine, ctx, body, group, max_items, reserve)
+    except _Refused:
+        return STATUS_BUSY, go_json({"error": _BUSY}) + b"\n"
+    finally:
+        if held:
+            budget.reserve(-held)
+
+
+_BUSY = "server busy: the requests being parsed would pass the in-flight bytes limit"
+
+
+def _respond(
+    engine: Engine,
+    ctx: Context | None,
+    body: bytes,
+    group: str | None,
+    max_items: int | None,
+    reserve: Callable[[int], None] | None,
+) -> tuple[int, bytes]:
+    try:
+        request = _parse(body, max_items, reserve)
+    except TooManyItems as exc:
         return STATUS_TOO_MANY_ITEMS, go_json({"error": str(exc)}) + b"\n"
     if isinstance(request, str):
         return _bad_request(request)

@@ -85,9 +85,9 @@ def test_large_body_is_parsed_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None
     cut: list[int] = []
     real = _bigjson._loads_in_pieces
 
-    def counting(body: bytes) -> dict[str, Any] | None:
+    def counting(body: bytes, *args: Any) -> dict[str, Any] | None:
         cut.append(len(body))
-        return real(body)
+        return real(body, *args)
 
     monkeypatch.setattr(_bigjson, "_loads_in_pieces", counting)
     body = _body(3)

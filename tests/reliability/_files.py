@@ -104,7 +104,18 @@ class Serve:
     def __init__(self, config: Path, *plugins: str) -> None:
         extra = [arg for plugin in plugins for arg in ("--plugin", plugin)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _MAIN, "serve", str(config), "--addr", "127.0.0.1:0", *extra],
+            [
+                sys.executable,
+                "-c",
+                _MAIN,
+                "serve",
+                str(config),
+                "--addr",
+                "127.0.0.1:0",
+                "--shutdown-delay-seconds",
+                "0",
+                *extra,
+            ],
             stderr=subprocess.PIPE,
             text=True,
             env=_env(),

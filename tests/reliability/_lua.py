@@ -87,7 +87,18 @@ class LuaServer:
         env.pop("PINEAPPLE_LUA_BACKEND", None)
         code = "import sys; from pineapple.cli import main; sys.exit(main())"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0", *args],
+            [
+                sys.executable,
+                "-c",
+                code,
+                "serve",
+                str(config),
+                "--addr",
+                "127.0.0.1:0",
+                "--shutdown-delay-seconds",
+                "0",
+                *args,
+            ],
             stderr=subprocess.PIPE,
             text=True,
             env=env,

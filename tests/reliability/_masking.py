@@ -86,7 +86,7 @@ class Serve:
         code = "import sys; from pineapple.cli import main; sys.exit(main())"
         argv = [sys.executable, "-c", code, "serve", str(config)]
         self.proc = subprocess.Popen(
-            [*argv, "--addr", "127.0.0.1:0", "--no-watch", *args],
+            [*argv, "--addr", "127.0.0.1:0", "--shutdown-delay-seconds", "0", "--no-watch", *args],
             stderr=subprocess.PIPE,
             text=True,
             env=full_env,

@@ -62,7 +62,17 @@ def run_cli(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[st
 
 
 def _serve_args(config: Path) -> list[str]:
-    return [sys.executable, "-c", CLI, "serve", str(config), "--addr", "127.0.0.1:0"]
+    return [
+        sys.executable,
+        "-c",
+        CLI,
+        "serve",
+        str(config),
+        "--addr",
+        "127.0.0.1:0",
+        "--shutdown-delay-seconds",
+        "0",
+    ]
 
 
 class Serve:

@@ -137,7 +137,17 @@ class Serve:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         code = "import sys; from pineapple.cli import main; sys.exit(main())"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"],
+            [
+                sys.executable,
+                "-c",
+                code,
+                "serve",
+                str(config),
+                "--addr",
+                "127.0.0.1:0",
+                "--shutdown-delay-seconds",
+                "0",
+            ],
             stderr=subprocess.PIPE,
             text=True,
             env=env,

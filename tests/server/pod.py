@@ -42,7 +42,7 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[2]
 CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
 WAIT = 30.0  # seconds: the bound of every wait below
-SERVE_ARGS = ("--addr", "127.0.0.1:0", "--no-watch")
+SERVE_ARGS = ("--addr", "127.0.0.1:0", "--no-watch", "--shutdown-delay-seconds", "0")
 
 
 def serve_env() -> dict[str, str]:

@@ -44,6 +44,8 @@ class ServeProcess:
                 str(config),
                 "--addr",
                 "127.0.0.1:0",
+                "--shutdown-delay-seconds",  # tests of the delay pass their own, later
+                "0",
                 "--plugin",
                 PLUGIN,
                 *args,

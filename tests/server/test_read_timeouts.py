@@ -20,6 +20,7 @@ from uvicorn.protocols.http import httptools_impl
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.server import ServerState
 
+from server._connections import Drain, ServingProtocol
 from server._read_timeouts import ReadTimeoutProtocol, ReadTimeouts, TimeoutKind, protocol_class
 
 OK = b"HTTP/1.1 200 OK\r\n"
@@ -220,13 +221,22 @@ def test_config_reaches_uvicorn() -> None:
     from server._service import Service
 
     config = Config("unused.json", idle_timeout_ms=1500, max_connections=7)
-    settings = _uvicorn_config(config, Service(config))
+    settings = _uvicorn_config(config, Service(config), Drain())
     assert settings.timeout_keep_alive == 1.5
     assert settings.limit_concurrency == 8  # uvicorn counts the asking connection
     bound = settings.http
-    assert isinstance(bound, type) and issubclass(bound, ReadTimeoutProtocol)
+    assert isinstance(bound, type) and issubclass(bound, ServingProtocol)
     assert (bound.limits.header_seconds, bound.limits.read_seconds) == (10.0, 30.0)
-    off = Config("unused.json", read_header_timeout_ms=0, read_timeout_ms=0, max_connections=0)
-    settings = _uvicorn_config(off, Service(off))
-    assert settings.http is httptools_impl.HttpToolsProtocol
+    assert bound.connection_rules.write_seconds == 30.0
+    off = Config(
+        "unused.json",
+        read_header_timeout_ms=0,
+        read_timeout_ms=0,
+        max_connections=0,
+        write_timeout_ms=0,
+    )
+    settings = _uvicorn_config(off, Service(off), Drain())
+    bound = settings.http
+    assert isinstance(bound, type) and issubclass(bound, ServingProtocol)  # drain: always
+    assert not bound.limits.enabled and bound.connection_rules.write_seconds == 0
     assert settings.limit_concurrency is None
