@@ -1,6 +1,6 @@
 """The serving floor: a bare Starlette endpoint returning precomputed JSON bytes.
 
-Served by uvicorn with the settings ``pineapple serve`` uses (``server._run``:
+Served by uvicorn with the settings ``pineapple serve`` uses (``server._serving``:
 lifespan on, no access log, no log config, uvicorn's default loop and HTTP
 implementation), so the only difference from our ``/execute`` is the work
 behind the endpoint. It reads the request body, as any real endpoint must.
@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from server._run import bind
+from server._serving import bind
 
 __all__ = ["bare_app", "main"]
 

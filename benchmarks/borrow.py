@@ -148,7 +148,7 @@ def mapped_borrow() -> list[Result]:
     from pathlib import Path
 
     from resources import build_feed_table
-    from server._shared import MappedFetcher, PublishingFetcher, SharedStore
+    from server.workers._store import MappedFetcher, PublishingFetcher, SharedStore
 
     rows = [(i, f"c{i % 2}", float(i)) for i in range(10_000)]
     table = build_feed_table(["id", "cat", "score"], [rows], "id", ["cat"])

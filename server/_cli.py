@@ -18,8 +18,9 @@ from ._admin import parse_trusted_proxies
 from ._build import BuildError, CheckError
 from ._config import Config
 from ._cpu_quota import CpuCount, usable_cpus
-from ._log_format import LOG_FORMATS
-from ._run import _configure_logging, check, exit_within, run
+from ._log_format import LOG_FORMATS, configure_logging
+from ._run import check, run
+from ._serving import exit_within
 
 __all__ = ["add_check_command", "add_serve_command"]
 
@@ -209,7 +210,7 @@ def serve_command(args: argparse.Namespace) -> int:
     POST /admin/reload; SIGTERM drains and exits 0.
     """
     if args.workers_auto is not None:
-        _configure_logging(args.log_level, args.log_format)
+        configure_logging(args.log_level, args.log_format)
         _log.info("--workers auto: %s", args.workers_auto)
     if args.workers < 1:
         print("pineapple serve: --workers must be at least 1", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 Two config authorities follow it: the :class:`~server._reloader.Reloader` of
 one process (it builds a snapshot and swaps it in) and, under ``--workers N``,
-the supervisor's :class:`~server._authority.ConfigAuthority` (it validates,
+the supervisor's :class:`~server.workers.supervisor._authority.ConfigAuthority` (it validates,
 publishes the data, then the bytes as the next config generation). Both
 decide a config change the same way, written once here:
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from server._run import bind
+from server._serving import bind
 
 
 def test_accepted_connections_have_tcp_nodelay() -> None:

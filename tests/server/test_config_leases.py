@@ -13,8 +13,8 @@ import pytest
 
 import resources
 from server._build import ConfigFileError
-from server._config_leases import take_lease
-from server._shared import SharedStore
+from server.workers._config_leases import take_lease
+from server.workers._store import SharedStore
 
 from .test_shared_store import _Source, _table, mapping_worker
 

@@ -12,7 +12,8 @@ import pytest
 
 from pineapple import PineappleError, resource
 from server import _control
-from server._control import (
+from server._decisions import Refused
+from server.workers._control import (
     CONTROL_MAX_BYTES,
     CONTROL_MAX_HANDLERS,
     ControlError,
@@ -20,7 +21,6 @@ from server._control import (
     call,
     refusal_of,
 )
-from server._decisions import Refused
 
 
 class Odd(PineappleError):

@@ -6,11 +6,11 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from server._follower import ConfigFollow, Follower
 from server._reload_policy import ReloadOutcome
-from server._shared import SharedStore
 from server._snapshot import SnapshotHolder
-from server._supervisor_link import SharedConfigSource
+from server.workers._store import SharedStore
+from server.workers.worker._follower import ConfigFollow, Follower
+from server.workers.worker._supervisor_link import SharedConfigSource
 
 
 class FakeReloader:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 
-from server._liveness import (
+from server.workers._liveness import (
     FIRST_BEAT_SECONDS,
     LIVENESS_TIMEOUT_SECONDS,
     MAX_BEATS_PER_PASS,
     BeatClock,
     Heartbeat,
 )
-from server._workers import RESTART_BACKOFF_MAX_SECONDS, restart_delay
+from server.workers.supervisor._supervisor import RESTART_BACKOFF_MAX_SECONDS, restart_delay
 
 
 def test_restarts_back_off_doubling_up_to_the_cap() -> None:

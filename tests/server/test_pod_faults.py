@@ -26,8 +26,8 @@ import httpx
 import psutil
 import pytest
 
-from server._liveness import LIVENESS_TIMEOUT_SECONDS
-from server._workers import restart_delay
+from server.workers._liveness import LIVENESS_TIMEOUT_SECONDS
+from server.workers.supervisor._supervisor import restart_delay
 
 from .test_e2e import ServeProcess
 from .test_shared_workers import _SEEN, _config, _fill, _recall, _wait_workers, _workers

@@ -217,8 +217,8 @@ def test_a_request_after_a_slow_body_gets_its_own_header_deadline() -> None:
 
 def test_config_reaches_uvicorn() -> None:
     from server import Config
-    from server._run import _uvicorn_config
     from server._service import Service
+    from server._serving import uvicorn_config as _uvicorn_config
 
     config = Config("unused.json", idle_timeout_ms=1500, max_connections=7)
     settings = _uvicorn_config(config, Service(config), Drain())

@@ -14,7 +14,7 @@ import resources
 from pineapple import resource
 from resources import FeedTable, MappedFeedTable, SnapshotWriteError, build_feed_table
 from resources._feed_data import FeedDataPrinter
-from server._shared import (
+from server.workers._store import (
     MappedFetcher,
     PublishingFetcher,
     SharedStore,
@@ -22,7 +22,7 @@ from server._shared import (
     entry_key,
     mapped_registry,
 )
-from server._staging import Staging
+from server.workers.supervisor._staging import Staging
 
 
 def _table(tag: str, n: int = 20) -> FeedTable:
@@ -165,7 +165,7 @@ def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
 ) -> None:
     store = SharedStore.create(tmp_path)
     trims: list[str] = []
-    monkeypatch.setattr("server._shared.trim_heap", lambda: trims.append("trim"))
+    monkeypatch.setattr("server.workers._store.trim_heap", lambda: trims.append("trim"))
     publisher = publishing(store, _Source())
     try:
         assert store.generation("feed_data-k") == 1
@@ -174,7 +174,7 @@ def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
         def broken() -> None:
             raise OSError("no malloc_trim here")
 
-        monkeypatch.setattr("server._shared.trim_heap", broken)
+        monkeypatch.setattr("server.workers._store.trim_heap", broken)
         assert publisher.refresh("feed") == "swapped"  # the publish stands
         assert store.generation("feed_data-k") == 2
     finally:

@@ -16,8 +16,14 @@ import httpx
 import psutil
 import pytest
 
-from server._shared import SharedStore
-from server._stale_dirs import LOCK_MARK, OWNER_FILE, _start_time, mark_owner, remove_stale_dirs
+from server.workers._store import SharedStore
+from server.workers.supervisor._stale_dirs import (
+    LOCK_MARK,
+    OWNER_FILE,
+    _start_time,
+    mark_owner,
+    remove_stale_dirs,
+)
 
 from .test_e2e import ServeProcess
 from .test_shared_workers import _config, _fill, _wait_workers, _workers

@@ -14,7 +14,7 @@ import pytest
 import server
 from server import _trial
 from server._build import BuildError
-from server._shared import SharedStore
+from server.workers._store import SharedStore
 
 from .fakes import items_resource, unified_config
 

@@ -11,7 +11,7 @@
     └── ...      ─┘ follow new generations (server/_follower.py), exit when the pipe from
                     the supervisor reaches end-of-file
 
-The supervisor's :class:`~server._authority.ConfigAuthority` decides every
+The supervisor's :class:`~server.workers.supervisor._authority.ConfigAuthority` decides every
 config change and every admin action on a shared resource, once, whatever
 worker was asked (see ``server/_authority.py``); this module supervises the
 processes. A worker that exits is started again and maps the current
@@ -58,15 +58,15 @@ from types import FrameType
 
 from pineapple import PineappleError
 
+from ..._config import Config
+from ..._metrics import ServerMetrics
+from ..._pod_metrics import PodMetrics
+from ..._watcher import ConfigWatcher
+from .._control import CONTROL_SOCKET, ControlServer
+from .._liveness import BeatClock
+from .._store import METRICS_DIR, SharedStore
+from ..worker._main import worker_main
 from ._authority import ConfigAuthority
-from ._config import Config
-from ._control import CONTROL_SOCKET, ControlServer
-from ._liveness import BeatClock
-from ._metrics import ServerMetrics
-from ._pod_metrics import PodMetrics
-from ._shared import METRICS_DIR, SharedStore
-from ._watcher import ConfigWatcher
-from ._worker_main import worker_main
 
 __all__ = [
     "RESTART_BACKOFF_MAX_SECONDS",

@@ -71,10 +71,10 @@ from pineapple.resource import (
     SnapshotWriteError,
 )
 
-from ._build import ConfigFileError, read_config_file
+from .._build import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
-from ._staging import Staging
-from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
+from .supervisor._staging import Staging
+from .supervisor._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
 __all__ = [
     "CONFIG_ENTRY",

@@ -48,13 +48,13 @@ from typing import Any
 
 from pineapple import resource
 
-from ._build import Builder, BuildError, read_config_file
-from ._config import Config
-from ._control import ControlError
-from ._decisions import ACTIONS, Action, Refused, act
-from ._metrics import ServerMetrics
-from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
-from ._shared import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
+from ..._build import Builder, BuildError, read_config_file
+from ..._config import Config
+from ..._decisions import ACTIONS, Action, Refused, act
+from ..._metrics import ServerMetrics
+from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
+from .._control import ControlError
+from .._store import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
 

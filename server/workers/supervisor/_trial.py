@@ -47,10 +47,10 @@ from typing import Any, cast
 
 import orjson
 
-from ._build import BuildError, BuildStep
-from ._config import Config
-from ._shared import SharedStore
-from ._worker_main import TRIAL_REPLY_MAX_BYTES, trial_main
+from ..._build import BuildError, BuildStep
+from ..._config import Config
+from .._store import SharedStore
+from ..worker._main import TRIAL_REPLY_MAX_BYTES, trial_main
 
 __all__ = ["TRIAL_SPAWN_SECONDS", "trial_build"]
 

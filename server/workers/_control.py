@@ -43,7 +43,7 @@ import orjson
 
 from pineapple import PineappleError
 
-from ._decisions import Refused, http_status
+from .._decisions import Refused, http_status
 
 __all__ = [
     "CONTROL_MAX_BYTES",

@@ -25,16 +25,18 @@ import orjson
 
 from pineapple import resource
 
-from ._build import Builder, BuildError, import_plugins
-from ._config import Config, ConfigSource
-from ._control import CONTROL_READ_SECONDS
+from ..._build import Builder, BuildError, import_plugins
+from ..._config import Config, ConfigSource
+from ..._log_format import configure_logging
+from ..._logmask import install_log_mask
+from ..._pod_metrics import PodMetrics
+from ..._service import Service
+from ..._serving import exit_within, serve
+from ..._snapshot import SnapshotHolder
+from .._control import CONTROL_READ_SECONDS
+from .._liveness import START_SLACK_SECONDS, Heartbeat
+from .._store import METRICS_DIR, SharedStore, codec_of, mapped_registry
 from ._follower import ConfigFollow, Follower
-from ._liveness import START_SLACK_SECONDS, Heartbeat
-from ._logmask import install_log_mask
-from ._pod_metrics import PodMetrics
-from ._service import Service
-from ._shared import METRICS_DIR, SharedStore, codec_of, mapped_registry
-from ._snapshot import SnapshotHolder
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
 __all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
@@ -92,14 +94,12 @@ def worker_main(
 
     ``beats``: the pipe on which it tells the supervisor it still follows (``_liveness``).
     """
-    from ._run import _configure_logging, _serve, exit_within
-
     _die_with_parent(parent_pid)
     began = time.monotonic()
     start_bound = config.start_timeout + START_SLACK_SECONDS
     heartbeat = Heartbeat(beats, lambda: time.monotonic() - began < start_bound)
     heartbeat.start()
-    _configure_logging(config.log_level, config.log_format)
+    configure_logging(config.log_level, config.log_format)
     import_plugins(config.plugins)
     store = SharedStore(store_path)
     source = SharedConfigSource(store)
@@ -127,7 +127,7 @@ def worker_main(
         heartbeat.healthy = follower.following
 
     try:
-        code = _serve(worker_config, sock, attach)
+        code = serve(worker_config, sock, attach)
     finally:
         heartbeat.stop()
         for follower in followers:
@@ -182,10 +182,8 @@ def trial_main(
     or ``{"step": ..., "reason": ...}`` (the :class:`BuildError` one process
     would raise, already redacted).
     """
-    from ._run import _configure_logging, exit_within
-
     _die_with_parent(parent_pid)
-    _configure_logging(config.log_level, config.log_format)
+    configure_logging(config.log_level, config.log_format)
     install_log_mask(SnapshotHolder())  # DSN passwords, as the supervisor's own lines
     snap = donor = None
     try:

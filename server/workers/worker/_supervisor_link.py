@@ -28,10 +28,10 @@ from typing import Any
 
 from pineapple import resource
 
-from ._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
-from ._decisions import Action, LocalDecisions, Refused
-from ._reload_policy import Trigger
-from ._shared import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore, codec_of
+from ..._decisions import Action, LocalDecisions, Refused
+from ..._reload_policy import Trigger
+from .._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
+from .._store import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore, codec_of
 
 __all__ = ["SharedConfigSource", "SupervisorLink"]
 

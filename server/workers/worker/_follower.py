@@ -50,9 +50,9 @@ from multiprocessing.connection import Connection
 
 from pineapple import PineappleError, resource
 
-from ._reloader import Reloader
-from ._shared import CONFIG_ENTRY, SharedStore, SnapshotMissingError, codec_of
-from ._snapshot import SnapshotHolder
+from ..._reloader import Reloader
+from ..._snapshot import SnapshotHolder
+from .._store import CONFIG_ENTRY, SharedStore, SnapshotMissingError, codec_of
 from ._supervisor_link import SharedConfigSource
 
 __all__ = ["FOLLOW_POLL_SECONDS", "ConfigFollow", "Follower"]
