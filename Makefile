@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP) $(NATIVE)
 
-$(NATIVE): $(STAMP) $(NATIVE_SRC)
+$(NATIVE): $(STAMP) setup.py pineapple/_native.py $(NATIVE_SRC)
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(NATIVE)
 
