@@ -69,7 +69,9 @@ class BuildExt(build_ext):
         manifest.unlink(missing_ok=True)  # a failed build must not vouch for old extensions
         super().run()
         if all(Path(self.get_ext_fullpath(m)).is_file() for m in MODULES):
-            hashes = {m: hashlib.sha256((HERE / p).read_bytes()).hexdigest() for m, p in SOURCES.items()}
+            hashes = {
+                m: hashlib.sha256((HERE / p).read_bytes()).hexdigest() for m, p in SOURCES.items()
+            }
             manifest.parent.mkdir(parents=True, exist_ok=True)
             manifest.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
 
