@@ -22,6 +22,7 @@ import asyncio
 import cProfile
 import pstats
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,11 @@ def main(argv: list[str] | None = None) -> None:
         prof = cProfile.Profile() if args.profile else None
         if prof is not None:
             prof.enable()
+        started = time.process_time()
         loop.run_until_complete(_drive(make, request, payload, args.requests))
+        used = time.process_time() - started
+        if args.requests:
+            print(f"{used / args.requests * 1e6:.1f} us of CPU per request ({args.requests})")
         if prof is not None:
             prof.disable()
             pstats.Stats(prof).sort_stats("tottime").print_stats(30)

@@ -92,16 +92,16 @@ def run_steps(
         out = _NO_OUTPUT
         try:
             inp: OperatorInput = step_input(step, common, items, present)
-        except (FrameError, ValueError) as exc:
-            error = wrap_error(step, exc)
+        except (FrameError, ValueError) as refused:  # one name per clause: mypyc types each
+            error = wrap_error(step, refused)
         else:
             if traces is not None and step.debug:
                 snap_in = snapshot_input(inp, step.item_input)
             out = OperatorOutput()
             try:
                 step.execute(ctx, inp, out)
-            except Exception as exc:
-                error, out = failure_error(step, exc), _NO_OUTPUT
+            except Exception as failed:
+                error, out = failure_error(step, failed), _NO_OUTPUT
             else:
                 if step.violations(out):
                     error = violation_error(step, out)
@@ -118,8 +118,8 @@ def run_steps(
             warnings.append(f'operator "{step.name}": {out.warning}')
         try:
             applied = apply_output(step, out, common, items, present)
-        except FrameError as exc:
-            return Walk(items, wrap_error(step, exc), step.position + 1, skipped, step.slot)
+        except FrameError as unapplied:
+            return Walk(items, wrap_error(step, unapplied), step.position + 1, skipped, step.slot)
         if len(items) > PIECE:
             release_frame(items, applied, out)
         items = applied
