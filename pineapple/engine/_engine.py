@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from .._context import Context
 from .._errors import ExecutionError, PineappleError, ValidationError
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
@@ -44,6 +46,7 @@ _log = logging.getLogger("pineapple.engine")
 _clock = time.perf_counter_ns
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 @dataclass
 class Result:
     """One execution's outcome: the projected response, warnings, and the error if any.
@@ -64,6 +67,7 @@ class Result:
         return {"common": self.common, "items": self.items}
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 class Engine:
     """A compiled Pine pipeline.
 

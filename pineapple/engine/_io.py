@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from ._pieces import PIECE, pieces, spans
 
 __all__ = ["OperatorInput", "OperatorOutput"]
@@ -25,6 +27,7 @@ __all__ = ["OperatorInput", "OperatorOutput"]
 _EMPTY: Mapping[str, Any] = {}
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 class OperatorInput:
     """Read-only view of the request frame for one operator invocation.
 
@@ -105,6 +108,7 @@ def _column(
     return col
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 class OperatorOutput:
     """Collects one invocation's writes; the engine validates and applies them.
 

@@ -247,3 +247,39 @@ def test_the_environment_and_a_missing_manifest_select_the_source(tmp_path: Path
     assert unbuilt["compiled"] is False
     assert unbuilt["reason"] == "not compiled (no build manifest)"
     assert unbuilt["file"].endswith(".py")
+
+
+def test_public_classes_of_the_compiled_core_stay_subclassable() -> None:
+    from pineapple.engine import OperatorInput, OperatorOutput, Result
+
+    class Counted(Engine):
+        runs = 0
+
+        def run(self, *args: Any, **kwargs: Any) -> Result:
+            type(self).runs += 1
+            return super().run(*args, **kwargs)
+
+    config = {
+        "pipeline_config": {
+            "operators": {
+                "size": {"type_name": "transform_size", "$metadata": {"common_output": ["n"]}}
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["size"]}},
+        "flow_contract": {"common_output": ["n"], "item_output": ["id"]},
+    }
+    with Counted(config, registry=builtins.operator_registry()) as engine:
+        got = engine.execute(None, {"common": {}, "items": [{"id": 1}]})
+    assert got == {"common": {"n": 1}, "items": [{"id": 1}]}
+    assert Counted.runs == 1
+
+    class Out(OperatorOutput):
+        pass
+
+    class In(OperatorInput):
+        pass
+
+    out = Out()
+    out.set_common("n", 1)
+    assert out.common_writes == {"n": 1}
+    assert In({}, [{"id": 2}]).column("id") == [2]
