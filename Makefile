@@ -3,6 +3,12 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NATIVE := $(VENV)/.native
+# The engine core that setup.py compiles with mypyc (pineapple/_native.py: COMPILED):
+# a changed source rebuilds it before check, test, bench and run.
+NATIVE_SRC := $(shell sed -n '/^COMPILED = (/,/^)/p' pineapple/_native.py | grep -o '"[a-z_.]*"' | tr -d '"' | sed 's|\.|/|g; s|$$|.py|')
+# What the pure-Python pass of `make test` runs again with PINEAPPLE_PURE_PYTHON=1.
+PURE_TESTS := tests/engine tests/operators tests/conformance
 PACKAGES := pineapple resources server dsl codegen
 CONFIG ?= configs/demo.json
 ADDR ?= 127.0.0.1:8080
@@ -13,11 +19,15 @@ $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(NATIVE)
 
-install: $(STAMP)
+$(NATIVE): $(STAMP) setup.py pineapple/_native.py $(NATIVE_SRC)
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(NATIVE)
 
-check: $(STAMP)
+install: $(NATIVE)
+
+check: $(NATIVE)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy $(PACKAGES)
@@ -30,20 +40,24 @@ fmt: $(STAMP)
 codegen: $(STAMP)
 	$(BIN)/python -m codegen
 
-test: $(STAMP)
+# The whole suite on the compiled engine core, then the engine, operator and
+# conformance tests again on the pure-Python fallback.
+test: $(NATIVE)
 	PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} $(BIN)/python -m pytest
+	PINEAPPLE_PURE_PYTHON=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \
+		$(BIN)/python -m pytest -q $(PURE_TESTS)
 
-stress: $(STAMP)
+stress: $(NATIVE)
 	$(BIN)/python -m pytest -m stress
 
-bench: $(STAMP)
+bench: $(NATIVE)
 	$(BIN)/python -m benchmarks
 
 # The docs site (mkdocs-material) into build/site/; strict: any warning fails the build.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-run: $(STAMP)
+run: $(NATIVE)
 	@test -f $(CONFIG) || { echo "make run: $(CONFIG) not found; try: make run CONFIG=path/to/config.json"; exit 2; }
 	@echo "Serving $(CONFIG) on http://$(ADDR): edit the file to hot-reload it; Ctrl-C stops."
 	@echo "Once it listens it prints a curl line to try; also: curl -s http://$(ADDR)/resources"

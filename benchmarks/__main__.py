@@ -26,6 +26,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.workers", "worker_throughput"),
     ("benchmarks.workers", "database_reads"),
     ("benchmarks.engine_cost", "engine_cost"),
+    ("benchmarks.native", "native_core"),
 ]
 
 

@@ -107,11 +107,13 @@ def serve_pineapple(
 
 
 def serve_bare(
-    response: Path, port: int
+    response: Path, port: int, *, raw: bool = False
 ) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
-    """The bare Starlette endpoint (``benchmarks._bare_server``) on ``127.0.0.1:port``."""
+    """The bare Starlette endpoint (``benchmarks._bare_server``) on ``127.0.0.1:port``;
+    ``raw``: a raw ASGI app instead."""
     cmd = [sys.executable, "-m", "benchmarks._bare_server", "--port", str(port)]
-    return running([*cmd, "--response-file", str(response)], port, "bare server")
+    cmd += ["--response-file", str(response), *(["--raw"] if raw else [])]
+    return running(cmd, port, "bare server")
 
 
 def start_load(

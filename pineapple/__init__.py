@@ -19,6 +19,8 @@ Layers (each imports only the ones above it):
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+# First: decides, before any of it loads, whether the compiled engine core runs.
+from . import _native as _native
 from ._context import Context as Context
 from ._errors import ConfigError as ConfigError
 from ._errors import DeadlineExceededError as DeadlineExceededError

@@ -74,6 +74,23 @@ class HttpStats:
     def __init__(self) -> None:
         self.requests: dict[tuple[str, str, str], int] = {}
         self.durations: dict[tuple[str, str], _Durations] = {}
+        self._execute: dict[int, tuple[tuple[str, str, str], _Durations]] = {}
+        """``POST /execute``'s keys and cell by status (bounded: the statuses it answers)."""
+
+    def record_execute(self, status: int, seconds: float) -> None:
+        """``record("POST", "/execute", status, seconds)``, its keys found by status."""
+        series = self._execute.get(status)
+        if series is None:
+            self.record("POST", "/execute", status, seconds)
+            key = ("POST", "/execute", status_bucket(status))
+            self._execute[status] = key, self.durations[("POST", "/execute")]
+            return
+        key, cell = series
+        self.requests[key] += 1
+        ns = int(seconds * 1e9)
+        cell.count += 1
+        cell.sum_ns += ns
+        cell.buckets[bisect_left(_HTTP_NS, ns)] += 1
 
     def record(self, method: str, path: str, status: int, seconds: float) -> None:
         """One answered request (on the event loop)."""

@@ -183,7 +183,7 @@ class ServerMetrics:
     def observe_execute(self, status: int, seconds: float) -> None:
         """One ``POST /execute`` answered (the hot path, on the event loop)."""
         self.requests.observe_execute(status, seconds)
-        self.http.record("POST", "/execute", status, seconds)
+        self.http.record_execute(status, seconds)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         """One request to any other route (on the event loop)."""

@@ -90,6 +90,7 @@ class Snapshot:
         "engine",
         "info",
         "manager",
+        "release",
         "serial",
     )
 
@@ -110,6 +111,10 @@ class Snapshot:
         self._ref = resource.RefValue(teardown, f"snapshot/{serial}")
         self.acquire = self._ref.acquire
         """Take one reference if the snapshot is still live; False once it is tearing down."""
+        self.release = self._ref.release
+        """Drop one reference; the last one starts the teardown (on another thread).
+
+        The reference count's own method (one C call with ``_cref``), as ``acquire``."""
         self._retired = False
         self._lock = threading.Lock()
 
@@ -122,10 +127,6 @@ class Snapshot:
     def closed(self) -> bool:
         """True once teardown has finished."""
         return self._closed.is_set()
-
-    def release(self) -> None:
-        """Drop one reference; the last one starts the teardown (on another thread)."""
-        self._ref.release()
 
     def retire(self) -> None:
         """Drop the baseline reference (once); teardown follows the last request."""

@@ -1,4 +1,4 @@
-"""The import graph: no package imports a layer above it, and no module cycle, lazy imports included.
+"""The import graph: no package imports a layer above it; no module cycle, lazy imports included.
 
 Read from the source (``ast``), not from what a process happens to import:
 every ``import``/``from ... import`` counts wherever it is written (module

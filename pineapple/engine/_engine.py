@@ -25,25 +25,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from .._context import Context
 from .._errors import ExecutionError, PineappleError, ValidationError
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
-from ._frame import FrameError, apply_output, project, step_input
-from ._io import OperatorOutput
-from ._pieces import PIECE, release
+from ._frame import project
+from ._pieces import PIECE, release, spans
 from ._render import render_dag
-from ._run import (
-    deadline_error,
-    failure_error,
-    observe_steps,
-    release_frame,
-    skip_step,
-    violation_error,
-    wrap_error,
-)
+from ._run import run_steps
 from ._schema import OperatorRegistry, default_operator_registry
-from ._stats import TIME_EVERY, TIMED_PER_SECOND, EngineStats, Shard
+from ._stats import TIME_EVERY, TIMED_PER_SECOND, EngineStats
 from ._step import Step, compile_step
 from ._trace import TraceEntry
 
@@ -51,9 +44,9 @@ __all__ = ["Engine", "Result", "UnknownGroupError"]
 
 _log = logging.getLogger("pineapple.engine")
 _clock = time.perf_counter_ns
-_monotonic = time.monotonic
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 @dataclass
 class Result:
     """One execution's outcome: the projected response, warnings, and the error if any.
@@ -74,6 +67,7 @@ class Result:
         return {"common": self.common, "items": self.items}
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 class Engine:
     """A compiled Pine pipeline.
 
@@ -228,105 +222,33 @@ class Engine:
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
-        # Counting costs one C call here (the sampling tick) and one after the
+        # Counting costs one call here (the sampling tick) and one after the
         # loop (none inside it: see EngineStats). Clocks are read only on timed runs
-        # (one in time_every, at most timed_per_second a second) and traced runs.
+        # (one in time_every, at most timed_per_second a second) and traced runs;
+        # every run goes through the one step loop (_run.run_steps).
         tick = self._tick  # None: Engine(stats=False)
         timed = tick is not None and tick() and self.stats.may_time()
-        if timed or trace:
-            stats = self.stats if tick is not None else None
-            return self._run_observed(pipeline, ctx, common, items, warnings, stats, timed, trace)
-        # The plain loop (the observed one is _run.observe_steps: keep the two
-        # alike; tests/engine/test_stats.py runs every case through both).
-        # Bounded by the pipeline's length. The deadline costs one read here and
-        # one clock read per operator; long operators check it themselves.
-        steps = pipeline.steps
-        deadline = ctx.deadline
-        present: dict[str, int] = {}
-        error: ExecutionError | None = None
-        skipped: list[int] | None = None
-        end, failed = len(steps), -1
-        for step in steps:
-            if step.skip and skip_step(step, common):
-                if skipped is None:
-                    skipped = []
-                skipped.append(step.slot)
-                continue
-            if deadline is not None and _monotonic() >= deadline:
-                error, end = deadline_error(step.name), step.position
-                break
-            try:
-                inp = step_input(step, common, items, present)
-            except (FrameError, ValueError) as exc:
-                error, end, failed = wrap_error(step, exc), step.position + 1, step.slot
-                break
-            try:
-                out = OperatorOutput()
-                step.execute(ctx, inp, out)
-            except Exception as exc:
-                error, end, failed = failure_error(step, exc), step.position + 1, step.slot
-                break
-            if step.violations(out):
-                error, end, failed = violation_error(step, out), step.position + 1, step.slot
-                break
-            if out.warning is not None:
-                warnings.append(f'operator "{step.name}": {out.warning}')
-            try:
-                applied = apply_output(step, out, common, items, present)
-            except FrameError as exc:
-                error, end, failed = wrap_error(step, exc), step.position + 1, step.slot
-                break
-            if len(items) > PIECE:
-                release_frame(items, applied, out)
-            items = applied
+        traces: list[TraceEntry] | None = [] if trace else None
+        if not timed:
+            walk = run_steps(pipeline.steps, ctx, common, items, warnings, None, traces)
+        else:  # one in time_every: durations into this thread's shard
+            timer = self.stats.shard()
+            started = _clock()
+            walk = run_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
+            timer.timed_run(_clock() - started)
+        error = walk.error
         if tick is not None:
-            if skipped is None and error is None:
+            if walk.skipped is None and error is None:
                 pipeline.done()
             else:
-                self.stats.irregular(pipeline.index, end, skipped, failed, error is not None)
+                self.stats.irregular(
+                    pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
+                )
+        items = walk.items
         contract = self.contract
         out_common, out_items = project(common, items, contract.common_output, contract.item_output)
         if len(items) > PIECE:
             release(items)
-        if error is not None:
-            error.result = {"common": out_common, "items": out_items}
-        return Result(out_common, out_items, warnings, error)
-
-    def _run_observed(
-        self,
-        pipeline: _Pipeline,
-        ctx: Context,
-        common: dict[str, Any],
-        items: list[dict[str, Any]],
-        warnings: list[str],
-        stats: EngineStats | None,
-        timed: bool,
-        trace: bool,
-    ) -> Result:
-        """A timed run (one in ``time_every``: durations into this thread's shard) or a
-        traced one."""
-        traces: list[TraceEntry] | None = [] if trace else None
-        timer: Shard | None = None
-        if timed and stats is not None:
-            timer = stats.shard()
-        started = _clock()
-        walk = observe_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
-        if timer is not None:
-            timer.timed_run(_clock() - started)
-        error = walk.error
-        if stats is not None:
-            if walk.skipped is None and error is None:
-                pipeline.done()
-            else:
-                stats.irregular(
-                    pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
-                )
-        contract = self.contract
-        out_common, out_items = project(
-            common, walk.items, contract.common_output, contract.item_output
-        )
-        if len(walk.items) > PIECE:
-            release(walk.items)
         if error is not None:
             error.result = {"common": out_common, "items": out_items}
         return Result(out_common, out_items, warnings, error, traces)
@@ -348,16 +270,11 @@ class Engine:
         raw_items = request.get("items") or ()
         if not isinstance(raw_items, list | tuple):
             raise ValidationError("pine: validation error: request.items must be an array")
-        item_input = self.contract.item_input
-        for i, item in enumerate(raw_items):
-            if not isinstance(item, dict):
-                raise ValidationError(f"pine: validation error: item[{i}] must be an object")
-            for f in item_input:
-                if f not in item:
-                    raise ValidationError(
-                        f'pine: validation error: item[{i}] missing required item input field "{f}"'
-                    )
-        return dict(common), [dict(item) for item in raw_items]
+        n = len(raw_items)
+        items: list[dict[str, Any]] = []
+        for a, b in spans(n) if n > PIECE else ((0, n),):  # GIL handed over between pieces
+            _admit_items(raw_items, a, b, self.contract.item_input, items)
+        return dict(common), items
 
     def close(self) -> None:
         """Close every operator once (errors are logged, not raised). Idempotent."""
@@ -384,6 +301,26 @@ class UnknownGroupError(PineappleError, LookupError):
     def __init__(self, group: str, known: list[str]) -> None:
         super().__init__(f"unknown pipeline group {group!r} (groups: {', '.join(known)})")
         self.group = group
+
+
+def _admit_items(
+    raw: list[Any] | tuple[Any, ...],
+    start: int,
+    end: int,
+    item_input: tuple[str, ...],
+    out: list[dict[str, Any]],
+) -> None:
+    """Check ``raw[start:end]`` against the contract and append copies of them to ``out``."""
+    for i in range(start, end):
+        item = raw[i]
+        if not isinstance(item, dict):
+            raise ValidationError(f"pine: validation error: item[{i}] must be an object")
+        for f in item_input:
+            if f not in item:
+                raise ValidationError(
+                    f'pine: validation error: item[{i}] missing required item input field "{f}"'
+                )
+        out.append(dict(item))
 
 
 def _nothing() -> None:

@@ -4,29 +4,28 @@ A frame is a plain ``common`` dict and a list of item dicts, owned by one
 request (copied from the request on entry). Errors raised here are
 ``FrameError``; the runner wraps them into ``ExecutionError`` naming the
 operator, with the same texts as the public engines.
+
+The per-item loops are written out plainly (``for row in rows``) because
+mypyc compiles this module (``pineapple._native``) into C loops; past
+:data:`PIECE` items they run piece by piece (``spans``), so that no loop
+holds the GIL for more than one piece.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
-from itertools import repeat
-from operator import contains, setitem
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._io import OperatorInput, OperatorOutput
-from ._pieces import PIECE, batches, pieces
+from ._pieces import PIECE, batches, pieces, spans
 from ._step import Step
 from ._template import resolve_templates
 
 __all__ = ["FrameError", "apply_output", "build_common", "check_items", "project", "step_input"]
 
 _EMPTY: Mapping[str, Any] = {}
-_new = object.__new__
 _isfinite = math.isfinite
-_drain: Callable[[Iterable[Any]], object] = partial(deque, maxlen=0)  # runs an iterator in C
 
 
 class FrameError(Exception):
@@ -64,14 +63,7 @@ def step_input(
     if step.item_strict or step.item_nullable:
         check_items(step, items, present)
     templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
-    # OperatorInput(view, items, templated=..., item_defaults=...) without the
-    # keyword call or its None defaults: a third of the constructor's cost.
-    inp: OperatorInput = _new(OperatorInput)
-    inp.common = view
-    inp.items = items
-    inp.templated = templated
-    inp.item_defaults = step.item_defaults
-    return inp
+    return OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
 
 
 def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]) -> None:
@@ -84,14 +76,13 @@ def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]
     n = len(items)
     ok = True
     for f in step.item_strict:
-        if not all(row.get(f) is not None for row in items):
+        if not _all_set(items, f, 0, n):
             ok = False
     for f in step.item_nullable:
         known = present.get(f, 0)
         if known >= n:
             continue
-        rows = items[known:] if known else items
-        if _all_contain(rows, f):
+        if _all_contain(items, f, known, n):
             present[f] = n
         else:
             ok = False
@@ -106,10 +97,26 @@ def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]
                 raise FrameError(f'required field "{f}" is missing on item[{i}]')
 
 
-def _all_contain(rows: list[dict[str, Any]], field: str) -> bool:
-    if len(rows) <= PIECE:
-        return all(map(contains, rows, repeat(field)))
-    return all(all(map(contains, part, repeat(field))) for part in pieces(rows))
+def _all_set(rows: list[dict[str, Any]], field: str, start: int, end: int) -> bool:
+    """Every row of ``rows[start:end]`` has ``field`` set (not None)."""
+    if end - start > PIECE:
+        return all(_all_set(rows, field, start + a, start + b) for a, b in spans(end - start))
+    return all(rows[i].get(field) is not None for i in range(start, end))
+
+
+def _all_contain(rows: list[dict[str, Any]], field: str, start: int, end: int) -> bool:
+    """Every row of ``rows[start:end]`` has ``field`` (None allowed)."""
+    if end - start > PIECE:
+        return all(_all_contain(rows, field, start + a, start + b) for a, b in spans(end - start))
+    return all(field in rows[i] for i in range(start, end))
+
+
+def _set_column(rows: list[dict[str, Any]], field: str, values: list[Any]) -> None:
+    """``rows[i][field] = values[i]`` for every row (the lengths are equal)."""
+    n = len(rows)
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for i in range(a, b):
+            rows[i][field] = values[i]
 
 
 def _bad_float(v: Any) -> bool:
@@ -177,12 +184,7 @@ def apply_output(
             bad = _first_bad(values)
             if bad >= 0:
                 raise FrameError(f"item[{bad}] write: {_nan(f)}")
-            if n <= PIECE:
-                _drain(map(setitem, items, repeat(f), values))
-            else:
-                for start in range(0, n, PIECE):  # bounded: n / PIECE pieces
-                    end = start + PIECE
-                    _drain(map(setitem, items[start:end], repeat(f), values[start:end]))
+            _set_column(items, f, values)
             present[f] = n
     if out.removed or out.item_order is not None:
         if out.removed:
@@ -204,7 +206,11 @@ def apply_output(
                     if _bad_float(v):
                         raise FrameError(f"added item write: {_nan(f)}")
         if step.recall:
-            _drain(map(setitem, added, repeat("_source"), repeat(step.name)))
+            name = step.name
+            count = len(added)
+            for a, b in spans(count) if count > PIECE else ((0, count),):
+                for i in range(a, b):
+                    added[i]["_source"] = name
         before = len(items)
         items.extend(added)
         after = len(items)
@@ -229,7 +235,12 @@ def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, An
         raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
     if hi == n - 1 and hi - lo + 1 == len(removed):  # a tail: truncation
         return items[:lo]
-    return [row for i, row in enumerate(items) if i not in removed]
+    kept: list[dict[str, Any]] = []
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for i in range(a, b):
+            if i not in removed:
+                kept.append(items[i])
+    return kept
 
 
 def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, Any]]:
@@ -241,7 +252,10 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
     try:
         # A permutation of range(n) has n distinct in-range indices; the
         # subscripts check the range (negative ones are caught below).
-        reordered = [items[i] for i in order]
+        reordered: list[dict[str, Any]] = []
+        for a, b in spans(n) if n > PIECE else ((0, n),):
+            for k in range(a, b):
+                reordered.append(items[order[k]])
         valid = _in_range_and_distinct(order, n)
     except (IndexError, TypeError):
         valid = False
@@ -282,6 +296,12 @@ def project(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The response's common and items: declared output fields only (absent fields left out)."""
     rc = {f: common[f] for f in common_out if f in common}
+    n = len(items)
     if not item_out:
-        return rc, [{} for _ in items]
-    return rc, [{f: row[f] for f in item_out if f in row} for row in items]
+        return rc, [{} for _ in range(n)]
+    rows: list[dict[str, Any]] = []
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for i in range(a, b):
+            row = items[i]
+            rows.append({f: row[f] for f in item_out if f in row})
+    return rc, rows

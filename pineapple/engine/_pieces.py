@@ -9,6 +9,12 @@ its 50 to 400 ms. The helpers here split such calls into pieces of at most
 over. Each takes the plain one-call path when the input fits in one piece,
 so that small requests run exactly the code they ran before.
 
+This module stays interpreted when the engine core is compiled
+(``pineapple._native``): compiled code never checks for a waiting thread
+itself, so its loops over many items take their pieces from :func:`spans`
+or :func:`pieces`, whose every next piece passes through the interpreter
+(where the GIL may be handed over).
+
 Guarantees:
 
 - Results equal those of the one-call forms they replace (``stable_order``
@@ -26,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, TypeVar
 
-__all__ = ["FAN_IN", "PIECE", "batches", "pieces", "release", "stable_order"]
+__all__ = ["FAN_IN", "PIECE", "batches", "pieces", "release", "spans", "stable_order"]
 
 T = TypeVar("T")
 
@@ -38,6 +44,16 @@ def pieces(seq: Sequence[T], size: int = PIECE) -> Iterator[Sequence[T]]:
     """Consecutive slices of ``seq`` of at most ``size`` items (bounded: ``len(seq) / size``)."""
     for start in range(0, len(seq), size):
         yield seq[start : start + size]
+
+
+def spans(n: int, size: int = PIECE) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of consecutive pieces of ``range(n)`` (bounded: ``n / size`` pieces).
+
+    A generator run by the interpreter: a compiled loop over its pieces lets
+    other threads run between two of them.
+    """
+    for start in range(0, n, size):
+        yield start, min(start + size, n)
 
 
 def batches(values: Iterable[T], size: int = PIECE) -> Iterator[list[T]]:

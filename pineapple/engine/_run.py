@@ -1,13 +1,14 @@
-"""Running a pipeline's steps over one request's frame: the plain loop and the observed one.
+"""Running a pipeline's steps over one request's frame: the one step loop.
 
-``run_steps`` is the request path: the operators in order, nothing else
-(no clocks, no counters, no trace checks inside the loop). ``observe_steps``
-is the same walk with a clock read around every operator, for the runs that
-are timed (one in ``EngineStats.time_every`` per thread) or traced. Both
-return a :class:`Walk`; the engine counts it once per run, after the loop
-(see ``EngineStats``), so the per-operator cost of counting is zero.
+``run_steps`` is the request path of every run: the operators in order.
+A plain run passes neither a shard nor a trace list and reads no clock
+inside the loop (one ``observed`` test per operator); the runs that are
+timed (one in ``EngineStats.time_every`` per thread) or traced pass them and
+get a clock read around every operator. It returns a :class:`Walk`; the
+engine counts it once per run, after the loop (see ``EngineStats``), so the
+per-operator cost of counting is zero.
 
-Both loops are bounded by the pipeline's length; the deadline is checked
+The loop is bounded by the pipeline's length; the deadline is checked
 before every operator (one clock read each when the context has one).
 """
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._context import Context
 from .._errors import DeadlineExceededError, ExecutionError
 from ._frame import FrameError, apply_output, step_input
-from ._io import OperatorOutput
+from ._io import OperatorInput, OperatorOutput
 from ._parallel import ShardError
 from ._pieces import PIECE, batches, release
 from ._step import Step
@@ -33,8 +34,8 @@ __all__ = [
     "Walk",
     "deadline_error",
     "failure_error",
-    "observe_steps",
     "release_frame",
+    "run_steps",
     "skip_step",
     "violation_error",
     "wrap_error",
@@ -58,20 +59,22 @@ class Walk(NamedTuple):
     """The slot of the step that started and failed, or -1 (none, or a deadline before it)."""
 
 
-def observe_steps(
+def run_steps(
     steps: tuple[Step, ...],
     ctx: Context,
     common: dict[str, Any],
     items: list[dict[str, Any]],
     warnings: list[str],
-    shard: Shard | None,
-    traces: list[TraceEntry] | None,
+    shard: Shard | None = None,
+    traces: list[TraceEntry] | None = None,
 ) -> Walk:
-    """The engine's run loop with every operator timed into ``shard`` (when given) and
+    """The engine's run loop; every operator is timed into ``shard`` (when given) and
     traced into ``traces`` (when given; snapshots for ``debug`` operators)."""
+    observed = shard is not None or traces is not None
     present: dict[str, int] = {}
     skipped: list[int] | None = None
     deadline = ctx.deadline
+    started = 0
     for step in steps:  # bounded: the pipeline's length
         if step.skip and skip_step(step, common):
             if skipped is None:
@@ -82,38 +85,41 @@ def observe_steps(
             continue
         if deadline is not None and _monotonic() >= deadline:
             return Walk(items, deadline_error(step.name), step.position, skipped, -1)
-        started = _clock()
+        if observed:
+            started = _clock()
         snap_in = None
         error: ExecutionError | None = None
+        out = _NO_OUTPUT
         try:
-            inp = step_input(step, common, items, present)
-        except (FrameError, ValueError) as exc:
-            error, out = wrap_error(step, exc), _NO_OUTPUT
+            inp: OperatorInput = step_input(step, common, items, present)
+        except (FrameError, ValueError) as refused:  # one name per clause: mypyc types each
+            error = wrap_error(step, refused)
         else:
             if traces is not None and step.debug:
                 snap_in = snapshot_input(inp, step.item_input)
+            out = OperatorOutput()
             try:
-                out = OperatorOutput()
                 step.execute(ctx, inp, out)
-            except Exception as exc:
-                error, out = failure_error(step, exc), _NO_OUTPUT
+            except Exception as failed:
+                error, out = failure_error(step, failed), _NO_OUTPUT
             else:
                 if step.violations(out):
                     error = violation_error(step, out)
-        took = _clock() - started
-        if shard is not None:
-            shard.timed(step.slot, took)
-        if traces is not None:
-            snap_out = snapshot_output(out) if step.debug and error is None else None
-            traces.append(TraceEntry(step.name, took, False, snap_in, snap_out))
+        if observed:
+            took = _clock() - started
+            if shard is not None:
+                shard.timed(step.slot, took)
+            if traces is not None:
+                snap_out = snapshot_output(out) if step.debug and error is None else None
+                traces.append(TraceEntry(step.name, took, False, snap_in, snap_out))
         if error is not None:
             return Walk(items, error, step.position + 1, skipped, step.slot)
         if out.warning is not None:
             warnings.append(f'operator "{step.name}": {out.warning}')
         try:
             applied = apply_output(step, out, common, items, present)
-        except FrameError as exc:
-            return Walk(items, wrap_error(step, exc), step.position + 1, skipped, step.slot)
+        except FrameError as unapplied:
+            return Walk(items, wrap_error(step, unapplied), step.position + 1, skipped, step.slot)
         if len(items) > PIECE:
             release_frame(items, applied, out)
         items = applied

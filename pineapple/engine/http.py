@@ -251,10 +251,10 @@ def _execute(
             result = engine.run(ctx, request, group, trace=True)
         else:
             result = engine.run(ctx, request, group)
-    except UnknownGroupError as exc:
-        return STATUS_UNKNOWN_GROUP, go_json({"error": str(exc)}) + b"\n"
-    except ValidationError as exc:
-        return STATUS_CONTRACT, encode_response(None, None, error=str(exc))
+    except UnknownGroupError as unknown:  # one name per clause: mypyc types each
+        return STATUS_UNKNOWN_GROUP, go_json({"error": str(unknown)}) + b"\n"
+    except ValidationError as invalid:
+        return STATUS_CONTRACT, encode_response(None, None, error=str(invalid))
     error = result.error
     if isinstance(error, DeadlineExceededError):
         answer = STATUS_DEADLINE, go_json({"error": _masker(ctx)(str(error))}) + b"\n"

@@ -6,8 +6,16 @@ from typing import Any
 
 from .._context import Context
 from .._params import ParamSpec
-from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
+from ..engine import (
+    PIECE,
+    Operator,
+    OperatorInput,
+    OperatorOutput,
+    OperatorSchema,
+    register_operator,
+)
 from ..engine._gofmt import format_value
+from ..engine._pieces import spans
 
 __all__ = ["SCHEMA", "FilterCondition"]
 
@@ -36,14 +44,21 @@ class FilterCondition(Operator):
         self.field = self.meta.first("item_input", "filter_condition")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        want = self.want
-        drop = [
-            i
-            for i, v in enumerate(inp.column(self.field))
-            if (v == want if type(v) is str else format_value(v) == want)
-        ]
+        col = inp.column(self.field)
+        n = len(col)
+        drop: list[int] = []
+        for a, b in spans(n) if n > PIECE else ((0, n),):  # the GIL may pass between pieces
+            _matches(col, self.want, a, b, drop)
         if drop:
             out.remove_items(drop)
+
+
+def _matches(col: list[Any], want: str, start: int, end: int, drop: list[int]) -> None:
+    """Append to ``drop`` the index of every value of ``col[start:end]`` whose text is ``want``."""
+    for i in range(start, end):
+        v = col[i]
+        if v == want if type(v) is str else format_value(v) == want:
+            drop.append(i)
 
 
 register_operator(SCHEMA, FilterCondition)

@@ -73,7 +73,7 @@ class MergeDedup(Operator):
         if len(first) == n:
             return
         kept = set(first.values())
-        out.remove_items(i for i in range(n) if i not in kept)
+        out.remove_items([i for i in range(n) if i not in kept])
 
 
 register_operator(SCHEMA, MergeDedup)

@@ -72,3 +72,17 @@ def test_server_metrics_count_execute_and_other_routes_in_the_same_families() ->
     assert 'pineapple_http_requests_total{method="GET",route="/execute",status="405"} 1.0' in text
     assert 'pineapple_http_request_duration_seconds_count{route="/execute"} 2.0' in text
     assert 'pine_http_requests_total{method="POST",path="/execute",status="2xx"} 1.0' in text
+
+
+def test_go_http_stats_of_execute_match_the_general_record() -> None:
+    from server._gometrics import HttpStats
+
+    general, fast = HttpStats(), HttpStats()
+    for route, method, status, seconds in SEEN:
+        general.record(method, route, status, seconds)
+        if (route, method) == ("/execute", "POST"):
+            fast.record_execute(status, seconds)
+        else:
+            fast.record(method, route, status, seconds)
+    assert fast.snapshot() == general.snapshot()
+    assert fast.requests[("POST", "/execute", "2xx")] == 5

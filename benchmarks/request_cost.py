@@ -1,0 +1,155 @@
+"""What one ``/execute`` request costs the server, without sockets: for instruction counts.
+
+Drives uvicorn's HTTP protocol object of ``pineapple serve`` (the read-timeout
+protocol, the app, the engine) in this process: a fake transport feeds it
+``N`` keep-alive requests of the ``small_010`` fixture one after the other,
+and takes the answers. ``--raw`` drives the raw ASGI app of
+``benchmarks._bare_server`` under uvicorn's own protocol instead. Run it
+under valgrind with two counts and subtract, which leaves the requests alone
+(start-up, imports and the config build cancel out)::
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
+        .venv/bin/python -m benchmarks.request_cost --requests 2000 [--raw]
+
+(the summary line "Collected" is the instruction count), or give
+``--profile`` for cProfile's view of the Python side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import pstats
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .serving import fixtures_dir
+
+__all__ = ["main"]
+
+
+class _Transport(asyncio.Transport):
+    """Keeps what the protocol writes; counts the answers by their final newline."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out = bytearray()
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8080), "peername": ("127.0.0.1", 40000)}.get(
+            name, default
+        )
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.out += data
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+def _protocol(raw: bool, config_path: Path, payload: bytes) -> Any:
+    import uvicorn
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    from uvicorn.server import ServerState
+
+    if raw:
+        from ._bare_server import raw_app
+
+        cfg = uvicorn.Config(raw_app(payload), lifespan="off", access_log=False, log_config=None)
+        cfg.load()
+        return lambda: HttpToolsProtocol(cfg, ServerState(), {})
+    import server
+    from server._run import _uvicorn_config
+    from server._service import Service
+
+    service = Service(server.Config(config_path=config_path, watch=False, admin_token=""))
+    service.start()
+    ucfg = _uvicorn_config(service.config, service)
+    ucfg.lifespan = "off"
+    ucfg.load()
+    cls = ucfg.http_protocol_class
+    return lambda: cls(ucfg, ServerState(), {})  # type: ignore[call-arg]
+
+
+async def _drive(make: Any, request: bytes, answer: bytes, count: int) -> None:
+    transport = _Transport()
+    proto = make()
+    proto.connection_made(transport)
+    for _ in range(count):  # bounded: count
+        proto.data_received(request)
+        for _turn in range(1000):  # the app's task runs; bounded: a few turns an answer
+            if transport.out.endswith(answer):
+                break
+            await asyncio.sleep(0)
+        else:
+            raise RuntimeError(f"no answer: {bytes(transport.out[-300:])!r}")
+        if not transport.out.startswith(b"HTTP/1.1 200 "):
+            raise RuntimeError(f"not 200: {bytes(transport.out[:300])!r}")
+        transport.out.clear()
+    proto.connection_lost(None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.request_cost")
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--raw", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    bench = fixtures_dir() / "benchmarks"
+    config = bench / "small_010_config.json"
+    body = (bench / "small_010_request.json").read_bytes()
+    request = (
+        b"POST /execute HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n" % len(body)
+    ) + body
+    import uvloop
+
+    from pineapple import Context, builtins
+    from pineapple.engine import Engine
+    from pineapple.engine.http import respond
+
+    engine = Engine(config.read_bytes(), registry=builtins.operator_registry(), stats=False)
+    status, payload = respond(engine, Context(), body)  # the very bytes both answer
+    engine.close()
+    if status != 200:
+        raise RuntimeError(f"small_010 answered {status}")
+    with tempfile.TemporaryDirectory():
+        loop = uvloop.new_event_loop()
+        asyncio.set_event_loop(loop)
+        make = _protocol(args.raw, config, payload)
+        loop.run_until_complete(_drive(make, request, payload, 50))  # warm-up
+        prof = cProfile.Profile() if args.profile else None
+        if prof is not None:
+            prof.enable()
+        started = time.process_time()
+        loop.run_until_complete(_drive(make, request, payload, args.requests))
+        used = time.process_time() - started
+        if args.requests:
+            print(f"{used / args.requests * 1e6:.1f} us of CPU per request ({args.requests})")
+        if prof is not None:
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        loop.close()
+
+
+if __name__ == "__main__":
+    main()
