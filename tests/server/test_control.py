@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pineapple import PineappleError, resource
-from server import _control
+from server.workers import _control
 from server._decisions import Refused
 from server.workers._control import (
     CONTROL_MAX_BYTES,

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 import server
-from server import _trial
+from server.workers.supervisor import _trial
 from server._build import BuildError
 from server.workers._store import SharedStore
 
