@@ -1,7 +1,7 @@
 """The codecs of the built-in data types: how each is shared by ``serve --workers N``.
 
 ``pineapple serve --workers N`` fetches a type with a codec once, in the
-supervisor, and every worker opens what it published (``server/_shared.py``).
+supervisor, and every worker opens what it published (``server/workers/_store.py``).
 Each schema names its codec (``ResourceSchema.codec``):
 
 - ``feed_data``: :data:`FEED_CODEC`, the Arrow IPC pair of ``_mapped_table``;

@@ -6,7 +6,7 @@ the status of the resources, of the config and of readiness. They never ask
 which process model runs:
 
 - one process: :class:`LocalDecisions` acts on this process's serving snapshot;
-- ``--workers N``: ``SupervisorLink`` (``server/_supervisor_link.py``) asks the
+- ``--workers N``: ``SupervisorLink`` (``server/workers/worker/_supervisor_link.py``) asks the
   supervisor, which answers with :func:`act` and :func:`status_body` over its
   own Manager, the one that fetches what it shares; so a worker's answer is
   the single-process answer, about the pod.

@@ -226,7 +226,7 @@ class SharedStore:
         With a ``staging`` still staging (a candidate config's) and a key the
         manifest names, it is held back there instead: named only when the
         config is accepted (:meth:`publish_config`), deleted when it is refused
-        (``server/_staging.py``); a refused ``staging`` refuses it.
+        (``server/workers/supervisor/_staging.py``); a refused ``staging`` refuses it.
         """
         entry = {"generation": staged.generation, "stem": staged.stem, "files": list(staged.files)}
         with self._lock:

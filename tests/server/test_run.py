@@ -181,10 +181,14 @@ def test_trace_of_a_failed_run_goes_to_stderr_after_the_error(tmp_path: Path) ->
         str(config), "--request", "-", "--trace", stdin=b'{"common": {"_off": false}}'
     )
     assert result.returncode == 1 and result.stdout == b""
-    error, trace = result.stderr.decode().splitlines()[-2:]
+    lines = result.stderr.decode().splitlines()
+    trace = lines[-1]
+    # The error spans lines: a Lua error carries the engine's stack traceback (as Go's).
+    start = next(i for i, line in enumerate(lines) if line.startswith("pineapple run: execution"))
+    error = "\n".join(lines[start:-1])
     assert error.startswith(
         'pineapple run: execution error: pine: execution error in operator "double"'
     )
-    assert "boom" in error
+    assert "boom" in error and error.endswith('[string "transform_by_lua"]:1: in main chunk')
     names = [t["name"] for t in orjson.loads(trace.removeprefix("trace: "))]
     assert names == ["recall", "size", "double"]

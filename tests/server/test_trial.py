@@ -1,4 +1,4 @@
-"""Trial builds (``server/_trial.py``) in real spawned processes: answers and bounds."""
+"""Trial builds (``server/workers/supervisor/_trial.py``) in real spawned processes: answers and bounds."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ single-process semantics: its publisher is a plain Manager (validators,
 ``NOT_MODIFIED`` across reloads) whose shared values are the snapshots as
 workers map them, and a value is published only once that Manager accepted
 it (``PublishingFetcher``). Admin actions, reloads and the statuses of shared
-resources reach it over the control channel (``server/_control.py``,
+resources reach it over the control channel (``server/workers/_control.py``,
 answered by :meth:`handle` with the answers of ``server/_decisions.py``): one
 source read, one pin, one log line, whatever worker was asked.
 
@@ -28,7 +28,7 @@ Guarantees:
   entry keeps it, a changed one starts unpinned).
 - A config generation is published only after its data resources were, and,
   when it holds a per-worker resource, after a trial process built all of it
-  as a worker does (``server/_trial.py``): a generation no worker can build is
+  as a worker does (``server/workers/supervisor/_trial.py``): a generation no worker can build is
   refused like a bad reload in one process, and every worker keeps the last
   good one. So a worker building it finds every snapshot it names. After each reload, applied
   or not, the store is told which entries the newest generation names
@@ -132,7 +132,7 @@ class ConfigAuthority(ReloadPolicy):
         are not registered here, so never fetched by the supervisor. The store
         key of each shared entry is added to ``named``; a value of a key the
         store already names waits in ``staging`` until ``data`` is accepted
-        (``server/_staging.py``).
+        (``server/workers/supervisor/_staging.py``).
         """
         base = self._base()
         registry = publishing_registry(base, self.store, set() if named is None else named, staging)
@@ -182,7 +182,7 @@ class ConfigAuthority(ReloadPolicy):
             try:
                 per_worker = self._per_worker(data)
                 carried = self._trial_plan(per_worker)
-                if carried is not None:  # built by a worker first (server/_trial.py)
+                if carried is not None:  # built by a worker first (server/workers/supervisor/_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
                     if not trial_build(self.config, self.store, data, self.stopping, carried):
                         manager.stop()
@@ -252,7 +252,7 @@ class ConfigAuthority(ReloadPolicy):
     # -- the control channel ------------------------------------------------------------
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer one control request from a worker (see ``server/_control.py``).
+        """Answer one control request from a worker (see ``server/workers/_control.py``).
 
         Actions and statuses answer what :mod:`server._decisions` answers in one
         process; a refusal is a :class:`Refused` (its status and the resource's).

@@ -5,7 +5,7 @@ Under ``--workers N`` a store entry's key is a hash of its type and params
 ``interval``, its ``validate`` block) fetches it again under the *same* key.
 Were that value published at once, every worker would map it on its next
 follow, and a reload refused afterwards (a trial that could not build it,
-``server/_trial.py``) would still have changed what the pod serves. So the
+``server/workers/supervisor/_trial.py``) would still have changed what the pod serves. So the
 fetchers of a candidate config publish through a :class:`Staging`: a value
 whose key the manifest already names is written to files of its own and
 kept here; the store names it in the manifest together with the config

@@ -8,12 +8,12 @@
     │             (/dev/shm/pineapple-XXXX: Arrow snapshots + manifest.json)
     ├── worker 0 ─┐ map the snapshots read-only (one copy of the pages in the kernel),
     ├── worker 1  │ fetch their own values of every other type, serve HTTP,
-    └── ...      ─┘ follow new generations (server/_follower.py), exit when the pipe from
+    └── ...      ─┘ follow new generations (server/workers/worker/_follower.py), exit when the pipe from
                     the supervisor reaches end-of-file
 
 The supervisor's :class:`~server.workers.supervisor._authority.ConfigAuthority` decides every
 config change and every admin action on a shared resource, once, whatever
-worker was asked (see ``server/_authority.py``); this module supervises the
+worker was asked (see ``server/workers/supervisor/_authority.py``); this module supervises the
 processes. A worker that exits is started again and maps the current
 snapshots without any read of a data source. Restarts back off: the n-th
 exit in a row waits ``restart_delay(n)`` (0.5 s doubling, at most
@@ -24,7 +24,7 @@ capped delay for as long as the supervisor runs, while the others serve the
 last good generation; with none running, the port stays open and
 connections wait in its backlog. Only SIGTERM/SIGINT (or a supervisor that
 cannot load its first config) end the pod. A worker that stops beating
-(``server/_liveness.py``: stopped, or no longer following) is killed and
+(``server/workers/_liveness.py``: stopped, or no longer following) is killed and
 replaced the same way.
 
 Guarantees:

@@ -9,7 +9,7 @@ that refuses connections, with ``ping_at_start: true``), every worker would
 fail to build it and restart over and over. So before the supervisor
 publishes config bytes that hold a per-worker resource, one *trial* process
 builds them exactly as a worker does (``trial_main`` in
-``server/_worker_main.py``: shared resources mapped from the store,
+``server/workers/worker/_main.py``: shared resources mapped from the store,
 per-worker ones started for real, dependencies checked), answers, tears
 everything down and exits, without ever serving. The generation is accepted
 only if the trial built it; otherwise :func:`trial_build` raises the trial's

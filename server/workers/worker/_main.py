@@ -3,11 +3,11 @@
 The worker builds from the config bytes its supervisor accepted
 (``SharedConfigSource``), maps shared snapshots (``mapped_registry``), follows
 new generations and config generations (``Follower``), and forwards admin
-decisions to the supervisor (``SupervisorLink``). See ``server/_workers.py``.
+decisions to the supervisor (``SupervisorLink``). See ``server/workers/supervisor/_supervisor.py``.
 
 A *trial* process (:func:`trial_main`) is a worker that builds one candidate
 config exactly as a worker would, answers whether it could, tears it down and
-exits without serving (the supervisor's side is ``server/_trial.py``).
+exits without serving (the supervisor's side is ``server/workers/supervisor/_trial.py``).
 """
 
 from __future__ import annotations
