@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pineapple import PineappleError, resource
-from server.workers import _control
 from server._decisions import Refused
+from server.workers import _control
 from server.workers._control import (
     CONTROL_MAX_BYTES,
     CONTROL_MAX_HANDLERS,

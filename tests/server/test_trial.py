@@ -1,4 +1,4 @@
-"""Trial builds (``server/workers/supervisor/_trial.py``) in real spawned processes: answers and bounds."""
+"""Trial builds (``server/workers/supervisor/_trial.py``) in real spawned processes."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 import server
-from server.workers.supervisor import _trial
 from server._build import BuildError
 from server.workers._store import SharedStore
+from server.workers.supervisor import _trial
 
 from .fakes import items_resource, unified_config
 

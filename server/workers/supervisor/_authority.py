@@ -182,7 +182,7 @@ class ConfigAuthority(ReloadPolicy):
             try:
                 per_worker = self._per_worker(data)
                 carried = self._trial_plan(per_worker)
-                if carried is not None:  # built by a worker first (server/workers/supervisor/_trial.py)
+                if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
                     if not trial_build(self.config, self.store, data, self.stopping, carried):
                         manager.stop()

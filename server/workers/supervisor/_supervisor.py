@@ -8,7 +8,7 @@
     │             (/dev/shm/pineapple-XXXX: Arrow snapshots + manifest.json)
     ├── worker 0 ─┐ map the snapshots read-only (one copy of the pages in the kernel),
     ├── worker 1  │ fetch their own values of every other type, serve HTTP,
-    └── ...      ─┘ follow new generations (server/workers/worker/_follower.py), exit when the pipe from
+    └── ...      ─┘ follow new generations (worker/_follower.py), exit when the pipe from
                     the supervisor reaches end-of-file
 
 The supervisor's :class:`~server.workers.supervisor._authority.ConfigAuthority` decides every
