@@ -19,9 +19,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, TypeAlias
+from typing import Any
 
-import pymysql
 import pytest
 
 import resources
@@ -29,9 +28,10 @@ from pineapple import ConfigError
 from pineapple.resource import Manager, RefreshError
 from resources import SourceError
 
+from .._mariadb import Conn, reader_account, running
+
 pytestmark = pytest.mark.mysql
 
-Conn: TypeAlias = "pymysql.connections.Connection[Any]"
 SECRET = "pw-bdb-Secret-4242"
 WAIT = 10.0  # seconds: the bound of every poll of the server's state below
 LOADERS = ["process", "thread"]
@@ -40,15 +40,8 @@ LOADERS = ["process", "thread"]
 @pytest.fixture
 def bdb_user(mysql_conn: Conn, mysql_params: dict[str, Any]) -> Iterator[str]:
     """A user with password ``SECRET`` that may read database ``test`` (and nothing else)."""
-    user = f"bdb_{uuid.uuid4().hex[:8]}"
-    with mysql_conn.cursor() as cur:
-        cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{SECRET}'")
-        cur.execute(f"GRANT SELECT ON `{mysql_params['database']}`.* TO '{user}'@'%'")
-    try:
+    with reader_account(mysql_conn, mysql_params["database"], SECRET, "bdb") as user:
         yield user
-    finally:
-        with mysql_conn.cursor() as cur:
-            cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
 
 
 @pytest.fixture
@@ -62,19 +55,6 @@ def marker() -> str:
     return f"bdb_{uuid.uuid4().hex[:12]}"
 
 
-def _running(conn: Conn, marker: str) -> int:
-    """How many statements carrying ``marker`` run on the server (this look-up excluded)."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
-            "WHERE INFO LIKE %s AND ID <> CONNECTION_ID()",
-            (f"%{marker}%",),
-        )
-        row = cur.fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def _until(what: str, done: Callable[[], bool]) -> None:
     """Poll another process's state until ``done``, at most ``WAIT`` seconds."""
     end = time.monotonic() + WAIT
@@ -85,7 +65,7 @@ def _until(what: str, done: Callable[[], bool]) -> None:
 
 def _none_left(conn: Conn, marker: str) -> None:
     # KILL QUERY is asynchronous on the server: the statement ends within milliseconds.
-    _until(f"no query {marker} running", lambda: _running(conn, marker) == 0)
+    _until(f"no query {marker} running", lambda: running(conn, marker) == 0)
 
 
 def _fetcher(dsn: str, query: str, loader: str, **params: Any) -> resources.FeedDataFetcher:
@@ -153,7 +133,7 @@ def test_a_cancel_kills_the_running_query(
     fetcher = _fetcher(dsn, _sleeping(marker), loader)
     thread, errors = _start_in_thread(fetcher)
     try:
-        _until("the query runs", lambda: _running(mysql_conn, marker) == 1)
+        _until("the query runs", lambda: running(mysql_conn, marker) == 1)
         fetcher.cancel()
         thread.join(WAIT)
         assert not thread.is_alive()
@@ -197,7 +177,7 @@ def test_a_manager_stop_kills_the_query_of_a_timed_refresh(
     try:
         with mysql_conn.cursor() as cur:
             cur.execute(f"INSERT INTO `{mysql_table}` VALUES (1)")
-        _until("the timed refresh's version query runs", lambda: _running(mysql_conn, marker) == 1)
+        _until("the timed refresh's version query runs", lambda: running(mysql_conn, marker) == 1)
     finally:
         rm.stop()
     _none_left(mysql_conn, marker)

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from typing import Any, TypeAlias
+from typing import Any
 
-import pymysql
 import pytest
 
 import resources
 from pineapple.resource import Manager, RefreshError, StartError
 
+from .._mariadb import Conn, reader_account
+
 pytestmark = pytest.mark.mysql
 
 SECRET = "pw-Feed-Secret-77"
-Conn: TypeAlias = "pymysql.connections.Connection[Any]"
 
 
 @pytest.fixture
@@ -40,15 +39,8 @@ def feed_table(mysql_conn: Conn, mysql_table: str) -> str:
 @pytest.fixture
 def mysql_user(mysql_conn: Conn, mysql_params: dict[str, Any]) -> Iterator[str]:
     """A user with password ``SECRET`` that may read database ``test``."""
-    user = f"pine_{uuid.uuid4().hex[:8]}"
-    with mysql_conn.cursor() as cur:
-        cur.execute(f"CREATE USER '{user}'@'%' IDENTIFIED BY '{SECRET}'")
-        cur.execute(f"GRANT SELECT ON `{mysql_params['database']}`.* TO '{user}'@'%'")
-    try:
+    with reader_account(mysql_conn, mysql_params["database"], SECRET, "pine") as user:
         yield user
-    finally:
-        with mysql_conn.cursor() as cur:
-            cur.execute(f"DROP USER IF EXISTS '{user}'@'%'")
 
 
 def _params(dsn: str, table: str, **extra: Any) -> dict[str, Any]:

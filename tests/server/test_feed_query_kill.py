@@ -18,24 +18,13 @@ from typing import Any
 
 import pytest
 
+from .._mariadb import running
 from .test_e2e import ServeProcess
 from .test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
 
 WAIT = 30.0  # seconds: the bound of every poll below
-
-
-def _running(conn: Any, marker: str) -> int:
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
-            "WHERE INFO LIKE %s AND ID <> CONNECTION_ID()",
-            (f"%{marker}%",),
-        )
-        row = cur.fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def _until(what: str, done: Callable[[], bool], wait: float = WAIT) -> None:
@@ -102,7 +91,7 @@ def test_sigterm_during_a_hanging_refresh_kills_its_query(
     server, marker = hanging_server
     with mysql_conn.cursor() as cur:
         cur.execute(f"INSERT INTO `{mysql_table}` VALUES (1)")
-    _until("a timed refresh hangs in its version query", lambda: _running(mysql_conn, marker) == 1)
+    _until("a timed refresh hangs in its version query", lambda: running(mysql_conn, marker) == 1)
     assert server.stop() == 0
     # KILL QUERY is asynchronous on the server: the statement ends within milliseconds.
-    _until("no query of the server left", lambda: _running(mysql_conn, marker) == 0, 3.0)
+    _until("no query of the server left", lambda: running(mysql_conn, marker) == 0, 3.0)
