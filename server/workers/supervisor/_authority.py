@@ -121,22 +121,21 @@ class ConfigAuthority(ReloadPolicy):
 
     def load(
         self,
-        data: bytes,
+        loaded: resource.LoadedConfig,
         carry_over: resource.Manager | None = None,
         named: set[str] | None = None,
         staging: Staging | None = None,
     ) -> resource.Manager:
-        """Fetch and publish every shared resource of ``data``; the started Manager.
+        """Fetch and publish every shared resource of ``loaded``; the started Manager.
 
         Shared: its type declares a codec. The others are each worker's own and
         are not registered here, so never fetched by the supervisor. The store
         key of each shared entry is added to ``named``; a value of a key the
-        store already names waits in ``staging`` until ``data`` is accepted
+        store already names waits in ``staging`` until the config is accepted
         (``server/workers/supervisor/_staging.py``).
         """
         base = self._base()
         registry = publishing_registry(base, self.store, set() if named is None else named, staging)
-        loaded = self._loaded(data)
         shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
         manager = resource.Manager(
             registry, self.metrics, start_timeout=self.config.start_timeout, budget=self._budget
@@ -178,9 +177,10 @@ class ConfigAuthority(ReloadPolicy):
             Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
             # Unchanged entries keep their value, pin and previous value; a changed
             # entry is fetched anew and unpinned, as in one process.
-            manager = self.load(data, carry_over=self.publisher, named=named, staging=staging)
+            loaded = self._loaded(data)  # parsed once: the publisher and the trial plan read it
+            manager = self.load(loaded, carry_over=self.publisher, named=named, staging=staging)
             try:
-                per_worker = self._per_worker(data)
+                per_worker = self._per_worker(loaded)
                 carried = self._trial_plan(per_worker)
                 if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
@@ -203,14 +203,10 @@ class ConfigAuthority(ReloadPolicy):
             self.store.retire(self._named)
         return generation
 
-    def _per_worker(self, data: bytes) -> dict[str, str]:
-        """``name -> fingerprint`` of the entries of ``data`` whose type has no codec."""
+    def _per_worker(self, loaded: resource.LoadedConfig) -> dict[str, str]:
+        """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""
         base = self._base()
-        return {
-            e.name: e.fingerprint()
-            for e in self._loaded(data).entries
-            if codec_of(base, e.type) is None
-        }
+        return {e.name: e.fingerprint() for e in loaded.entries if codec_of(base, e.type) is None}
 
     def _trial_plan(self, per_worker: dict[str, str]) -> tuple[str, ...] | None:
         """What a trial must build of a candidate config: None when a worker builds nothing
