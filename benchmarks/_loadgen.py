@@ -1,24 +1,20 @@
-"""An HTTP/1.1 keep-alive load generator (run as its own process).
+"""The open-loop HTTP/1.1 keep-alive load generator (run as its own process).
 
-``concurrency`` connections each send ``POST path`` with a fixed body and
-read the whole response (``content-length`` framing). It is an asyncio
-``Protocol`` per connection with one pre-built request, so one core drives
-well over what one uvicorn worker serves (the serving benchmark shows this
-against a bare endpoint, and reports the generator's own CPU use).
-
-Two modes:
-- closed loop (default): every connection sends its next request as soon as
-  the previous answer is in; measures throughput.
-- open loop (``--rate R``): requests are *scheduled* R per second; an idle
-  connection sends each at its time, or the earliest free one as soon as it
-  frees up. Latency counts from the scheduled time, so a stalled server shows
-  up in full (no coordinated omission); measures latency at a given load.
+Requests are *scheduled* ``rate`` per second; an idle connection of the
+``concurrency`` keep-alive ones sends each at its time (``POST path``, a
+fixed body), or the earliest free one as soon as it frees up, and reads the
+whole answer (``content-length`` framing). Latency counts from the scheduled
+time, so a stalled server shows up in full (no coordinated omission); it
+measures latency at a given load. One asyncio ``Protocol`` per connection
+with one pre-built request. (Closed-loop throughput runs use the C
+generator, ``benchmarks/_loadgen.c``: see ``benchmarks._procs.start_load``.)
 
     python -m benchmarks._loadgen --port 8080 --body-file req.json \\
-        --concurrency 16 --seconds 5 --out result.json [--rate 500 --latencies]
+        --concurrency 16 --seconds 5 --rate 500 --out result.json [--latencies]
 
 The result: requests completed, errors (non-200 status or a broken
-connection), elapsed seconds, the generator's own CPU seconds, and with
+connection), elapsed seconds, the generator's own CPU seconds, the requests
+still waiting for a connection at the end (``backlog``), and with
 ``--latencies`` every request's start time (``time.monotonic``, comparable
 across processes) and latency.
 """
@@ -88,13 +84,12 @@ class _Connection(asyncio.Protocol):
 
 class _Generator:
     def __init__(
-        self, host: str, port: int, path: str, body: bytes, latencies: bool, rate: float | None
+        self, host: str, port: int, path: str, body: bytes, latencies: bool, rate: float
     ) -> None:
         self.request = (
             f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         ).encode() + body
-        self.rate = rate
         self.stopping = False
         self.count = 0
         self.errors = 0
@@ -108,8 +103,6 @@ class _Generator:
         if self.stopping:
             assert conn.transport is not None
             conn.transport.close()
-        elif self.rate is None:
-            conn.send(time.monotonic())
         elif self.backlog:
             conn.send(self.backlog.popleft())
         else:
@@ -151,11 +144,10 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         _, conn = await loop.create_connection(lambda: _Connection(gen), args.host, args.port)
         conns.append(conn)
     started, cpu = time.monotonic(), time.process_time()
-    gen.count = 0  # closed loop: count from here, once every connection is open
+    gen.count = 0  # count from here, once every connection is open
     gen.starts, gen.latencies = array("d"), array("d")
     until = started + args.seconds
-    if args.rate:
-        await _ticker(gen, args.rate, until)
+    await _ticker(gen, args.rate, until)
     await asyncio.sleep(max(0.0, until - time.monotonic()))
     gen.stopping = True
     elapsed = time.monotonic() - started
@@ -186,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--body-file", required=True)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--rate", type=float, help="open loop: requests scheduled per second")
+    parser.add_argument("--rate", type=float, required=True, help="requests scheduled per second")
     parser.add_argument("--latencies", action="store_true", help="keep every request's latency")
     parser.add_argument("--out", required=True, help="where to write the JSON result")
     args = parser.parse_args(argv)

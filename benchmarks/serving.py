@@ -1,7 +1,7 @@
 """Target 6: ``/execute`` on the ``small_010`` fixture against a bare Starlette endpoint.
 
 Both servers are separate processes on loopback ports with the same uvicorn
-settings; the same load generator (``benchmarks._loadgen``, its own process,
+settings; the same load generator (``benchmarks/_loadgen.c``, its own process,
 16 keep-alive connections) drives each in turn, rounds interleaved. The bare
 endpoint returns the very bytes our server answered for the fixture request.
 On a 2-core machine, server and load generator share the cores, as they did

@@ -2,7 +2,7 @@
 
 Throughput: ``/execute`` on the ``small_010`` fixture, ``--workers 2`` against
 ``--workers 1``, both servers up at once and load rounds interleaved (the
-load generator of ``benchmarks._loadgen``, its own process, 16 keep-alive
+C load generator of ``benchmarks/_loadgen.c``, its own process, 16 keep-alive
 connections). Beside QPS it reads the CPU seconds of each server's whole
 process tree (supervisor and workers) around every round, the generator's
 own CPU, and the machine's CPU used by anything else in the same window.

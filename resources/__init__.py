@@ -42,8 +42,6 @@ from ._mapped_table import write_feed_snapshot as write_feed_snapshot
 from ._redis import REDIS_CONNECTION_SCHEMA as REDIS_CONNECTION_SCHEMA
 from ._redis import RedisConnection as RedisConnection
 from ._redis import RedisConnectionFetcher as RedisConnectionFetcher
-from ._redis_commands import CommandCell as CommandCell
-from ._redis_commands import CommandStats as CommandStats
 from ._shared import FEED_CODEC as FEED_CODEC
 from ._shared import FILE_CODEC as FILE_CODEC
 from ._static import STATIC_SCHEMA as STATIC_SCHEMA
@@ -56,8 +54,6 @@ __all__ = [
     "JSON_FILE_SCHEMA",
     "REDIS_CONNECTION_SCHEMA",
     "STATIC_SCHEMA",
-    "CommandCell",
-    "CommandStats",
     "FeedDataFetcher",
     "FeedQueryError",
     "FeedTable",

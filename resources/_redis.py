@@ -35,10 +35,9 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import ProbeReport, Reachability, redact
+from pineapple.resource import ClientReport, CommandStats, ProbeReport, Reachability, redact
 
 from ._errors import SourceError
-from ._redis_commands import CommandStats
 
 __all__ = [
     "REDIS_CONNECTION_SCHEMA",
@@ -135,6 +134,13 @@ class RedisConnection(redis.Redis):
         # Older redis-py: the same reading by hand, unlocked (a gauge may be one off).
         idle = sum(1 for conn in list(pool.pool.queue) if conn is not None)  # bounded: pool size
         return len(pool._connections), idle
+
+    def client_report(self) -> ClientReport:
+        """The pool and the commands now (no I/O): see :mod:`pineapple.resource`'s ``Metered``."""
+        total, idle = self.pool_counts()
+        return ClientReport(
+            "redis", self.reachability.label, total, idle, tuple(self.command_stats.report())
+        )
 
     def probe_report(self) -> ProbeReport:
         """What the PING probes have seen (no I/O): see :mod:`pineapple.resource`'s ``Probed``."""

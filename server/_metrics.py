@@ -39,7 +39,7 @@ from pineapple.engine import EngineStats, stats_dict
 from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._pod_metrics import FLUSH_SECONDS, PodMetrics
 from ._probe_metrics import probe_families
-from ._redis_metrics import redis_families
+from ._client_metrics import client_families
 from ._request_metrics import RequestFamilies
 from ._snapshot import Snapshot
 
@@ -315,4 +315,4 @@ class _SnapshotCollector(Collector):
         yield from (version, generation, age, success, ready, config)
         if snap is not None:
             yield from probe_families(snap.manager)
-            yield from redis_families(snap.manager)
+            yield from client_families(snap.manager)

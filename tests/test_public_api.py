@@ -46,7 +46,8 @@ load_config probe_report_of redact redact_value register_resource resource_names
 validate_resource_deps with_resources
 MemoryBudget MemoryBudgetExceededError NoPreviousValueError PinnedError ValidationRefusedError
 ValidationSpec Validator ValueRefusedError register_validator registered_validators
-PickleCodec SnapshotCodec SnapshotFormatError SnapshotWriteError"""
+PickleCodec SnapshotCodec SnapshotFormatError SnapshotWriteError
+ClientReport CommandCell CommandStats Metered client_report_of"""
 
 ENGINE_FACE = """DAG_FORMATS OPERATOR_KINDS PIECE Engine EngineStats Graph Metadata Operator
 OperatorFactory

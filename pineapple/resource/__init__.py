@@ -14,6 +14,11 @@ from .._errors import MissingResourceError as MissingResourceError
 from .._errors import StartError as StartError
 from .._params import ParamSpec as ParamSpec
 from ._budget import MemoryBudget as MemoryBudget
+from ._client_metrics import ClientReport as ClientReport
+from ._client_metrics import CommandCell as CommandCell
+from ._client_metrics import CommandStats as CommandStats
+from ._client_metrics import Metered as Metered
+from ._client_metrics import client_report_of as client_report_of
 from ._closer import flush as flush_closes
 from ._codec import PickleCodec as PickleCodec
 from ._codec import SnapshotCodec as SnapshotCodec
@@ -68,6 +73,9 @@ from ._validate import registered_validators as registered_validators
 __all__ = [
     "LATENCY_BUCKETS",
     "NOT_MODIFIED",
+    "ClientReport",
+    "CommandCell",
+    "CommandStats",
     "Condition",
     "Context",
     "DuplicateRegistrationError",
@@ -79,6 +87,7 @@ __all__ = [
     "Manager",
     "ManagerMetrics",
     "ManagerStateError",
+    "Metered",
     "MemoryBudget",
     "MemoryBudgetExceededError",
     "MissingResourceError",
@@ -111,6 +120,7 @@ __all__ = [
     "ValueRefusedError",
     "all_schemas",
     "borrow",
+    "client_report_of",
     "default_registry",
     "flush_closes",
     "from_context",

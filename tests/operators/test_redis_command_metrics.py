@@ -15,8 +15,9 @@ import redis
 
 from pineapple import Context, DeadlineExceededError
 from pineapple.operators._redis import command_status, run_commands
-from resources import CommandStats, RedisConnection, RedisConnectionFetcher
-from resources._redis_commands import MAX_COMMANDS
+from pineapple.resource import CommandStats
+from resources import RedisConnection, RedisConnectionFetcher
+from pineapple.resource._client_metrics import MAX_COMMANDS
 from tests.reliability._deadline import PausableProxy
 
 pytestmark = pytest.mark.redis

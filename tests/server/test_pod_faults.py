@@ -196,7 +196,13 @@ def test_a_worker_that_cannot_start_is_restarted_with_backoff_while_the_pod_serv
         while len(_exits(pod.server.log)) < 6:  # bounded: the deadline
             assert time.monotonic() < end, "".join(pod.server.log)
             assert pod.server.proc.poll() is None, "the supervisor gave up"
-            assert _recall(pod.server) == want  # the other worker serves throughout
+            asked = time.time()
+            try:
+                got = _recall(pod.server)
+            except httpx.TransportError as exc:  # say what the pod was doing then
+                stamp = datetime.fromtimestamp(asked).strftime("%H:%M:%S,%f")[:-3]
+                pytest.fail(f"/execute asked at {stamp} failed: {exc!r}\n{''.join(pod.server.log)}")
+            assert got == want  # the other worker serves throughout
             time.sleep(0.2)  # polling another process's state, with a deadline
         exits = _exits(pod.server.log)[:6]
         assert [e[3] for e in exits] == [1, 2, 3, 4, 5, 6]

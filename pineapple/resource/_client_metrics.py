@@ -1,12 +1,15 @@
-"""Per-command counts and latencies of one Redis client (Go's ``pine_redis_command_*``).
+"""Connection-pool and per-command metrics of a resource value that is a client.
 
-The Redis operators time every round trip and report each command in it
-through the client's ``record_command(command, seconds, status)`` (see
-``pineapple/operators/_redis.py``, which classifies the outcome); the
-server reads :meth:`CommandStats.report` at scrape time and exposes
-``pine_redis_command_total`` and ``pine_redis_command_duration_seconds``
-with Go's labels ``name``, ``command``, ``status`` and Prometheus' default
-buckets (Go's, as its metrics provider leaves them unset).
+A value that holds a pool of connections to a server (a Redis client) and
+sends commands on behalf of operators keeps a :class:`CommandStats`, has
+every command recorded in it (``record(command, seconds, status)``; the
+Redis operators do it, see ``pineapple/operators/_redis.py``) and exposes
+``client_report()`` (:class:`Metered`). The server reads the report at scrape
+time, without I/O, and exports Go's families for the report's ``kind``:
+``pine_<kind>_pool_total_conns`` / ``pine_<kind>_pool_idle_conns`` (gauges),
+``pine_<kind>_command_total`` and ``pine_<kind>_command_duration_seconds``
+(labels ``name``, ``command``, ``status``; Prometheus' default buckets, as Go's).
+A plugin's client type opts in the same way; the server names no type.
 
 Guarantees:
 - ``_lock`` guards ``_cells``: a recorder (any request thread) and a reader
@@ -23,10 +26,19 @@ from __future__ import annotations
 import threading
 from bisect import bisect_left
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
-from pineapple.resource import LATENCY_BUCKETS
+from ._probe import LATENCY_BUCKETS
 
-__all__ = ["MAX_COMMANDS", "STATUSES", "CommandCell", "CommandStats"]
+__all__ = [
+    "MAX_COMMANDS",
+    "STATUSES",
+    "ClientReport",
+    "CommandCell",
+    "CommandStats",
+    "Metered",
+    "client_report_of",
+]
 
 STATUSES = ("ok", "timeout", "pool_timeout", "error")
 """Go's ``status`` label values: a cache miss is ``ok``."""
@@ -81,3 +93,34 @@ class CommandStats:
             CommandCell(command, status, int(c[0]), c[1], tuple(int(n) for n in c[2:]))
             for (command, status), c in cells
         ]
+
+
+@dataclass(frozen=True)
+class ClientReport:
+    """One client's pool and commands now. No secrets.
+
+    ``kind`` names the metric families (``redis`` -> ``pine_redis_command_total``);
+    ``label`` is the ``name`` label (empty: the runtime uses the resource name).
+    """
+
+    kind: str
+    label: str
+    total_conns: int
+    idle_conns: int
+    commands: tuple[CommandCell, ...]
+
+
+@runtime_checkable
+class Metered(Protocol):
+    """A resource value that reports its pool and commands (see the module docs)."""
+
+    def client_report(self) -> ClientReport:
+        """The current report; cheap, no I/O."""
+        ...
+
+
+def client_report_of(value: Any) -> ClientReport | None:
+    """``value.client_report()`` when the value reports one, else None."""
+    if isinstance(value, Metered):
+        return value.client_report()
+    return None
