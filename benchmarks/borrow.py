@@ -147,15 +147,15 @@ def mapped_borrow() -> list[Result]:
     import tempfile
     from pathlib import Path
 
-    from resources import build_feed_table
+    from resources import FEED_CODEC, build_feed_table
     from server.workers._store import MappedFetcher, PublishingFetcher, SharedStore
 
     rows = [(i, f"c{i % 2}", float(i)) for i in range(10_000)]
     table = build_feed_table(["id", "cat", "score"], [rows], "id", ["cat"])
     with tempfile.TemporaryDirectory() as tmp:
         store = SharedStore.create(Path(tmp))
-        PublishingFetcher(lambda: table, store, "feed_data-b", "feed_data")()
-        rm = _manager(MappedFetcher(store, "feed_data-b"))
+        PublishingFetcher(lambda: table, store, "feed_data-b", FEED_CODEC)()
+        rm = _manager(MappedFetcher(store, "feed_data-b", FEED_CODEC))
         try:
             t = interleaved_stmts(
                 {

@@ -70,7 +70,7 @@ def _ours(config: bytes, request: dict[str, Any], registry: Any = None) -> Any:
 
 
 def _old(config: bytes, request: dict[str, Any]) -> Any:
-    from pine.engine import Engine as OldEngine
+    from pine.engine import Engine as OldEngine  # type: ignore[import-not-found]
 
     engine = OldEngine.create(config)
     common, items = request.get("common", {}), request.get("items", [])

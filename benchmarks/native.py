@@ -60,7 +60,8 @@ def native_core(rounds: int = 9, seconds: float = 0.1) -> list[Result]:
         ctx = Context()
         # Batches of about `seconds` of the compiled side.
         number = max(1, int(seconds / max(_batch(own.run, ctx, request, 20) / 20, 1e-7)))
-        ratios, times = [], {"compiled": [], "pure": []}
+        ratios: list[float] = []
+        times: dict[str, list[float]] = {"compiled": [], "pure": []}
         for r in range(rounds):  # bounded: rounds
             got = {}
             for side in ("compiled", "pure") if r % 2 == 0 else ("pure", "compiled"):

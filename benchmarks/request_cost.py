@@ -78,12 +78,13 @@ def _protocol(raw: bool, config_path: Path, payload: bytes) -> Any:
         cfg.load()
         return lambda: HttpToolsProtocol(cfg, ServerState(), {})
     import server
-    from server._run import _uvicorn_config
+    from server._connections import Drain
     from server._service import Service
+    from server._serving import uvicorn_config
 
     service = Service(server.Config(config_path=config_path, watch=False, admin_token=""))
     service.start()
-    ucfg = _uvicorn_config(service.config, service)
+    ucfg = uvicorn_config(service.config, service, Drain())
     ucfg.lifespan = "off"
     ucfg.load()
     cls = ucfg.http_protocol_class

@@ -36,10 +36,10 @@ from prometheus_client.registry import Collector
 from pineapple import resource
 from pineapple.engine import EngineStats, stats_dict
 
+from ._client_metrics import client_families
 from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._pod_metrics import FLUSH_SECONDS, PodMetrics
 from ._probe_metrics import probe_families
-from ._client_metrics import client_families
 from ._request_metrics import RequestFamilies
 from ._snapshot import Snapshot
 
