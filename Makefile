@@ -42,11 +42,14 @@ codegen: $(STAMP)
 	$(BIN)/python -m codegen
 
 # The whole suite on the compiled engine core, then the engine, operator and
-# conformance tests again on the pure-Python fallback.
+# conformance tests again on the pure-Python fallback. Two test processes
+# (pytest-xdist): most tests wait on the servers they start; tests that share
+# a global setting are one xdist_group, run by one process.
+XDIST := -n 2 --dist loadgroup
 test: $(NATIVE)
-	PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} $(BIN)/python -m pytest
+	PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} $(BIN)/python -m pytest $(XDIST)
 	PINEAPPLE_PURE_PYTHON=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \
-		$(BIN)/python -m pytest -q $(PURE_TESTS)
+		$(BIN)/python -m pytest -q $(XDIST) $(PURE_TESTS)
 
 stress: $(NATIVE)
 	$(BIN)/python -m pytest -m stress

@@ -93,6 +93,7 @@ def _table_statistics(conn: Any) -> Iterator[Callable[[str], int]]:
             cur.execute(f"SET GLOBAL userstat = {int(was)}")
 
 
+@pytest.mark.xdist_group("userstat")  # it turns a global MariaDB setting on and back
 def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
     serve: Callable[..., Server], mysql_conn: Any, mysql_dsn: str, mysql_table: str
 ) -> None:

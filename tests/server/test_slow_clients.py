@@ -71,7 +71,12 @@ def test_probes_are_answered_past_the_connection_cap(mode: str, tmp_path: Path) 
                     conn.close()
             else:
                 raise AssertionError(f"never refused {REFUSED_STREAK} times in a row: {held}")
-            assert held and all(len(c) == CAP for c in held.values()), held
+            # No process holds more than its CAP, and the refusals came from a full one. Which
+            # process a fresh connection reaches is the kernel's choice (the workers share one
+            # listening socket; an idle pod wakes the same one first), so the other may hold fewer.
+            counts = {pid: len(c) for pid, c in held.items()}
+            assert counts and max(counts.values()) == CAP, counts
+            assert all(n <= CAP for n in counts.values()), counts
             assert len(held) <= WORKERS[mode]
 
             # A probe on a fresh connection is answered; a request that is no probe on the
