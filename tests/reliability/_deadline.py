@@ -1,4 +1,5 @@
-"""Helpers of the deadline / large-request tests: a real ``pineapple serve``, a pausable proxy.
+"""Helpers of the deadline / large-request tests: a ``pineapple serve`` with this plugin, a
+pausable proxy.
 
 Also a ``--plugin`` for the server process: importing this module registers
 ``test_inline_gate``, an operator that does *not* declare blocking I/O (so a
@@ -11,10 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import signal
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,9 +25,8 @@ from pineapple.engine import (
 )
 from tests.server.process_plugin import FileGateOperator
 
-from .._serve import wait_for_url
+from .._serve import Serve
 
-ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "tests.reliability._deadline"
 
 
@@ -54,51 +51,16 @@ def pipeline_config(operators: dict[str, dict[str, Any]], **extra: Any) -> dict[
     }
 
 
-class Serve:
-    """``pineapple serve CONFIG`` on a free loopback port; ``close()`` always kills it."""
+class DeadlineServe(Serve):
+    """``pineapple serve CONFIG --plugin tests.reliability._deadline --no-watch ARGS...``."""
 
     def __init__(self, config: Path, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        code = "import sys; from pineapple.cli import main; sys.exit(main())"
-        argv = [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"]
-        self.proc = subprocess.Popen(
-            [*argv, "--plugin", PLUGIN, "--no-watch", *args],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
-        self.log: list[str] = []
-        self._drain: threading.Thread | None = None
-        try:
-            self.url = self._wait_for_url()
-        except BaseException:
-            self.close()
-            raise
-        self._drain = threading.Thread(target=self._read_rest, daemon=True)
-        self._drain.start()
-
-    def _wait_for_url(self) -> str:
-        return wait_for_url(self.proc, self.log)
-
-    def _read_rest(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line)
+        super().__init__(config, "--plugin", PLUGIN, "--no-watch", *args)
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used so far (Linux)."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-        if self._drain is not None:
-            self._drain.join(5)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
 
 
 class PausableProxy:

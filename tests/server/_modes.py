@@ -8,15 +8,12 @@ same expectations.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
-
-from .._serve import LISTENING
+from .._serve import LISTENING, Serve
 from .fakes import dump, unified_config
-from .test_e2e import ServeProcess
+from .pod import serve_plugin
 
 __all__ = ["MODES", "WORKERS", "serving"]
 
@@ -26,12 +23,8 @@ WORKERS = {"one process": 1, "--workers 2": 2}
 START_WITHIN = 60.0
 
 
-def _listening(proc: ServeProcess) -> int:
-    return sum(1 for line in list(proc.log) if LISTENING.search(line))
-
-
 @contextlib.contextmanager
-def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[ServeProcess]:
+def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[Serve]:
     """``pineapple serve`` of a one-item config in ``mode``; every process killed at the end."""
     config = tmp_path / "pineapple.json"
     config.write_bytes(dump(unified_config("t")))
@@ -40,20 +33,8 @@ def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[ServeProcess]:
         shm = tmp_path / "shm"
         shm.mkdir()
         extra += ["--workers", str(WORKERS[mode]), "--shared-dir", str(shm)]
-    proc = ServeProcess(config, tmp_path / "closes.log", *extra)
-    children: list[psutil.Process] = []
-    try:
+    with serve_plugin(config, tmp_path / "closes.log", *extra) as proc:
         # Every worker listening (the first one's line gave the URL): a signal sent now
         # finds each of them serving, none still starting.
-        end = time.monotonic() + START_WITHIN
-        while _listening(proc) < WORKERS[mode] and time.monotonic() < end:
-            time.sleep(0.05)  # polling another process's log, with a deadline
-        assert _listening(proc) == WORKERS[mode], "".join(proc.log)
-        with contextlib.suppress(psutil.NoSuchProcess):
-            children = psutil.Process(proc.proc.pid).children(recursive=True)
+        proc.wait_line(LISTENING, START_WITHIN, times=WORKERS[mode])
         yield proc
-    finally:
-        for child in children:  # none may outlive the test (they hold the log pipe)
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        proc.close()
