@@ -226,7 +226,7 @@ _KEY_VARIANTS = [
 
 
 def test_dsn_passwords_and_key_variants_are_masked_by_the_server(tmp_path: Path) -> None:
-    keyed = {key: f"v4lue-of-{n}-{key}" for n, key in enumerate(_KEY_VARIANTS)}
+    keyed: dict[str, object] = {key: f"v4lue-of-{n}-{key}" for n, key in enumerate(_KEY_VARIANTS)}
     keyed["credentials_map"] = {"user": "bob", "nested": ["Nested5ecret"]}  # under a secret key
     path = tmp_path / "pineapple.json"
     path.write_bytes(

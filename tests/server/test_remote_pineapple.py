@@ -29,7 +29,7 @@ def _write(path: Path, config: dict[str, Any]) -> Path:
 
 def _downstream_config() -> dict[str, Any]:
     """Copies the request's ``user`` to ``greeting`` and each item's ``item`` to ``label``."""
-    ops = {
+    ops: dict[str, dict[str, Any]] = {
         "common": {
             "type_name": "transform_copy",
             "direction": "common_to_common",
