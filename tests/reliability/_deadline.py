@@ -18,11 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pineapple import ParamSpec
-from pineapple.engine import (
-    OperatorSchema,
-    default_operator_registry,
-    register_operator,
-)
+from tests._operators import register_test_operator
 from tests.server.process_plugin import FileGateOperator
 
 from .._serve import Serve
@@ -30,16 +26,12 @@ from .._serve import Serve
 PLUGIN = "tests.reliability._deadline"
 
 
-if default_operator_registry().get("test_inline_gate") is None:
-    register_operator(
-        OperatorSchema(
-            name="test_inline_gate",
-            kind="observe",
-            description="Test only: holds a request until a file appears (not blocking).",
-            params={"folder": ParamSpec(type="string", required=True)},
-        ),
-        FileGateOperator,  # the same gate, registered without blocking=True: it runs inline
-    )
+register_test_operator(
+    "test_inline_gate",
+    FileGateOperator,  # the same gate, registered without blocking=True: it runs inline
+    "holds a request until a file appears (not blocking).",
+    params={"folder": ParamSpec(type="string", required=True)},
+)
 
 
 def pipeline_config(operators: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:

@@ -19,10 +19,8 @@ from pineapple.engine import (
     Operator,
     OperatorInput,
     OperatorOutput,
-    OperatorSchema,
-    default_operator_registry,
-    register_operator,
 )
+from tests._operators import register_test_operator
 
 PLUGIN = "tests.reliability._masking"
 _log = logging.getLogger("tests.reliability.quote")
@@ -48,19 +46,15 @@ class QuoteResource(Operator):
         out.warn(f"operator warning quotes {text}")
 
 
-if default_operator_registry().get("test_quote_resource") is None:
-    register_operator(
-        OperatorSchema(
-            name="test_quote_resource",
-            kind="observe",
-            description="Test only: quotes a resource's value in a log, warning and error.",
-            params={
-                "resource_name": ParamSpec(type="string", required=True),
-                "fail": ParamSpec(type="bool", default=False),
-            },
-        ),
-        QuoteResource,
-    )
+register_test_operator(
+    "test_quote_resource",
+    QuoteResource,
+    "quotes a resource's value in a log, warning and error.",
+    params={
+        "resource_name": ParamSpec(type="string", required=True),
+        "fail": ParamSpec(type="bool", default=False),
+    },
+)
 _META = {"common_input": [], "common_output": [], "item_input": [], "item_output": ["id"]}
 
 
