@@ -14,6 +14,7 @@ process's end of file (exit or kill), and ``close`` joins it with a timeout.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import signal
@@ -111,6 +112,7 @@ class Serve:
         )
         self.log: list[str] = []
         """Every stderr line so far (appended by the reader thread)."""
+        self._listeners = _listeners(args)
         self.url = ""
         """``http://127.0.0.1:PORT`` once :meth:`start` saw the server listen."""
         self._new_line = threading.Condition()
@@ -169,19 +171,27 @@ class Serve:
                 self._new_line.wait(left)
 
     def start(self, timeout: float = START_WITHIN) -> Self:
-        """Wait until the server listens; sets :attr:`url`."""
-        self.url = self.wait_line(LISTENING, timeout).group(1)
+        """Wait until the server listens (see :meth:`listening_or_exited`); an exit first
+        is an ``AssertionError``."""
+        if not self.listening_or_exited(timeout):
+            raise AssertionError("serve exited before listening:\n" + self.text())
         return self
 
     def listening_or_exited(self, timeout: float = START_WITHIN) -> bool:
         """Whether it listens (sets :attr:`url`); False once it exited without listening.
 
-        A server still starting after ``timeout`` is an ``AssertionError``."""
+        With ``--workers N`` it listens once each of the N workers logged so: a
+        request or signal sent then finds every worker serving, none still
+        starting. Still starting after ``timeout`` seconds is an ``AssertionError``.
+        """
         try:
-            self.start(timeout)
+            self.url = self.wait_line(LISTENING, timeout, times=self._listeners).group(1)
         except AssertionError:
-            if self.proc.poll() is None:
-                raise
+            if self._reader.is_alive():
+                raise AssertionError(
+                    f"serve not listening after {timeout:g}s:\n{self.text()}"
+                ) from None
+            self.proc.wait(10)  # its stderr is closed: it is exiting (bounded)
             return False
         return True
 
@@ -246,3 +256,12 @@ class Serve:
         self._reader.join(5)
         assert self.proc.stderr is not None
         self.proc.stderr.close()
+
+
+def _listeners(args: tuple[str, ...]) -> int:
+    """How many processes of ``serve ARGS`` log that they listen: each of ``--workers N``
+    (``auto``: at least one), else the one process."""
+    for flag, value in itertools.pairwise(args):
+        if flag == "--workers" and value.isdigit():
+            return max(1, int(value))
+    return 1

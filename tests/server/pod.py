@@ -1,8 +1,10 @@
-"""A real ``pineapple serve`` for the tests that run against both process models.
+"""A real ``pineapple serve`` with the server tests' plugin, and the tests of both process models.
 
-:data:`MODES` are one process and ``--workers 2``; the ``serve`` fixture
-(``conftest.py``) starts a :class:`Server` in each, so a test written once
-expects the same answers from both. Every wait is bounded (``WAIT``).
+:func:`serve_plugin` is :class:`tests._serve.Serve` with ``--plugin
+tests.server.process_plugin``. :data:`MODES` are one process and ``--workers
+2``; the ``serve`` fixture (``conftest.py``) starts a :class:`Server` in each,
+so a test written once expects the same answers from both. Every wait is
+bounded (``WAIT``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ import httpx
 import orjson
 import psutil
 
-from .._serve import CLI, Serve, cli_env, run_cli
+from .._serve import Serve, cli_env, run_cli
 
 __all__ = [
-    "CLI",
     "MODES",
     "PLUGIN",
     "WAIT",
@@ -31,17 +32,12 @@ __all__ = [
     "feed_config",
     "fill",
     "pipeline_config",
-    "serve_env",
     "serve_plugin",
     "wait_until",
 ]
 
 PLUGIN = "tests.server.process_plugin"
 WAIT = 30.0  # seconds: the bound of every wait below
-
-
-def serve_env() -> dict[str, str]:
-    return cli_env()
 
 
 def serve_plugin(config: Path, close_log: Path, *args: str) -> Serve:
