@@ -8,13 +8,11 @@ same expectations.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 
-from .._serve import LISTENING
 from .fakes import dump, unified_config
 from .test_e2e import ServeProcess
 
@@ -23,11 +21,6 @@ __all__ = ["MODES", "WORKERS", "serving"]
 MODES = ("one process", "--workers 2")
 WORKERS = {"one process": 1, "--workers 2": 2}
 """Processes that answer HTTP in each mode."""
-START_WITHIN = 60.0
-
-
-def _listening(proc: ServeProcess) -> int:
-    return sum(1 for line in list(proc.log) if LISTENING.search(line))
 
 
 @contextlib.contextmanager
@@ -42,13 +35,7 @@ def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[ServeProcess]:
         extra += ["--workers", str(WORKERS[mode]), "--shared-dir", str(shm)]
     proc = ServeProcess(config, tmp_path / "closes.log", *extra)
     children: list[psutil.Process] = []
-    try:
-        # Every worker listening (the first one's line gave the URL): a signal sent now
-        # finds each of them serving, none still starting.
-        end = time.monotonic() + START_WITHIN
-        while _listening(proc) < WORKERS[mode] and time.monotonic() < end:
-            time.sleep(0.05)  # polling another process's log, with a deadline
-        assert _listening(proc) == WORKERS[mode], "".join(proc.log)
+    try:  # ServeProcess waited for every worker to listen
         with contextlib.suppress(psutil.NoSuchProcess):
             children = psutil.Process(proc.proc.pid).children(recursive=True)
         yield proc

@@ -22,7 +22,7 @@ import httpx
 import orjson
 import psutil
 
-from .._serve import LISTENING
+from .._serve import LISTENING, serving_processes, wait_listening
 
 __all__ = [
     "CLI",
@@ -92,6 +92,11 @@ class Server:
         if not self.url:
             self.close()
             raise AssertionError("serve exited before listening:\n" + "".join(self.log))
+        try:  # every worker serves before the test acts
+            wait_listening(self.log, serving_processes(mode))
+        except BaseException:
+            self.close()
+            raise
         self.http = httpx.Client(base_url=self.url, timeout=WAIT)
 
     @property
@@ -102,6 +107,11 @@ class Server:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self.log.append(line)
+
+    def logged(self, text: str) -> int:
+        """How many log lines contain ``text`` (the log is read by a thread, so a line may
+        follow the HTTP answer that caused it: wait for it with :func:`wait_until`)."""
+        return sum(text in line for line in list(self.log))
 
     def items(self) -> list[dict[str, Any]]:
         response = self.http.post("/execute", content=b'{"common": {}, "items": []}')

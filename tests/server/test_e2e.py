@@ -18,7 +18,7 @@ import httpx
 import orjson
 import pytest
 
-from .._serve import wait_for_url
+from .._serve import serving_processes, wait_for_url, wait_listening
 from .fakes import dump, items_resource, unified_config
 
 pytestmark = pytest.mark.e2e
@@ -59,6 +59,11 @@ class ServeProcess:
         self.url = self._wait_for_url()
         self._drain = threading.Thread(target=self._read_rest, daemon=True)
         self._drain.start()
+        try:  # every worker serves before the test acts
+            wait_listening(self.log, serving_processes(args))
+        except BaseException:
+            self.close()
+            raise
 
     def _wait_for_url(self) -> str:
         return wait_for_url(self.proc, self.log)
