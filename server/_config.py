@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pineapple import Context, resource
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
-from pineapple.resource._closer import close_now  # the closer, not part of the face
+from pineapple.resource.lowlevel import close_now
 
 from ._pod_metrics import PodMetrics
 
