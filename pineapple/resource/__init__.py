@@ -17,10 +17,10 @@ from .._errors import StartError as StartError
 from . import lowlevel as lowlevel
 from ._closer import flush as flush_closes
 from ._deps import validate_resource_deps as validate_resource_deps
-from ._manager import NOT_MODIFIED as NOT_MODIFIED
 from ._manager import Manager as Manager
-from ._manager import RefreshError as RefreshError
-from ._manager import UnknownResourceError as UnknownResourceError
+from ._outcome import NOT_MODIFIED as NOT_MODIFIED
+from ._outcome import RefreshError as RefreshError
+from ._outcome import UnknownResourceError as UnknownResourceError
 from ._provider import ResourceProvider as ResourceProvider
 from ._provider import ResourceUnavailableError as ResourceUnavailableError
 from ._provider import Static as Static

@@ -39,8 +39,8 @@ from ._codec import SnapshotWriteError as SnapshotWriteError
 from ._deps import resource_names as resource_names
 from ._loaded import LoadedConfig as LoadedConfig
 from ._loaded import load_config as load_config
-from ._manager import ManagerMetrics as ManagerMetrics
-from ._manager import RefreshResult as RefreshResult
+from ._outcome import ManagerMetrics as ManagerMetrics
+from ._outcome import RefreshResult as RefreshResult
 from ._probe import LATENCY_BUCKETS as LATENCY_BUCKETS
 from ._probe import Probed as Probed
 from ._probe import ProbeReport as ProbeReport
