@@ -31,6 +31,7 @@ from ._config import Config as Config
 from ._config import EngineLike as EngineLike
 from ._config import HandResource as HandResource
 from ._config import Responder as Responder
+from ._config import Wiring as Wiring
 from ._reload_policy import ReloadOutcome as ReloadOutcome
 from ._reloader import Reloader as Reloader
 from ._run import check as check
@@ -53,6 +54,7 @@ __all__ = [
     "Service",
     "Snapshot",
     "SnapshotHolder",
+    "Wiring",
     "check",
     "create_app",
     "run",

@@ -165,7 +165,9 @@ class Builder:
 
     def load(self, data: bytes) -> LoadedConfig:
         """``data`` parsed once, with this server's environment and config folder."""
-        return load_config(data, env=self._config.env, source_dir=Path(self._config.path).parent)
+        return load_config(
+            data, env=self._config.wiring.env, source_dir=Path(self._config.path).parent
+        )
 
     def info(self, config: bytes | LoadedConfig) -> ConfigInfo:
         """Version, create time and content hash of a config (no parsing errors raised)."""
@@ -233,8 +235,8 @@ class Builder:
 
     def _engine(self, loaded: LoadedConfig) -> EngineLike:
         try:
-            if self._config.engine_factory is not None:
-                return self._config.engine_factory(loaded.data)
+            if self._config.wiring.engine_factory is not None:
+                return self._config.wiring.engine_factory(loaded.data)
             # The parsed root when there is one; else the bytes, for the engine's own error.
             config = loaded.data if loaded.root is None else loaded.root
             return Engine(config, registry=builtins.operator_registry())
@@ -244,7 +246,7 @@ class Builder:
     def _manager(
         self, loaded: LoadedConfig, carry_over: resource.Manager | None
     ) -> resource.Manager:
-        registry = self._config.registry or builtins.resource_registry()
+        registry = self._config.wiring.registry or builtins.resource_registry()
         manager = resource.Manager(
             registry,
             self._metrics,

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from pineapple import resource
-from server import Config
+from server import Config, Wiring
 from server._build import Builder
 
 CONFIG: dict[str, Any] = {
@@ -67,7 +67,9 @@ def test_a_build_parses_the_config_once(tmp_path: Path, monkeypatch: pytest.Monk
         return real(raw)
 
     monkeypatch.setattr(orjson, "loads", counting)
-    builder = Builder(Config(str(path), env={"HOUSE_TOKEN": "s3cr3t-t0ken"}, watch=False))
+    builder = Builder(
+        Config(str(path), wiring=Wiring(env={"HOUSE_TOKEN": "s3cr3t-t0ken"}), watch=False)
+    )
     snap = builder.build(data)
     try:
         assert snap.info.content_hash == resource.lowlevel.load_config(data).content_hash

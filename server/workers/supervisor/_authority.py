@@ -113,10 +113,12 @@ class ConfigAuthority(ReloadPolicy):
     # -- data ---------------------------------------------------------------------------
 
     def _base(self) -> resource.Registry:
-        return self.config.registry or resource.default_registry()
+        return self.config.wiring.registry or resource.default_registry()
 
     def _loaded(self, data: bytes) -> LoadedConfig:
-        return load_config(data, env=self.config.env, source_dir=Path(self.config.path).parent)
+        return load_config(
+            data, env=self.config.wiring.env, source_dir=Path(self.config.path).parent
+        )
 
     def load(
         self,
