@@ -23,6 +23,7 @@ from pineapple._config_file import MAX_CONFIG_BYTES_FLAG
 from pineapple._file_kind import file_kind
 from pineapple.engine import Engine
 from pineapple.engine.http import ParseBudget, respond
+from pineapple.resource.lowlevel import LoadedConfig, ManagerMetrics, MemoryBudget, load_config
 
 from ._config import Config, EngineLike, Responder
 from ._snapshot import ConfigInfo, Snapshot
@@ -115,7 +116,7 @@ def secrets_in(data: bytes, env: Mapping[str, str] | None = None) -> set[str]:
 
     ``env``: the environment ``${VAR}`` reads (default ``os.environ``), as the build uses it.
     """
-    return set(resource.load_config(data, env=env).secrets)
+    return set(load_config(data, env=env).secrets)
 
 
 def example_request(data: bytes) -> bytes:
@@ -153,24 +154,24 @@ def default_responder(max_items: int = 0, budget: ParseBudget | None = None) -> 
 class Builder:
     """Builds snapshots for one server: same settings, registry and metrics each time."""
 
-    def __init__(self, config: Config, metrics: resource.ManagerMetrics | None = None) -> None:
+    def __init__(self, config: Config, metrics: ManagerMetrics | None = None) -> None:
         self._config = config
         self._metrics = metrics
         self._serial = 0
         # One budget for every snapshot of this server: values retired by a replaced
         # manager still count while in-flight requests borrow them.
         limit = config.resource_memory_budget_bytes
-        self._budget = resource.MemoryBudget(limit or None)
+        self._budget = MemoryBudget(limit or None)
 
-    def load(self, data: bytes) -> resource.LoadedConfig:
+    def load(self, data: bytes) -> LoadedConfig:
         """``data`` parsed once, with this server's environment and config folder."""
-        return resource.load_config(
-            data, env=self._config.env, source_dir=Path(self._config.path).parent
+        return load_config(
+            data, env=self._config.wiring.env, source_dir=Path(self._config.path).parent
         )
 
-    def info(self, config: bytes | resource.LoadedConfig) -> ConfigInfo:
+    def info(self, config: bytes | LoadedConfig) -> ConfigInfo:
         """Version, create time and content hash of a config (no parsing errors raised)."""
-        loaded = config if isinstance(config, resource.LoadedConfig) else self.load(config)
+        loaded = config if isinstance(config, LoadedConfig) else self.load(config)
         root = loaded.root or {}
         return ConfigInfo(
             path=str(self._config.path),
@@ -232,10 +233,10 @@ class Builder:
 
     # -- the steps ------------------------------------------------------------------
 
-    def _engine(self, loaded: resource.LoadedConfig) -> EngineLike:
+    def _engine(self, loaded: LoadedConfig) -> EngineLike:
         try:
-            if self._config.engine_factory is not None:
-                return self._config.engine_factory(loaded.data)
+            if self._config.wiring.engine_factory is not None:
+                return self._config.wiring.engine_factory(loaded.data)
             # The parsed root when there is one; else the bytes, for the engine's own error.
             config = loaded.data if loaded.root is None else loaded.root
             return Engine(config, registry=builtins.operator_registry())
@@ -243,9 +244,9 @@ class Builder:
             raise BuildError("engine", resource.redact(_describe(exc), loaded.secrets)) from None
 
     def _manager(
-        self, loaded: resource.LoadedConfig, carry_over: resource.Manager | None
+        self, loaded: LoadedConfig, carry_over: resource.Manager | None
     ) -> resource.Manager:
-        registry = self._config.registry or builtins.resource_registry()
+        registry = self._config.wiring.registry or builtins.resource_registry()
         manager = resource.Manager(
             registry,
             self._metrics,
@@ -266,7 +267,7 @@ class Builder:
         except Exception as exc:
             raise BuildError("start", resource.redact(_describe(exc), secrets)) from None
 
-    def _deps(self, loaded: resource.LoadedConfig, manager: resource.Manager) -> None:
+    def _deps(self, loaded: LoadedConfig, manager: resource.Manager) -> None:
         try:
             resource.validate_resource_deps(loaded, manager)
         except Exception as exc:

@@ -2,7 +2,7 @@
 
 Read at scrape time from the serving snapshot's Manager, as the probe
 families are (``server/_probe_metrics.py``): for every value that reports a
-:class:`pineapple.resource.ClientReport` (``Metered``; the built-in
+:class:`pineapple.resource.lowlevel.ClientReport` (``Metered``; the built-in
 ``redis_connection`` does), grouped by the report's ``kind``, with Go's
 names and labels (``redis``:
 
@@ -30,17 +30,22 @@ from prometheus_client.core import (
 )
 
 from pineapple import resource
+from pineapple.resource.lowlevel import (
+    LATENCY_BUCKETS,
+    ClientReport,
+    client_report_of,
+)
 
 __all__ = ["client_families"]
 
 
-def _reports(manager: resource.Manager) -> Iterator[tuple[str, resource.ClientReport]]:
+def _reports(manager: resource.Manager) -> Iterator[tuple[str, ClientReport]]:
     for name in manager.names():  # bounded: the manager's resources
         handle = manager.get(name)
         if handle is None:
             continue
         with handle as value:
-            report = resource.client_report_of(value)
+            report = client_report_of(value)
         if report is not None:
             yield report.label or name, report
 
@@ -52,11 +57,11 @@ class _Kind:
         self.pools: dict[str, list[int]] = {}
         self.cells: dict[tuple[str, str, str], list[float]] = {}
 
-    def add(self, label: str, report: resource.ClientReport) -> None:
+    def add(self, label: str, report: ClientReport) -> None:
         pool = self.pools.setdefault(label, [0, 0])
         pool[0] += report.total_conns
         pool[1] += report.idle_conns
-        for cell in report.commands:  # bounded: see resource.CommandStats
+        for cell in report.commands:  # bounded: see CommandStats
             acc = self.cells.setdefault(
                 (label, cell.command, cell.status), [0.0] * (len(cell.buckets) + 2)
             )
@@ -110,7 +115,7 @@ def _cumulative(per_bucket: list[float]) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     running = 0.0
     for bound, n in zip(
-        (*resource.LATENCY_BUCKETS, float("inf")), per_bucket, strict=True
+        (*LATENCY_BUCKETS, float("inf")), per_bucket, strict=True
     ):  # bounded: fixed bucket count
         running += n
         out.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))

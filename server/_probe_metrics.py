@@ -2,7 +2,7 @@
 
 Read at scrape time from the serving snapshot's Manager, as the other
 per-resource gauges are: every value that reports probes (see
-``pineapple.resource.Probed``; today ``redis_connection``) yields, with Go's
+``pineapple.resource.lowlevel.Probed``; today ``redis_connection``) yields, with Go's
 family and label names, ``pine_<kind>_up{name}`` (1/0 by the last probe;
 absent until one has finished) and the histogram
 ``pine_<kind>_ping_duration_seconds{name}``. ``name`` is the value's
@@ -16,17 +16,18 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from pineapple import resource
+from pineapple.resource.lowlevel import LATENCY_BUCKETS, ProbeReport, probe_report_of
 
 __all__ = ["probe_families"]
 
 
-def _reports(manager: resource.Manager) -> Iterator[tuple[str, resource.ProbeReport]]:
+def _reports(manager: resource.Manager) -> Iterator[tuple[str, ProbeReport]]:
     for name in manager.names():  # bounded: the manager's resources
         handle = manager.get(name)
         if handle is None:
             continue
         with handle as value:
-            report = resource.probe_report_of(value)
+            report = probe_report_of(value)
         if report is not None:
             yield report.label or name, report
 
@@ -55,7 +56,7 @@ def probe_families(manager: resource.Manager) -> list[Metric]:
             up.add_metric([label], 1.0 if report.up else 0.0)
         buckets = [
             (str(float(bound)), float(n))
-            for bound, n in zip(resource.LATENCY_BUCKETS, report.bucket_counts, strict=True)
+            for bound, n in zip(LATENCY_BUCKETS, report.bucket_counts, strict=True)
         ]
         buckets.append(("+Inf", float(report.count)))
         ping.add_metric([label], buckets, report.sum_seconds)

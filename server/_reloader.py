@@ -99,7 +99,7 @@ class Reloader(ReloadPolicy):
 
     def _read(self) -> bytes:
         """The config's bytes: from ``config_source`` when set, else from the file."""
-        source = self._config.config_source
+        source = self._config.wiring.config_source
         if source is not None:
             return source.read(self._config.max_config_bytes)
         return read_config_file(self._config.path, self._config.max_config_bytes)

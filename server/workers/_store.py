@@ -62,14 +62,8 @@ import pyarrow
 
 from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
-from pineapple.resource import (
-    NOT_MODIFIED,
-    Fetcher,
-    FetcherFactory,
-    Registry,
-    SnapshotCodec,
-    SnapshotWriteError,
-)
+from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError
 
 from .._build import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease

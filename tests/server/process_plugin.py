@@ -127,7 +127,10 @@ def _http_json(params: dict[str, Any]) -> resource.Fetcher:
     return fetch
 
 
-for _name, _codec in (("test_http_json", None), ("test_http_json_shared", resource.PickleCodec())):
+for _name, _codec in (
+    ("test_http_json", None),
+    ("test_http_json_shared", resource.lowlevel.PickleCodec()),
+):
     if resource.default_registry().get(_name) is None:
         resource.register_resource(
             resource.ResourceSchema(

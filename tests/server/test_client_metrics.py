@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.core import Metric
 
-from pineapple.resource import ClientReport, CommandStats, Manager
+from pineapple.resource import Manager
+from pineapple.resource.lowlevel import ClientReport, CommandStats
 from server._client_metrics import client_families
 
 
