@@ -30,7 +30,7 @@ Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`
 """
 
 from ._app import create_app as create_app
-from ._build import BuildError as BuildError
+from ._build_error import BuildError as BuildError
 from ._config import ADMIN_TOKEN_ENV as ADMIN_TOKEN_ENV
 from ._config import Config as Config
 from ._config import EngineLike as EngineLike

@@ -37,8 +37,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._build import Builder, read_config_file
+from ._build import Builder
 from ._config import Config
+from ._config_read import read_config_file
 from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
 from ._snapshot import Snapshot, SnapshotHolder

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import resources
-from server._build import ConfigFileError
+from server._config_read import ConfigFileError
 from server.workers._config_leases import take_lease
 from server.workers._store import SharedStore
 

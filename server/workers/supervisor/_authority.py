@@ -49,8 +49,10 @@ from typing import Any
 from pineapple import resource
 from pineapple.resource.lowlevel import LoadedConfig, MemoryBudget, SnapshotWriteError, load_config
 
-from ..._build import Builder, BuildError, read_config_file
+from ..._build import Builder
+from ..._build_error import BuildError
 from ..._config import Config
+from ..._config_read import read_config_file
 from ..._decisions import ACTIONS, Action, Refused, act
 from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger

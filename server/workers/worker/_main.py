@@ -25,7 +25,8 @@ import orjson
 
 from pineapple import resource
 
-from ..._build import Builder, BuildError, import_plugins
+from ..._build import Builder, import_plugins
+from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
