@@ -20,8 +20,6 @@ Prometheus' ``rate`` handles); an unchanged entry keeps its client across reload
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -36,18 +34,9 @@ from pineapple.resource.lowlevel import (
     client_report_of,
 )
 
+from ._probe_metrics import labelled_reports
+
 __all__ = ["client_families"]
-
-
-def _reports(manager: resource.Manager) -> Iterator[tuple[str, ClientReport]]:
-    for name in manager.names():  # bounded: the manager's resources
-        handle = manager.get(name)
-        if handle is None:
-            continue
-        with handle as value:
-            report = client_report_of(value)
-        if report is not None:
-            yield report.label or name, report
 
 
 class _Kind:
@@ -106,7 +95,7 @@ class _Kind:
 def client_families(manager: resource.Manager) -> list[Metric]:
     """The four families of each kind of client that ``manager`` holds (none: no families)."""
     kinds: dict[str, _Kind] = {}
-    for label, report in _reports(manager):
+    for label, report in labelled_reports(manager, client_report_of):
         kinds.setdefault(report.kind, _Kind()).add(label, report)
     return [family for kind, sums in sorted(kinds.items()) for family in sums.families(kind)]
 

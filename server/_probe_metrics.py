@@ -11,23 +11,36 @@ absent until one has finished) and the histogram
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from pineapple import resource
-from pineapple.resource.lowlevel import LATENCY_BUCKETS, ProbeReport, probe_report_of
+from pineapple.resource.lowlevel import LATENCY_BUCKETS, probe_report_of
 
-__all__ = ["probe_families"]
+__all__ = ["labelled_reports", "probe_families"]
 
 
-def _reports(manager: resource.Manager) -> Iterator[tuple[str, ProbeReport]]:
+class _Labelled(Protocol):
+    @property
+    def label(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Labelled)
+
+
+def labelled_reports(
+    manager: resource.Manager, report_of: Callable[[Any], _R | None]
+) -> Iterator[tuple[str, _R]]:
+    """``(name label, report)`` of every value of ``manager`` that ``report_of`` reads a
+    report from (the label: the report's own, else the resource name). No I/O."""
     for name in manager.names():  # bounded: the manager's resources
         handle = manager.get(name)
         if handle is None:
             continue
         with handle as value:
-            report = probe_report_of(value)
+            report = report_of(value)
         if report is not None:
             yield report.label or name, report
 
@@ -35,7 +48,7 @@ def _reports(manager: resource.Manager) -> Iterator[tuple[str, ProbeReport]]:
 def probe_families(manager: resource.Manager) -> list[Metric]:
     """The ``up`` gauge and ping histogram of every probed value, grouped per kind."""
     families: dict[str, tuple[GaugeMetricFamily, HistogramMetricFamily]] = {}
-    for label, report in _reports(manager):
+    for label, report in labelled_reports(manager, probe_report_of):
         pair = families.get(report.kind)
         if pair is None:
             kind = report.kind
