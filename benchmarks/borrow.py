@@ -147,7 +147,7 @@ def mapped_borrow() -> list[Result]:
     import tempfile
     from pathlib import Path
 
-    from resources import FEED_CODEC, build_feed_table
+    from resources.lowlevel import FEED_CODEC, build_feed_table
     from server.workers._store import MappedFetcher, PublishingFetcher, SharedStore
 
     rows = [(i, f"c{i % 2}", float(i)) for i in range(10_000)]

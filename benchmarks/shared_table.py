@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resources import FeedTable, build_feed_table, open_mapped_table, write_feed_snapshot
+from resources import FeedTable
 from resources._feed_index import build_index
 from resources._mapped_table import _read_indices
+from resources.lowlevel import build_feed_table, open_mapped_table, write_feed_snapshot
 
 from ._measure import Result, interleaved
 from ._procs import free_port, post, serve_pineapple

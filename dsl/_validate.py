@@ -11,7 +11,8 @@ from pineapple import ConfigError, ParamSpec
 from pineapple._params import validate_params
 from pineapple._suggest import did_you_mean
 from pineapple.engine import OperatorRegistry
-from pineapple.resource import Registry, resource_names
+from pineapple.resource import Registry
+from pineapple.resource.lowlevel import resource_names
 
 from ._dataflow import (
     Scope,

@@ -46,7 +46,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from pyroaring import FrozenBitMap
 
-from pineapple.resource import SnapshotFormatError, SnapshotWriteError
+from pineapple.resource.lowlevel import SnapshotFormatError, SnapshotWriteError
 
 from ._feed_index import Index
 from ._feed_table import FeedTable

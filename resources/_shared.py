@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pineapple.resource import PickleCodec, SnapshotWriteError
+from pineapple.resource.lowlevel import PickleCodec, SnapshotWriteError
 
 from ._feed_table import FeedTable
 from ._mapped_table import open_mapped_table, write_feed_snapshot

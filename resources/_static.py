@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pineapple import ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import NOT_MODIFIED, Fetcher, redact, redact_value
+from pineapple.resource import NOT_MODIFIED, Fetcher, redact
+from pineapple.resource.lowlevel import redact_value
 
 from ._printing import deep_sizeof, estimate_sizeof, human_bytes, json_preview, shape_of
 

@@ -5,7 +5,8 @@
 
 Layers (each imports only the ones above it):
 
-    _config, _admin              Config, the engine/responder contracts; who may use admin routes
+    _config, _admin              Config (user settings), Wiring (injection points), the
+                                 engine/responder contracts; who may use admin routes
     _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
     _build                       building a snapshot step by step (Engine, Manager, checks)
     _metrics, _reload_policy     Prometheus metrics; the reload decision (ReloadOutcome)
@@ -13,24 +14,29 @@ Layers (each imports only the ones above it):
     _decisions                   Decisions: every decision and status routes and signals ask for
     _watcher, _service           the directory watcher; the service that owns all of it
     _execute, _routes            HTTP: /execute, the other routes
-    _app, _run, _cli             the Starlette app; run()/check(); the CLI subcommands
+    _app, _serving               the Starlette app; serving one process on a bound socket
+    workers/                     ``--workers N``: ``supervisor/`` and ``worker/`` (a path
+                                 says which process runs a line), ``_store``,
+                                 ``_control``, ``_config_leases``, ``_liveness`` for both
+    _run, _cli, _commands        run()/check() (the one place that picks the mode); the
+                                 CLI subcommands
 
-``--workers N`` (``_run`` imports it when asked): the supervisor's ``_authority``
-(its reload decisions, publishing) and ``_workers`` (its processes); a worker's
-``_worker_main``, ``_follower`` and ``_supervisor_link``; between them ``_shared``
-(the store) and ``_control`` (the channel).
+``import server`` loads all of it, ``workers/`` and pyarrow included (``_run``
+imports ``run_supervisor``); the built-in resource types load with the
+first build (``pineapple.builtins``).
 
 Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`` and
 ``_watcher``.
 """
 
 from ._app import create_app as create_app
-from ._build import BuildError as BuildError
+from ._build_error import BuildError as BuildError
 from ._config import ADMIN_TOKEN_ENV as ADMIN_TOKEN_ENV
 from ._config import Config as Config
 from ._config import EngineLike as EngineLike
 from ._config import HandResource as HandResource
 from ._config import Responder as Responder
+from ._config import Wiring as Wiring
 from ._reload_policy import ReloadOutcome as ReloadOutcome
 from ._reloader import Reloader as Reloader
 from ._run import check as check
@@ -53,6 +59,7 @@ __all__ = [
     "Service",
     "Snapshot",
     "SnapshotHolder",
+    "Wiring",
     "check",
     "create_app",
     "run",

@@ -9,58 +9,24 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
-
-import orjson
+from typing import TypeVar, cast
 
 from pineapple import PineappleError, builtins, plugins, resource
-from pineapple import _config_file as config_file
-from pineapple._config_file import MAX_CONFIG_BYTES_FLAG
-from pineapple._file_kind import file_kind
 from pineapple.engine import Engine
 from pineapple.engine.http import ParseBudget, respond
+from pineapple.resource.lowlevel import LoadedConfig, ManagerMetrics, MemoryBudget, load_config
 
+from ._build_error import BuildError, CheckError
 from ._config import Config, EngineLike, Responder
 from ._snapshot import ConfigInfo, Snapshot
 
-__all__ = [
-    "BuildError",
-    "BuildStep",
-    "Builder",
-    "CheckError",
-    "ConfigFileError",
-    "describe_path",
-    "example_request",
-    "import_plugins",
-    "read_config_file",
-    "secrets_in",
-]
+__all__ = ["Builder", "default_responder", "import_plugins"]
 
 _log = logging.getLogger("pineapple.server")
 _T = TypeVar("_T")
-
-BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps"]
-
-
-class BuildError(PineappleError):
-    """A snapshot could not be built; ``step`` says where, the message says why."""
-
-    def __init__(self, step: BuildStep, message: str) -> None:
-        super().__init__(f"{step}: {message}")
-        self.step: BuildStep = step
-        self.reason = message
-
-
-class CheckError(BuildError):
-    """Several steps of ``check`` failed; ``errors`` holds each, in step order."""
-
-    def __init__(self, errors: list[BuildError]) -> None:
-        super().__init__(errors[0].step, "; ".join(f"[{e.step}] {e.reason}" for e in errors))
-        self.errors = errors
 
 
 def import_plugins(specs: Iterable[str]) -> None:
@@ -74,61 +40,6 @@ def import_plugins(specs: Iterable[str]) -> None:
         plugins.import_plugins(specs)
     except plugins.PluginError as exc:
         raise BuildError("plugins", str(exc)) from None
-
-
-class ConfigFileError(BuildError):
-    """The config path cannot be read as a config: missing, not a regular file, or too big."""
-
-    def __init__(self, path: Path, message: str) -> None:
-        super().__init__("read", f"{str(path)!r} {message}")
-        self.path = path
-
-
-def describe_path(path: Path) -> dict[str, Any]:
-    """What the config path is now (symlinks followed), for ``GET /config``; never blocks.
-
-    ``{"type": "regular file", "regular": True, "size": 123}``, or ``"type":
-    "FIFO"`` etc. with ``regular`` False, or ``"type": None`` with the error.
-    """
-    try:
-        st = os.stat(path)  # a stat never opens the file: safe on a FIFO or a device
-    except OSError as exc:
-        return {"type": None, "regular": False, "error": exc.strerror or str(exc)}
-    kind = file_kind(st.st_mode)
-    return {"type": kind, "regular": kind == "regular file", "size": st.st_size}
-
-
-def read_config_file(path: Path, max_bytes: int, limit_name: str = MAX_CONFIG_BYTES_FLAG) -> bytes:
-    """The file's bytes, or :class:`ConfigFileError` (step ``read``) saying why not.
-
-    Read by :func:`pineapple._config_file.read_config_file`: never blocks on
-    the path's type (a FIFO, a device), never reads past ``max_bytes``.
-    """
-    try:
-        return config_file.read_config_file(path, max_bytes, limit_name)
-    except config_file.ConfigReadError as exc:
-        raise ConfigFileError(path, exc.reason) from None
-
-
-def secrets_in(data: bytes, env: Mapping[str, str] | None = None) -> set[str]:
-    """Every secret a config holds (params named like passwords, DSN passwords, env values).
-
-    ``env``: the environment ``${VAR}`` reads (default ``os.environ``), as the build uses it.
-    """
-    return set(resource.load_config(data, env=env).secrets)
-
-
-def example_request(data: bytes) -> bytes:
-    """A request body that the config's ``flow_contract`` accepts (for the start-up hint)."""
-    try:
-        root = orjson.loads(data)
-        contract = root.get("flow_contract") or {}
-        common = {str(f): "demo" for f in contract.get("common_input") or ()}
-        fields = [str(f) for f in contract.get("item_input") or ()]
-    except (orjson.JSONDecodeError, AttributeError, TypeError):
-        common, fields = {}, []
-    items = [{f: "demo" for f in fields}] if fields else []
-    return orjson.dumps({"common": common, "items": items})
 
 
 def _describe(exc: BaseException) -> str:
@@ -153,24 +64,24 @@ def default_responder(max_items: int = 0, budget: ParseBudget | None = None) -> 
 class Builder:
     """Builds snapshots for one server: same settings, registry and metrics each time."""
 
-    def __init__(self, config: Config, metrics: resource.ManagerMetrics | None = None) -> None:
+    def __init__(self, config: Config, metrics: ManagerMetrics | None = None) -> None:
         self._config = config
         self._metrics = metrics
         self._serial = 0
         # One budget for every snapshot of this server: values retired by a replaced
         # manager still count while in-flight requests borrow them.
         limit = config.resource_memory_budget_bytes
-        self._budget = resource.MemoryBudget(limit or None)
+        self._budget = MemoryBudget(limit or None)
 
-    def load(self, data: bytes) -> resource.LoadedConfig:
+    def load(self, data: bytes) -> LoadedConfig:
         """``data`` parsed once, with this server's environment and config folder."""
-        return resource.load_config(
-            data, env=self._config.env, source_dir=Path(self._config.path).parent
+        return load_config(
+            data, env=self._config.wiring.env, source_dir=Path(self._config.path).parent
         )
 
-    def info(self, config: bytes | resource.LoadedConfig) -> ConfigInfo:
+    def info(self, config: bytes | LoadedConfig) -> ConfigInfo:
         """Version, create time and content hash of a config (no parsing errors raised)."""
-        loaded = config if isinstance(config, resource.LoadedConfig) else self.load(config)
+        loaded = config if isinstance(config, LoadedConfig) else self.load(config)
         root = loaded.root or {}
         return ConfigInfo(
             path=str(self._config.path),
@@ -232,10 +143,10 @@ class Builder:
 
     # -- the steps ------------------------------------------------------------------
 
-    def _engine(self, loaded: resource.LoadedConfig) -> EngineLike:
+    def _engine(self, loaded: LoadedConfig) -> EngineLike:
         try:
-            if self._config.engine_factory is not None:
-                return self._config.engine_factory(loaded.data)
+            if self._config.wiring.engine_factory is not None:
+                return self._config.wiring.engine_factory(loaded.data)
             # The parsed root when there is one; else the bytes, for the engine's own error.
             config = loaded.data if loaded.root is None else loaded.root
             return Engine(config, registry=builtins.operator_registry())
@@ -243,9 +154,9 @@ class Builder:
             raise BuildError("engine", resource.redact(_describe(exc), loaded.secrets)) from None
 
     def _manager(
-        self, loaded: resource.LoadedConfig, carry_over: resource.Manager | None
+        self, loaded: LoadedConfig, carry_over: resource.Manager | None
     ) -> resource.Manager:
-        registry = self._config.registry or builtins.resource_registry()
+        registry = self._config.wiring.registry or builtins.resource_registry()
         manager = resource.Manager(
             registry,
             self._metrics,
@@ -266,7 +177,7 @@ class Builder:
         except Exception as exc:
             raise BuildError("start", resource.redact(_describe(exc), secrets)) from None
 
-    def _deps(self, loaded: resource.LoadedConfig, manager: resource.Manager) -> None:
+    def _deps(self, loaded: LoadedConfig, manager: resource.Manager) -> None:
         try:
             resource.validate_resource_deps(loaded, manager)
         except Exception as exc:

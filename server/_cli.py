@@ -15,7 +15,7 @@ from typing import Any
 from pineapple._subcommand import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
-from ._build import BuildError, CheckError
+from ._build_error import BuildError, CheckError
 from ._config import Config
 from ._cpu_quota import CpuCount, usable_cpus
 from ._log_format import LOG_FORMATS, configure_logging

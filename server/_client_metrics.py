@@ -2,7 +2,7 @@
 
 Read at scrape time from the serving snapshot's Manager, as the probe
 families are (``server/_probe_metrics.py``): for every value that reports a
-:class:`pineapple.resource.ClientReport` (``Metered``; the built-in
+:class:`pineapple.resource.lowlevel.ClientReport` (``Metered``; the built-in
 ``redis_connection`` does), grouped by the report's ``kind``, with Go's
 names and labels (``redis``:
 
@@ -20,8 +20,6 @@ Prometheus' ``rate`` handles); an unchanged entry keeps its client across reload
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -30,19 +28,15 @@ from prometheus_client.core import (
 )
 
 from pineapple import resource
+from pineapple.resource.lowlevel import (
+    LATENCY_BUCKETS,
+    ClientReport,
+    client_report_of,
+)
+
+from ._probe_metrics import labelled_reports
 
 __all__ = ["client_families"]
-
-
-def _reports(manager: resource.Manager) -> Iterator[tuple[str, resource.ClientReport]]:
-    for name in manager.names():  # bounded: the manager's resources
-        handle = manager.get(name)
-        if handle is None:
-            continue
-        with handle as value:
-            report = resource.client_report_of(value)
-        if report is not None:
-            yield report.label or name, report
 
 
 class _Kind:
@@ -52,11 +46,11 @@ class _Kind:
         self.pools: dict[str, list[int]] = {}
         self.cells: dict[tuple[str, str, str], list[float]] = {}
 
-    def add(self, label: str, report: resource.ClientReport) -> None:
+    def add(self, label: str, report: ClientReport) -> None:
         pool = self.pools.setdefault(label, [0, 0])
         pool[0] += report.total_conns
         pool[1] += report.idle_conns
-        for cell in report.commands:  # bounded: see resource.CommandStats
+        for cell in report.commands:  # bounded: see CommandStats
             acc = self.cells.setdefault(
                 (label, cell.command, cell.status), [0.0] * (len(cell.buckets) + 2)
             )
@@ -101,7 +95,7 @@ class _Kind:
 def client_families(manager: resource.Manager) -> list[Metric]:
     """The four families of each kind of client that ``manager`` holds (none: no families)."""
     kinds: dict[str, _Kind] = {}
-    for label, report in _reports(manager):
+    for label, report in labelled_reports(manager, client_report_of):
         kinds.setdefault(report.kind, _Kind()).add(label, report)
     return [family for kind, sums in sorted(kinds.items()) for family in sums.families(kind)]
 
@@ -110,7 +104,7 @@ def _cumulative(per_bucket: list[float]) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     running = 0.0
     for bound, n in zip(
-        (*resource.LATENCY_BUCKETS, float("inf")), per_bucket, strict=True
+        (*LATENCY_BUCKETS, float("inf")), per_bucket, strict=True
     ):  # bounded: fixed bucket count
         running += n
         out.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))

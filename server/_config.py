@@ -1,22 +1,28 @@
-"""``Config``: everything the server needs to know before it starts.
+"""``Config``: what a user sets for a server; ``Wiring``: what code plugs into it.
 
-The engine and the responder are pluggable so that the server can be built
-and tested before (or without) a particular engine: by default they are
-``pineapple.engine.Engine`` and the engine's ``/execute`` responder.
+``Config`` holds the settings a user chooses (each CLI flag has its field,
+plus ``resources`` and ``plugins`` for code that embeds the server).
+``Wiring`` (``Config.wiring``) holds the injection points of whoever
+assembles a server: the resource registry, the engine factory and the
+responder (so that the server can be built and tested before, or without, a
+particular engine: by default ``pineapple.engine.Engine`` and the engine's
+``/execute`` responder), the environment ``${VAR}`` reads, and, for a worker
+of ``--workers N``, where its config bytes and metrics come from. No flag
+sets a ``Wiring`` field.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
 from pineapple import Context, resource
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
-from pineapple.resource._closer import close_now  # the closer, not part of the face
+from pineapple.resource.lowlevel import close_now
 
 from ._pod_metrics import PodMetrics
 
@@ -29,6 +35,7 @@ __all__ = [
     "HandResource",
     "ResourcesHook",
     "Responder",
+    "Wiring",
     "parse_addr",
 ]
 
@@ -119,6 +126,32 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 
 @dataclass(frozen=True)
+class Wiring:
+    """The injection points of a server, for the code that assembles one (no user
+    setting): ``Config(..., wiring=Wiring(registry=...))``.
+
+    Every field None: the built-in resource types, ``pineapple.engine.Engine``,
+    the engine's ``/execute`` responder, ``os.environ``, the config file, and
+    this process's metrics alone.
+    """
+
+    registry: resource.Registry | None = None
+    """The resource types builds look up (None: ``builtins.resource_registry()``)."""
+    engine_factory: EngineFactory | None = None
+    """Builds each snapshot's engine from the config's bytes (None: the Pine engine)."""
+    responder: Responder | None = None
+    """``/execute`` semantics (None: the engine's responder with ``Config.max_items``)."""
+    env: Mapping[str, str] | None = None
+    """The environment ``${VAR}`` in the config reads (None: ``os.environ``)."""
+    config_source: ConfigSource | None = None
+    """Read the config from here instead of ``config_path`` (a worker of ``--workers N``
+    builds from the bytes its supervisor accepted, never from the file)."""
+    pod_metrics: PodMetrics | None = None
+    """Where this process's metrics join every other process's (a worker of ``--workers
+    N``); None: ``/metrics`` and ``/stats`` show this process alone."""
+
+
+@dataclass(frozen=True)
 class Config:
     """Settings of one server (and of each of its worker processes).
 
@@ -175,10 +208,6 @@ class Config:
     start_timeout: float = 60.0
     drain_seconds: float = 30.0
     admin_token: str | None = None
-    registry: resource.Registry | None = None
-    engine_factory: EngineFactory | None = None
-    responder: Responder | None = None
-    env: Mapping[str, str] | None = None
     log_level: str = "info"
     log_format: str = "text"
     """``text`` or ``json`` (one object a line), for the supervisor and every worker
@@ -192,16 +221,12 @@ class Config:
     """Most bytes resource values may hold, counting current, kept previous and
     retired-but-borrowed values; a refresh past it is refused, the old value kept
     (``--resource-memory-budget-bytes``; 0: no budget)."""
-    config_source: ConfigSource | None = None
-    """Read the config from here instead of ``config_path`` (a worker of ``--workers N``
-    builds from the bytes its supervisor accepted, never from the file)."""
-    pod_metrics: PodMetrics | None = None
-    """Where this process's metrics join every other process's (a worker of ``--workers
-    N``); None: ``/metrics`` and ``/stats`` show this process alone."""
     trust_proxy: Sequence[str] = ()
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 
     Empty (the default): admin decisions use the socket peer only."""
+    wiring: Wiring = field(default_factory=lambda: Wiring())
+    """What the code that assembles this server plugs in (see :class:`Wiring`)."""
 
     @property
     def path(self) -> Path:

@@ -29,7 +29,7 @@ import pineapple
 from pineapple import PineappleError, resource
 from pineapple.resource import ResourceStatus
 
-from ._build import describe_path
+from ._config_read import describe_path
 from ._reload_policy import Trigger
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder

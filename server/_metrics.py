@@ -33,8 +33,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pineapple import resource
 from pineapple.engine import EngineStats, stats_dict
+from pineapple.resource.lowlevel import LATENCY_BUCKETS, RefreshResult
 
 from ._client_metrics import client_families
 from ._gometrics import EngineTotals, GoCollector, HttpStats
@@ -51,7 +51,7 @@ _GO_RELOAD_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 
 _log = logging.getLogger("pineapple.server")
 
-_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.0025, *resource.LATENCY_BUCKETS)
+_LATENCY_BUCKETS = (0.0002, 0.0005, 0.001, 0.0025, *LATENCY_BUCKETS)
 """Request latency bounds: sub-millisecond ones for `/execute`, then Go's defaults (5 ms-10 s)."""
 
 
@@ -152,7 +152,7 @@ class ServerMetrics:
     # -- ManagerMetrics -----------------------------------------------------------------
 
     def observe_refresh(
-        self, name: str, type_name: str, result: resource.RefreshResult, seconds: float
+        self, name: str, type_name: str, result: RefreshResult, seconds: float
     ) -> None:
         """One fetch of resource ``name`` ended with ``result`` after ``seconds``."""
         if self.pod is not None and self.pod.fetched_elsewhere(type_name):
@@ -162,7 +162,7 @@ class ServerMetrics:
         self.refresh_duration.labels(name).observe(seconds)
         self._seen(name, result)
 
-    def _seen(self, name: str, result: resource.RefreshResult) -> None:
+    def _seen(self, name: str, result: RefreshResult) -> None:
         if result in ("swapped", "not_modified"):
             with self._lock:
                 self._last_success[name] = time.time()

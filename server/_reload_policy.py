@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._build import BuildError
+from ._build_error import BuildError
 
 __all__ = ["ReloadOutcome", "ReloadPolicy", "ReloadResult", "Trigger"]
 

@@ -37,8 +37,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._build import Builder, read_config_file
+from ._build import Builder
 from ._config import Config
+from ._config_read import read_config_file
 from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
 from ._snapshot import Snapshot, SnapshotHolder
@@ -99,7 +100,7 @@ class Reloader(ReloadPolicy):
 
     def _read(self) -> bytes:
         """The config's bytes: from ``config_source`` when set, else from the file."""
-        source = self._config.config_source
+        source = self._config.wiring.config_source
         if source is not None:
             return source.read(self._config.max_config_bytes)
         return read_config_file(self._config.path, self._config.max_config_bytes)

@@ -5,10 +5,14 @@ Every decision (reload, the admin actions) and every status (``/readyz``,
 (``server/_decisions.py``), whatever process model runs; a refusal maps to
 its HTTP status there. The other handlers borrow the serving snapshot for as
 long as they read from it, so a read never touches a manager that is being
-torn down. Nothing
-here prints a secret: statuses and descriptions are redacted by the Manager,
+torn down. Nothing here prints a secret: statuses and descriptions are redacted by the Manager,
 reload errors by the builder, and the config's content is never shown (only
 its hash).
+
+The pieces: ``observed`` (count and time a route), ``admin_only`` (the admin
+check), ``decided`` (a decision off the event loop, a refusal as its
+status); ``Decided`` (the routes that ask ``decisions``), ``Views`` (the
+routes that read the snapshot or the metrics); ``routes`` (the table).
 """
 
 from __future__ import annotations
@@ -28,11 +32,20 @@ from pineapple.engine import UnknownFormatError, UnknownGroupError
 
 from ._admin import admin_refusal
 from ._dag_view import DagView
-from ._decisions import ACTIONS, Action, Refused
-from ._metrics import CONTENT_TYPE
+from ._decisions import ACTIONS, Action, Decisions, Refused
+from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._service import Service
 
-__all__ = ["JSONResponse", "routes"]
+__all__ = [
+    "Decided",
+    "JSONResponse",
+    "Views",
+    "admin_only",
+    "decided",
+    "healthz",
+    "observed",
+    "routes",
+]
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -55,84 +68,103 @@ def _flag(request: Request, name: str) -> bool:
     return request.query_params.get(name, "").lower() in ("1", "true", "yes")
 
 
-def routes(service: Service) -> list[Route]:
-    """The routes of ``service`` (``/execute`` is added by the app)."""
-    metrics = service.metrics
-    dag_view = DagView()
+def observed(metrics: ServerMetrics, path: str, handler: Handler) -> Handler:
+    """``handler``, its requests counted and timed in ``metrics`` under ``path``."""
 
-    def observed(path: str, handler: Handler) -> Handler:
-        async def endpoint(request: Request) -> Response:
-            started = time.perf_counter()
-            response = await handler(request)
-            metrics.observe_request(
-                path, request.method, response.status_code, time.perf_counter() - started
-            )
-            return response
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        response = await handler(request)
+        metrics.observe_request(
+            path, request.method, response.status_code, time.perf_counter() - started
+        )
+        return response
 
-        return endpoint
+    return endpoint
 
-    def admin(path: str, handler: Handler) -> Handler:
-        async def guarded(request: Request) -> Response:
-            refusal = admin_refusal(request, service.admin_token, service.trusted_proxies)
-            if refusal is not None:
-                headers = {"www-authenticate": "Bearer"} if refusal.status == 401 else None
-                return JSONResponse({"error": str(refusal)}, refusal.status, headers)
-            return await handler(request)
 
-        return observed(path, guarded)
+def admin_only(service: Service, handler: Handler) -> Handler:
+    """``handler``, answered only to a caller the admin check lets in (``_admin``)."""
 
-    async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+    async def guarded(request: Request) -> Response:
+        refusal = admin_refusal(request, service.admin_token, service.trusted_proxies)
+        if refusal is not None:
+            headers = {"www-authenticate": "Bearer"} if refusal.status == 401 else None
+            return JSONResponse({"error": str(refusal)}, refusal.status, headers)
+        return await handler(request)
 
-    decisions = service.decisions
+    return guarded
 
-    async def decided(call: Callable[[], dict[str, Any]], failed: int = 200) -> Response:
-        """``call()`` off the event loop; a :class:`Refused` becomes its status and body.
 
-        ``failed``: the status of an answer whose ``result`` is ``error`` (a reload).
-        """
-        try:
-            body = await anyio.to_thread.run_sync(call)
-        except Refused as exc:
-            return JSONResponse(exc.to_dict(), exc.status)
-        return JSONResponse(body, failed if body.get("result") == "error" else 200)
+async def decided(call: Callable[[], dict[str, Any]], failed: int = 200) -> Response:
+    """``call()`` off the event loop; a :class:`Refused` becomes its status and body.
 
-    async def readyz(request: Request) -> Response:
-        code, body = await anyio.to_thread.run_sync(decisions.readiness)
+    ``failed``: the status of an answer whose ``result`` is ``error`` (a reload).
+    """
+    try:
+        body = await anyio.to_thread.run_sync(call)
+    except Refused as exc:
+        return JSONResponse(exc.to_dict(), exc.status)
+    return JSONResponse(body, failed if body.get("result") == "error" else 200)
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness: the process answers (``/healthz``, ``/health``)."""
+    return JSONResponse({"status": "ok"})
+
+
+class Decided:
+    """The routes that ask ``decisions`` (status and admin actions), one method each."""
+
+    def __init__(self, decisions: Decisions) -> None:
+        self._decisions = decisions
+
+    async def readyz(self, request: Request) -> Response:
+        code, body = await anyio.to_thread.run_sync(self._decisions.readiness)
         return JSONResponse(body, code)
 
-    async def config(request: Request) -> Response:
-        return await decided(decisions.config)
+    async def config(self, request: Request) -> Response:
+        return await decided(self._decisions.config)
 
-    async def resources(request: Request) -> Response:
-        return await decided(decisions.resources)
+    async def resources(self, request: Request) -> Response:
+        return await decided(self._decisions.resources)
 
-    async def resource_detail(request: Request) -> Response:
+    async def resource(self, request: Request) -> Response:
         name = request.path_params["name"]
-        return await decided(lambda: decisions.resource(name))
+        return await decided(lambda: self._decisions.resource(name))
 
-    async def reload(request: Request) -> Response:
+    async def reload(self, request: Request) -> Response:
         force = _flag(request, "force")
-        return await decided(lambda: decisions.reload("admin", force), failed=422)
+        return await decided(lambda: self._decisions.reload("admin", force), failed=422)
 
-    def acting(name: Action) -> Handler:
+    def acting(self, action: Action) -> Handler:
+        """The handler of ``/admin/resources/{name}/<action>``."""
+
         async def handler(request: Request) -> Response:
-            resource_name = request.path_params["name"]
-            force = name == "refresh" and _flag(request, "force")
-            return await decided(lambda: decisions.act(name, resource_name, force))
+            name = request.path_params["name"]
+            force = action == "refresh" and _flag(request, "force")
+            return await decided(lambda: self._decisions.act(action, name, force))
 
         return handler
 
-    async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
 
-    async def stats(request: Request) -> Response:
-        snap = service.holder.acquire()
+class Views:
+    """The routes that read the serving snapshot (``/stats``, ``/dag``) or the metrics.
+
+    A handler borrows the snapshot for as long as it reads from it.
+    """
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+        self._metrics = service.metrics
+        self._dag_view = DagView()
+
+    async def stats(self, request: Request) -> Response:
+        snap = self._service.holder.acquire()
         if snap is None:
             return _error(503, "engine not loaded")
         try:
             engine: Any = snap.engine
-            body: dict[str, Any] = metrics.stats_counts()  # the pod's, with --workers
+            body: dict[str, Any] = self._metrics.stats_counts()  # the pod's, with --workers
             body["resources"] = _resource_stats(snap.manager.status())
             detail = engine.operator_stats() if hasattr(engine, "operator_stats") else {}
             if detail:
@@ -141,13 +173,13 @@ def routes(service: Service) -> list[Route]:
             snap.release()
         return JSONResponse(body)
 
-    async def dag(request: Request) -> Response:
+    async def dag(self, request: Request) -> Response:
         query = request.query_params
         fmt = query.get("format") or "dot"
         raw = query.get("collapse") or "0"
         if not raw.isdigit() or len(raw) > 6:  # bounded: at most 999,999 levels
             return _error(400, "collapse must be a non-negative integer")
-        snap = service.holder.acquire()
+        snap = self._service.holder.acquire()
         if snap is None:
             return _error(503, "engine not loaded")
         try:
@@ -156,7 +188,7 @@ def routes(service: Service) -> list[Route]:
                 return _error(404, "this engine cannot render its DAG")
             key = (fmt, int(raw), query.get("group"))
             try:  # off the event loop, once per snapshot and key (``_dag_view``)
-                text = await dag_view.text(
+                text = await self._dag_view.text(
                     (snap.serial, id(snap.engine)),
                     key,
                     lambda: render(key[0], collapse=key[1], group=key[2]),
@@ -170,32 +202,33 @@ def routes(service: Service) -> list[Route]:
         media = "text/vnd.graphviz" if fmt == "dot" else "text/plain"
         return Response(text, media_type=media)
 
-    async def metrics_endpoint(request: Request) -> Response:
-        return Response(await metrics.exposition(), media_type=CONTENT_TYPE)
+    async def metrics(self, request: Request) -> Response:
+        return Response(await self._metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+def routes(service: Service) -> list[Route]:
+    """The routes of ``service`` (``/execute`` is added by the app): the table, nothing else."""
+    asked, views = Decided(service.decisions), Views(service)
+
+    def get(path: str, handler: Handler) -> Route:
+        return Route(path, observed(service.metrics, path, handler), methods=["GET"])
+
+    def admin(path: str, handler: Handler) -> Route:
+        guarded = admin_only(service, handler)
+        return Route(path, observed(service.metrics, path, guarded), methods=["POST"])
 
     return [
-        Route("/healthz", observed("/healthz", healthz), methods=["GET"]),
-        Route("/readyz", observed("/readyz", readyz), methods=["GET"]),
-        Route("/config", observed("/config", config), methods=["GET"]),
-        Route("/resources", observed("/resources", resources), methods=["GET"]),
-        Route(
-            "/resources/{name}",
-            observed("/resources/{name}", resource_detail),
-            methods=["GET"],
-        ),
-        Route("/admin/reload", admin("/admin/reload", reload), methods=["POST"]),
-        *(
-            Route(
-                f"/admin/resources/{{name}}/{action}",
-                admin(f"/admin/resources/{{name}}/{action}", handler),
-                methods=["POST"],
-            )
-            for action, handler in ((a, acting(a)) for a in ACTIONS)
-        ),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-        Route("/health", observed("/health", health), methods=["GET"]),
-        Route("/stats", observed("/stats", stats), methods=["GET"]),
-        Route("/dag", observed("/dag", dag), methods=["GET"]),
+        get("/healthz", healthz),
+        get("/readyz", asked.readyz),
+        get("/config", asked.config),
+        get("/resources", asked.resources),
+        get("/resources/{name}", asked.resource),
+        admin("/admin/reload", asked.reload),
+        *(admin(f"/admin/resources/{{name}}/{a}", asked.acting(a)) for a in ACTIONS),
+        Route("/metrics", views.metrics, methods=["GET"]),
+        get("/health", healthz),
+        get("/stats", views.stats),
+        get("/dag", views.dag),
     ]
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 
-from ._build import Builder, BuildError, import_plugins, read_config_file
+from ._build import Builder, import_plugins
+from ._build_error import BuildError
 from ._config import Config
+from ._config_read import read_config_file
 from ._log_format import configure_logging
 from ._serving import bind, serve
 from .workers import run_supervisor

@@ -31,8 +31,10 @@ from pineapple._subcommand import Subparsers, add_subcommand
 from pineapple.engine import Engine, OperatorRegistry
 from pineapple.engine.http import go_json
 
-from ._build import BuildError, import_plugins, read_config_file
+from ._build import import_plugins
+from ._build_error import BuildError
 from ._config import Config
+from ._config_read import read_config_file
 from ._json_indent import indent_json
 
 __all__ = ["add_run_command"]

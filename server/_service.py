@@ -36,12 +36,12 @@ class Service:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.holder = SnapshotHolder()
-        self.metrics = ServerMetrics(lambda: self.holder.current, config.pod_metrics)
+        self.metrics = ServerMetrics(lambda: self.holder.current, config.wiring.pod_metrics)
         self.builder = Builder(config, self.metrics)
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
         self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
         """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
-        self.responder: Responder = config.responder or default_responder(
+        self.responder: Responder = config.wiring.responder or default_responder(
             config.max_items, self.parsed_bytes
         )
         self.admin_token = config.resolved_admin_token()

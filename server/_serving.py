@@ -23,8 +23,9 @@ from pineapple import PineappleError
 
 from ._access_log import AccessLog
 from ._app import create_app
-from ._build import BuildError, example_request, read_config_file
+from ._build_error import BuildError
 from ._config import Config, parse_addr
+from ._config_read import example_request, read_config_file
 from ._connections import ConnectionRules, Drain, serving_protocol
 from ._graceful import GracefulServer
 from ._logmask import install_log_mask, remove_log_mask

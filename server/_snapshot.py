@@ -4,7 +4,7 @@ Guarantees:
 - A :class:`Snapshot` is born with one *baseline* reference, held by the
   :class:`SnapshotHolder` while it is current. Each request takes one more
   reference with ``acquire()`` and drops it with ``release()``. The count is
-  the resource runtime's own :class:`pineapple.resource.RefValue` (compiled,
+  the resource runtime's own :class:`pineapple.resource.lowlevel.RefValue` (compiled,
   atomic; see its Guarantees): ``acquire`` adds a reference only while the
   count is positive, so a snapshot whose count has reached zero is never
   revived, and only the release that reaches zero hands over its "value",
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pineapple import Context, resource
+from pineapple.resource.lowlevel import RefValue
 
 from ._config import EngineLike
 
@@ -108,7 +109,7 @@ class Snapshot:
         # The holder's baseline reference; the last release closes the _Teardown.
         self._closed = threading.Event()
         teardown = _Teardown(engine, manager, info, serial, self._closed)
-        self._ref = resource.RefValue(teardown, f"snapshot/{serial}")
+        self._ref = RefValue(teardown, f"snapshot/{serial}")
         self.acquire = self._ref.acquire
         """Take one reference if the snapshot is still live; False once it is tearing down."""
         self.release = self._ref.release

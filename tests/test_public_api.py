@@ -9,9 +9,11 @@ import pytest
 FACES = [
     "pineapple",
     "pineapple.resource",
+    "pineapple.resource.lowlevel",
     "pineapple.engine",
     "pineapple.operators.bench",
     "resources",
+    "resources.lowlevel",
     "server",
     "dsl",
     "codegen",
@@ -36,18 +38,26 @@ def test_all_lists_existing_public_names(name: str) -> None:
     assert public - set(exported) <= {"annotations"}, f"{name} exports unlisted names"
 
 
-RESOURCE_FACE = """LATENCY_BUCKETS NOT_MODIFIED Condition Context DuplicateRegistrationError Fetcher
-FetcherFactory HandleReleasedError JSONPrinter LoadedConfig Manager ManagerMetrics
-ManagerStateError MissingResourceError ParamSpec Printer ProbeReport Probed Reachability RefValue
-RefreshError RefreshResult Registry ResourceHandle ResourceProvider ResourceSchema ResourceStatus
-ResourceUnavailableError StartError Static UnknownResourceError all_schemas borrow default_registry
-flush_closes from_context
-load_config probe_report_of redact redact_value register_resource resource_names
-validate_resource_deps with_resources
-MemoryBudget MemoryBudgetExceededError NoPreviousValueError PinnedError ValidationRefusedError
-ValidationSpec Validator ValueRefusedError register_validator registered_validators
-PickleCodec SnapshotCodec SnapshotFormatError SnapshotWriteError
-ClientReport CommandCell CommandStats Metered client_report_of"""
+RESOURCE_FACE = """NOT_MODIFIED Manager ResourceHandle Fetcher FetcherFactory StartError
+ManagerStateError DuplicateRegistrationError HandleReleasedError UnknownResourceError RefreshError
+MissingResourceError ResourceProvider Static with_resources from_context borrow
+ResourceUnavailableError ResourceStatus Condition Registry ResourceSchema Printer register_resource
+all_schemas default_registry validate_resource_deps flush_closes redact
+ValidationSpec Validator register_validator ValueRefusedError ValidationRefusedError
+MemoryBudgetExceededError PinnedError NoPreviousValueError"""
+
+RESOURCE_LOWLEVEL = """RefValue close_now MemoryBudget LoadedConfig load_config resource_names
+ManagerMetrics RefreshResult SnapshotCodec PickleCodec SnapshotFormatError SnapshotWriteError
+LATENCY_BUCKETS Probed ProbeReport Reachability probe_report_of
+Metered ClientReport CommandStats CommandCell client_report_of
+JSONPrinter redact_value registered_validators"""
+
+TYPES_FACE = """FeedTable MappedFeedTable FeedQueryError FileMapping FileRows RedisConnection
+FeedDataFetcher FileTableFetcher RedisConnectionFetcher SourceError"""
+
+TYPES_LOWLEVEL = """STATIC_SCHEMA FEED_DATA_SCHEMA JSON_FILE_SCHEMA CSV_FILE_SCHEMA
+REDIS_CONNECTION_SCHEMA FEED_CODEC FILE_CODEC write_feed_snapshot open_mapped_table
+build_feed_table MySQLSource SQLiteSource parse_mysql_dsn MySQLDSN"""
 
 ENGINE_FACE = """DAG_FORMATS OPERATOR_KINDS PIECE Engine EngineStats Graph Metadata Operator
 OperatorFactory
@@ -64,6 +74,9 @@ STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
     ("name", "face"),
     [
         ("pineapple.resource", RESOURCE_FACE),
+        ("pineapple.resource.lowlevel", RESOURCE_LOWLEVEL),
+        ("resources", TYPES_FACE),
+        ("resources.lowlevel", TYPES_LOWLEVEL),
         ("pineapple.engine", ENGINE_FACE),
         ("pineapple.engine.http", HTTP_FACE),
         ("pineapple.builtins", "load operator_registry resource_registry"),
@@ -72,3 +85,11 @@ STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
 def test_faces_list_the_documented_contract(name: str, face: str) -> None:
     # Internals (close_now, secrets_of, go_json on the engine face, ...) stay private.
     assert sorted(importlib.import_module(name).__all__) == sorted(face.split())
+
+
+@pytest.mark.parametrize("name", ["pineapple.resource", "resources"])
+def test_lowlevel_names_are_not_on_the_face(name: str) -> None:
+    # Each name has one home: the user's word on the face, the plumbing in lowlevel.
+    face = set(importlib.import_module(name).__all__)
+    lowlevel = set(importlib.import_module(f"{name}.lowlevel").__all__)
+    assert face & lowlevel == set()

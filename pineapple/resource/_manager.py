@@ -1,5 +1,12 @@
 """The Manager: registers resources, loads them, refreshes them in the background.
 
+It is assembled from one concept per module: the slots (``_slot``), the
+refresh transaction (``_refresh``: fetch, validate, size, admit), the swap
+table (``_swaps``: the pin, the memory budget, publish, rollback), the
+schedule (``_backoff``, ``_scheduler``) and what a fetch ends in
+(``_outcome``). This module holds registration, the life cycle and the read
+side.
+
 Life cycle: ``new`` --start()--> ``started`` --stop()--> ``stopped``.
 ``register`` and ``load_from_root_config`` are allowed only while ``new``.
 
@@ -26,13 +33,14 @@ Guarantees:
 - ``stop`` is idempotent: it first calls ``cancel()`` on every fetcher it
   owns that has one (stop the fetch in flight: kill a loader process, shut a
   connection down), then stops the scheduler (waiting for running fetches,
-  which a cancel has made short), unpublishes every value and drops its baseline reference, closes
-  the fetchers that have ``close()``, and waits for the closes it caused.
+  which a cancel has made short), unpublishes every value and drops its
+  baseline reference, closes the fetchers that have ``close()``, and waits for the closes it caused.
   A value still borrowed is closed only when its last borrower releases.
 - Refresh safety: a new value is validated on the refresh thread, against a
   borrowed handle of the serving value, before anything is swapped. Then,
-  under ``_swap_lock`` (one per manager; every change of a slot's current or
-  previous value and size happens under it), the memory budget is checked
+  under the swap table's lock (``SwapTable.lock``, one per manager; every
+  change of a slot's current or previous value and size happens under it),
+  the memory budget is checked
   against the sizes of every slot's current and previous values plus the
   retired values still borrowed, the pin is re-checked (a pin that landed
   during the fetch wins), and the value is published. So two resources
@@ -40,10 +48,10 @@ Guarantees:
   refused value is never seen by a reader: it is closed on the closer thread.
 - A pinned resource is never swapped by a fetch: timed refreshes skip it and
   ``refresh`` raises :class:`PinnedError`; ``rollback`` swaps the kept previous
-  value back under ``_swap_lock`` and pins the resource. A second ``pin``
+  value back under the swap table's lock and pins the resource. A second ``pin``
   raises :class:`PinnedError` (the first one's reason holds).
 - Two-phase fetchers (a supervisor publishing for its workers): a fetcher may
-  define ``commit(value)``, called under ``_swap_lock`` once ``value`` passed
+  define ``commit(value)``, called under the swap table's lock once ``value`` passed
   every check (validators, budget, pin) and just before it is served, and
   for the previous value a ``rollback`` brings back; if it raises nothing is
   swapped. ``discard(value)`` is called for a fetched value that is not
@@ -56,89 +64,37 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal
 
-from .._errors import (
-    ConfigError,
-    DuplicateRegistrationError,
-    ManagerStateError,
-    PineappleError,
-    StartError,
-)
-from ._budget import MemoryBudget, size_of
-from ._closer import close_now, flush, schedule_close
+from .._errors import ConfigError, DuplicateRegistrationError, ManagerStateError, StartError
+from ._backoff import Backoff
+from ._budget import MemoryBudget
+from ._closer import close_now, flush
 from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
 from ._instantiate import build_entry
 from ._interval import MIN_INTERVAL, check_interval
 from ._loaded import LoadedConfig
+from ._outcome import ManagerMetrics, RefreshError, RefreshResult, UnknownResourceError
 from ._redact import redact
-from ._refusal import (
-    MemoryBudgetExceededError,
-    NoPreviousValueError,
-    PinnedError,
-    ValidationRefusedError,
-    ValueRefusedError,
-)
-from ._refvalue import RefValue, ResourceHandle
+from ._refresh import Refresher
+from ._refusal import PinnedError
+from ._refvalue import ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
 from ._slot import Slot
 from ._status import ResourceStatus
-from ._validate import ValidationSpec, Validator, run_validators
+from ._swaps import SwapTable, utc
+from ._validate import ValidationSpec, Validator
 
-__all__ = [
-    "NOT_MODIFIED",
-    "Manager",
-    "ManagerMetrics",
-    "RefreshError",
-    "RefreshResult",
-    "UnknownResourceError",
-]
+__all__ = ["Manager"]
 
 _log = logging.getLogger("pineapple.resource")
-
-RefreshResult = Literal["swapped", "not_modified", "error", "refused"]
-
-
-class _NotModified:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NOT_MODIFIED"
-
-
-NOT_MODIFIED: Final = _NotModified()
-"""Returned by a fetcher to keep the current value without a swap."""
-
-
-class UnknownResourceError(PineappleError, LookupError):
-    """No resource of that name is registered."""
-
-
-class RefreshError(PineappleError):
-    """A synchronous ``refresh(name)`` failed; the previous value is kept."""
-
-
-class ManagerMetrics(Protocol):
-    """What a Manager reports; the server plugs Prometheus in here."""
-
-    def observe_refresh(
-        self, name: str, type_name: str, result: RefreshResult, seconds: float
-    ) -> None:
-        """One fetch attempt of ``name`` ended with ``result`` after ``seconds``."""
-        ...
-
-
-# A ManagerMetrics may also define ``observe_refusal(name, type_name, check)``:
-# a new value of ``name`` was refused by ``check`` (a validator's name or
-# ``memory_budget``). Optional, so existing metrics objects keep working.
 
 
 def _seconds(interval: float | timedelta) -> float:
@@ -175,11 +131,8 @@ class Manager:
         budget: MemoryBudget | None = None,
     ) -> None:
         self._registry = registry if registry is not None else default_registry()
-        self._metrics = metrics
         self._start_timeout = start_timeout
-        self._jitter = jitter
-        self._backoff_base = backoff_base
-        self._backoff_cap = backoff_cap
+        self._backoff = Backoff(backoff_base, backoff_cap, jitter)
         self._workers = workers
         self._min_interval = min_interval  # code may lower it (tests); a config cannot
         self._slots: dict[str, Slot] = {}
@@ -187,10 +140,14 @@ class Manager:
         self._state: Literal["new", "started", "stopped"] = "new"
         self._state_lock = threading.Lock()
         self._scheduler: Scheduler | None = None
-        self._rng = random.Random()
         # The memory budget (None limit: counted, not enforced); see "Guarantees:".
-        self._budget = budget if budget is not None else MemoryBudget()
-        self._swap_lock = threading.Lock()
+        self._swaps = SwapTable(
+            self._slots,
+            budget if budget is not None else MemoryBudget(),
+            self._observe,
+            lambda: self._state == "stopped",
+        )
+        self._refresher = Refresher(self._swaps, metrics, self.get, self._observe)
 
     # -- registration -------------------------------------------------------
 
@@ -410,12 +367,7 @@ class Manager:
             scheduler.stop(wait=wait)
         stopped_at = time.time()
         for slot in self._slots.values():
-            with self._swap_lock, slot.lock:
-                refs = (slot.unpublish(), slot.unpublish_previous())
-                slot.observe(True, stopped_at)
-            for ref in refs:
-                if ref is not None:
-                    ref.release()
+            self._swaps.unpublish(slot, stopped_at)
         for slot in self._slots.values():
             if slot.owns_fetcher:
                 close_now(f"fetcher of {slot.label}", slot.fetcher)
@@ -520,7 +472,7 @@ class Manager:
         if pinned is not None:
             raise PinnedError(name, pinned)
         if force:
-            self._resume_from_current(slot)
+            self._refresher.resume_from_current(slot)
         result = self._fetch(slot, force=force)
         if result == "error":
             raise RefreshError(f"refresh of resource {name!r} failed: {slot.last_error}")
@@ -531,194 +483,7 @@ class Manager:
             raise refused
         return result
 
-    def _fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
-        with slot.refresh_lock:
-            started = time.monotonic()
-            result = self._fetch_locked(slot, force)
-            if self._metrics is not None:
-                elapsed = time.monotonic() - started
-                self._metrics.observe_refresh(slot.name, slot.type_name, result, elapsed)
-            return result
-
-    def _fetch_locked(self, slot: Slot, force: bool = False) -> RefreshResult:
-        failing = slot.consecutive_failures  # a fetch (under refresh_lock, held) changes it
-        result = self._attempt(slot, force)
-        if failing and result in ("swapped", "not_modified") and not slot.consecutive_failures:
-            _log.info(
-                "%s: recovered after %d failed refresh(es)",
-                slot.label,
-                failing,
-                extra={"resource": slot.name, "failures": failing},
-            )
-        return result
-
-    def _attempt(self, slot: Slot, force: bool) -> RefreshResult:
-        now = time.time()
-        try:
-            value = slot.fetcher()
-        except BaseException as exc:  # SystemExit & co. from a fetcher: a failed fetch too
-            return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
-        if value is NOT_MODIFIED:
-            with slot.lock:
-                if slot.current is None:
-                    message = "fetcher returned NOT_MODIFIED but no value is loaded"
-                else:
-                    slot.confirmed_at = slot.last_attempt_at = now
-                    slot.last_error = None
-                    slot.consecutive_failures = 0
-                    self._observe(slot, now)
-                    return "not_modified"
-            return self._record_failure(slot, now, message)
-        try:
-            self._admit(slot, value, now, force)
-        except ValueRefusedError as exc:
-            _drop_unserved(slot, value)  # never published: closed on the closer thread
-            return self._record_refusal(slot, now, exc)
-        except PinnedError as exc:
-            _drop_unserved(slot, value)
-            _log.info("%s: fetched value dropped: %s", slot.label, exc)
-            return "not_modified"
-        except Exception as exc:  # the fetcher's commit hook failed: nothing swapped
-            _drop_unserved(slot, value)
-            return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
-        return "swapped"
-
-    # -- refresh safety: validate, budget, swap; rollback and pin ----------------------
-
-    def _admit(self, slot: Slot, value: Any, now: float, force: bool) -> None:
-        """Validate ``value``, size it, check the budget and the pin, swap it in.
-
-        Raises :class:`ValueRefusedError` (nothing swapped) or
-        :class:`PinnedError` (pinned during the fetch: nothing swapped), or
-        what the fetcher's ``commit`` raised (nothing swapped).
-
-        A fetcher whose ``admitted_upstream`` is True serves values another
-        process already validated and fitted in its budget (a worker mapping
-        what its supervisor published): they are neither validated nor refused
-        by the budget here, only counted.
-        """
-        upstream = getattr(slot.fetcher, "admitted_upstream", False) is True
-        forced = None if upstream else self._validate(slot, value, force)
-        size = size_of(slot.printer, slot.label, value)
-        summary = slot.summary_of(value)  # before the swap: after it a rollback may retire it
-        ref = RefValue(value, slot.label)
-        version: int | None = None  # set once the value is published
-        commit = getattr(slot.fetcher, "commit", None)
-        with self._swap_lock:
-            # On a refusal ``ref`` is dropped unreleased (its value was never
-            # published); the caller hands the value to the closer once.
-            if slot.pinned is not None:
-                raise PinnedError(slot.name, slot.pinned)
-            if not upstream:
-                self._check_budget(slot, size)
-            with slot.lock:
-                if self._state == "stopped":  # too late to publish: drop the new value
-                    retire: tuple[RefValue, int | None] | None = (ref, None)
-                else:
-                    if callable(commit):  # every check passed: the fetcher publishes it
-                        commit(value)
-                    old_size = slot.current_size
-                    old = slot.publish(ref, now)
-                    slot.current_size = size
-                    slot.refusal, slot.refused_error, slot.forced = None, None, forced
-                    retire = slot.shelve(old, old_size)
-                    self._observe(slot, now)
-                    version = slot.version
-        if retire is not None:
-            self._budget.retire(*retire)
-        if version is not None:
-            _log.info(
-                "%s: swapped in version %d: %s",
-                slot.label,
-                version,
-                summary,
-                extra={"resource": slot.name, "version": version, "summary": summary},
-            )
-
-    def _validate(self, slot: Slot, value: Any, force: bool) -> str | None:
-        """Run the slot's validators on ``value`` against the serving value.
-
-        Returns None when it passes; with ``force``, the refusal it overrode
-        (logged); raises :class:`ValidationRefusedError` otherwise.
-        """
-        if slot.validation.empty and slot.validator is None:
-            return None
-        handle = self.get(slot.name)  # the serving value stays alive while we compare
-        try:
-            old = handle.value if handle is not None else None
-            run_validators(slot.name, slot.validation, slot.validator, old, value)
-        except ValidationRefusedError as exc:
-            if not force:
-                raise
-            reason = slot.redact(str(exc))
-            _log.warning(
-                "%s: refresh forced by an admin, validators overridden: %s", slot.label, reason
-            )
-            return reason
-        finally:
-            if handle is not None:
-                handle.release()
-        return None
-
-    def _check_budget(self, slot: Slot, size: int | None) -> None:
-        """Refuse a value of ``size`` bytes for ``slot`` that would not fit (caller holds
-        ``_swap_lock``): counts every other slot's current and previous values, the
-        retired values still borrowed, and what this swap keeps of ``slot``'s own.
-        """
-        limit = self._budget.limit_bytes
-        if limit is None:
-            return
-        total = self._budget.retired_bytes + (size or 0)
-        for other in self._slots.values():
-            if other is not slot:
-                total += (other.current_size or 0) + (other.previous_size or 0)
-        # After the swap this slot still holds: its old value as previous (keep_previous),
-        # and whatever it drops that a reader still borrows (refs above the baseline).
-        dropped, dropped_size = slot.current, slot.current_size
-        if slot.keep_previous:
-            total += slot.current_size or 0
-            dropped, dropped_size = slot.previous, slot.previous_size
-        if dropped is not None and dropped.refs > 1:
-            total += dropped_size or 0
-        if total > limit:
-            raise MemoryBudgetExceededError(
-                slot.name,
-                "memory_budget",
-                f"{size or 0} bytes would bring the resources' memory in use to {total} "
-                f"bytes, over the budget of {limit} bytes",
-            )
-
-    def _record_refusal(self, slot: Slot, now: float, exc: ValueRefusedError) -> RefreshResult:
-        with slot.lock:
-            refused = type(exc)(
-                slot.name, exc.check, slot.redact(exc.reason), serving=slot.current is not None
-            )
-            message = str(refused)
-            slot.last_attempt_at = now
-            slot.last_error = message
-            slot.consecutive_failures += 1
-            slot.refusal, slot.refused_error = message, refused
-            self._observe(slot, now)
-        _log.warning("refresh of %s refused (Valid=False): %s", slot.label, message)
-        observe = getattr(self._metrics, "observe_refusal", None)
-        if callable(observe):
-            observe(slot.name, slot.type_name, exc.check)
-        return "refused"
-
-    def _resume_from_current(self, slot: Slot) -> None:
-        """Tell the fetcher which value is served (``fetcher.carry_over``), so that its
-        change detection compares with it (after a refusal or a rollback)."""
-        resume = getattr(slot.fetcher, "carry_over", None)
-        handle = self.get(slot.name)
-        if handle is None or not callable(resume):
-            if handle is not None:
-                handle.release()
-            return
-        with handle as value:
-            try:
-                resume(value)
-            except Exception as exc:
-                _log.warning("%s: carry_over hook failed: %s", slot.label, slot.redact(str(exc)))
+    # -- rollback, pin, memory (the swap table does the swapping) ------------------------
 
     def rollback(self, name: str) -> int:
         """Serve the kept previous value of ``name`` again, without a fetch; returns the
@@ -729,42 +494,12 @@ class Manager:
         slot = self._slot(name)
         if self._state != "started":
             raise ManagerStateError(f"cannot roll back {name!r}: the manager is {self._state}")
-        now = time.time()
-        commit = getattr(slot.fetcher, "commit", None)
-        with self._swap_lock:
-            previous, previous_size = slot.previous, slot.previous_size
-            if previous is None:
-                why = "keep_previous is off" if not slot.keep_previous else "none kept yet"
-                raise NoPreviousValueError(
-                    f"resource {name!r} has no previous value to roll back to ({why})"
-                )
-            if callable(commit):  # the fetcher publishes it again (outside the slot lock)
-                try:
-                    commit(previous.value)
-                except Exception as exc:
-                    reason = slot.redact(f"{type(exc).__name__}: {exc}")
-                    raise RefreshError(f"rollback of resource {name!r} failed: {reason}") from None
-            self._swap_back(slot, previous, previous_size, now)
-            version = slot.version
+        version = self._swaps.roll_back(slot, time.time())
         _log.warning(
             "%s: rolled back to the previous value (version %d), pinned", slot.label, version
         )
-        self._resume_from_current(slot)
+        self._refresher.resume_from_current(slot)
         return version
-
-    def _swap_back(
-        self, slot: Slot, previous: RefValue, previous_size: int | None, now: float
-    ) -> None:
-        """Serve the kept ``previous`` again and pin it (caller holds ``_swap_lock``)."""
-        with slot.lock:
-            slot.previous, slot.previous_size = None, None
-            replaced_size = slot.current_size
-            replaced = slot.publish(previous, now)
-            slot.current_size = previous_size
-            slot.pinned = f"rolled back to the previous value at {_utc(now)}"
-            self._observe(slot, now)
-        if replaced is not None:
-            self._budget.retire(replaced, replaced_size)
 
     def pin(self, name: str, reason: str = "") -> None:
         """Hold the current value of ``name``: no fetch swaps it until :meth:`unpin`.
@@ -773,10 +508,8 @@ class Manager:
         """
         slot = self._slot(name)
         now = time.time()
-        why = reason or f"pinned by an admin at {_utc(now)}"
-        with self._swap_lock, slot.lock:
-            already, slot.pinned = slot.pinned, slot.pinned or why
-            self._observe(slot, now)
+        why = reason or f"pinned by an admin at {utc(now)}"
+        already = self._swaps.pin(slot, why, now)
         if already is not None:
             raise PinnedError(name, already)
         _log.warning("%s: pinned (%s)", slot.label, why)
@@ -784,9 +517,7 @@ class Manager:
     def unpin(self, name: str) -> bool:
         """Let timed and admin refreshes swap ``name`` again; False if it was not pinned."""
         slot = self._slot(name)
-        with self._swap_lock, slot.lock:
-            was, slot.pinned = slot.pinned, None
-            self._observe(slot, time.time())
+        was = self._swaps.unpin(slot, time.time())
         if was is not None:
             _log.warning("%s: unpinned", slot.label)
         return was is not None
@@ -794,53 +525,19 @@ class Manager:
     def memory(self) -> dict[str, Any]:
         """The memory budget in use: limit, bytes of current, previous and retired-but-
         borrowed values, and which resources have no known size."""
-        with self._swap_lock:
-            current = sum(s.current_size or 0 for s in self._slots.values())
-            previous = sum(s.previous_size or 0 for s in self._slots.values())
-            unknown = sorted(
-                s.name
-                for s in self._slots.values()
-                if s.current is not None and s.current_size is None
-            )
-        retired = self._budget.retired_bytes
-        return {
-            "budget_bytes": self._budget.limit_bytes,
-            "in_use_bytes": current + previous + retired,
-            "current_bytes": current,
-            "previous_bytes": previous,
-            "retired_borrowed_bytes": retired,
-            "retired_borrowed_values": self._budget.retired_count,
-            "unknown_size": unknown,
-        }
-
-    def _record_failure(self, slot: Slot, now: float, reason: str) -> RefreshResult:
-        message = slot.redact(reason)
-        with slot.lock:
-            slot.last_attempt_at = now
-            slot.last_error = message
-            slot.consecutive_failures += 1
-            failures = slot.consecutive_failures
-            self._observe(slot, now)
-        kept = "keeping the previous value" if slot.current is not None else "no value loaded"
-        _log.warning(
-            "refresh of %s failed (%d in a row, %s): %s", slot.label, failures, kept, message
-        )
-        return "error"
+        return self._swaps.memory()
 
     def _observe(self, slot: Slot, now: float) -> None:
         """Date the conditions ``slot``'s change at ``now`` flipped (caller holds its lock)."""
         slot.observe(self._state == "stopped", now, self.halted_reason)
 
+    def _fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
+        """Fetch ``slot`` now, on this thread: the path of ``start``, the timer and ``refresh``."""
+        return self._refresher.fetch(slot, force)
+
     def _next_delay(self, slot: Slot) -> float | None:
-        if slot.consecutive_failures:
-            # The exponent is capped: 2.0 ** 1024 overflows after ~1,000 failures in a row.
-            backoff = self._backoff_base * 2.0 ** min(slot.consecutive_failures - 1, 60)
-            delay = min(self._backoff_cap, backoff)
-            return delay if slot.interval < 0 else min(delay, slot.interval)
-        if slot.interval < 0:
-            return None
-        spread = slot.interval * self._jitter
-        return slot.interval + self._rng.uniform(-spread, spread)
+        """Seconds until ``slot``'s next fetch (see ``Backoff``); None: never."""
+        return self._backoff.delay(slot)
 
     def _schedule_next(self, slot: Slot, first: bool = False) -> None:
         delay = self._next_delay(slot)
@@ -872,21 +569,6 @@ def _set_safety(
     slot.validation = spec
     slot.validator = validator
     slot.keep_previous = keep_previous
-
-
-def _drop_unserved(slot: Slot, value: Any) -> None:
-    """A fetched value that is not served: the fetcher's ``discard`` hook, then the closer."""
-    discard = getattr(slot.fetcher, "discard", None)
-    if callable(discard):
-        try:
-            discard(value)
-        except Exception as exc:
-            _log.warning("%s: discard hook failed: %s", slot.label, slot.redact(str(exc)))
-    schedule_close(slot.label, value)
-
-
-def _utc(when: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
 
 
 def _cancel_fetch(slot: Slot) -> None:

@@ -11,7 +11,8 @@ Guarantees:
   reference, taken over from ``current`` by :meth:`shelve` under ``lock``; it
   is never borrowed by readers, only swapped back by a rollback.
 - ``pinned``, ``refusal`` and the sizes are written under ``lock`` (sizes
-  also only under the Manager's swap lock, which its budget check holds).
+  also only under the Manager's swap-table lock (``_swaps.SwapTable.lock``),
+  which its budget check holds).
 - Status fields are written under ``lock``. The conditions are derived under
   the same lock by :meth:`observe`, which the Manager calls at every change
   (a swap, a failure, a refusal, a pin, a stop) with the moment of that

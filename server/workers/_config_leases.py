@@ -34,7 +34,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from .._build import ConfigFileError
+from .._config_read import ConfigFileError
 
 __all__ = ["HeldGenerations", "take_lease"]
 

@@ -62,16 +62,10 @@ import pyarrow
 
 from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
-from pineapple.resource import (
-    NOT_MODIFIED,
-    Fetcher,
-    FetcherFactory,
-    Registry,
-    SnapshotCodec,
-    SnapshotWriteError,
-)
+from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError
 
-from .._build import ConfigFileError, read_config_file
+from .._config_read import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
 from .supervisor._staging import Staging
 from .supervisor._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs

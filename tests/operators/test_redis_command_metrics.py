@@ -15,8 +15,8 @@ import redis
 
 from pineapple import Context, DeadlineExceededError
 from pineapple.operators._redis import command_status, run_commands
-from pineapple.resource import CommandStats
 from pineapple.resource._client_metrics import MAX_COMMANDS
+from pineapple.resource.lowlevel import CommandStats
 from resources import RedisConnection, RedisConnectionFetcher
 from tests.reliability._deadline import PausableProxy
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import server
-from server._build import ConfigFileError, read_config_file
+from server._config_read import ConfigFileError, read_config_file
 from server._metrics import ServerMetrics
 from server._reloader import Reloader
 from server._snapshot import SnapshotHolder

@@ -33,9 +33,10 @@ import pytest
 
 import resources  # noqa: F401  (registers static, feed_data)
 from pineapple import resource
-from pineapple.resource import redact, redact_value
+from pineapple.resource import redact
 from pineapple.resource._config import parse_resource_config
 from pineapple.resource._redact import secrets_of
+from pineapple.resource.lowlevel import redact_value
 
 from .._serve import ROOT, Serve, cli_env
 from ._masking import PLUGIN, config, static_entry
@@ -80,7 +81,7 @@ def test_masking_1mb_is_linear() -> None:
 _DSN_CHILD = """
 import time
 from pineapple import ConfigError
-from resources import parse_mysql_dsn
+from resources.lowlevel import parse_mysql_dsn
 junk = "u:" + "@tcp(" * 40_000 + "@unix(" * 40_000
 started = time.perf_counter()
 try:
@@ -92,7 +93,7 @@ print(time.perf_counter() - started)
 
 
 def test_mysql_dsn_parsing_is_linear_and_keeps_at_and_space_passwords() -> None:
-    from resources import parse_mysql_dsn
+    from resources.lowlevel import parse_mysql_dsn
 
     assert parse_mysql_dsn("root:p@ss w0rd@tcp(db:3306)/feed").password == "p@ss w0rd"
     assert parse_mysql_dsn("mysql://app:s3c @ret@db:3306/feed").password == "s3c @ret"

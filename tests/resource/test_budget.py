@@ -6,13 +6,8 @@ from typing import Any
 
 import pytest
 
-from pineapple.resource import (
-    Manager,
-    MemoryBudget,
-    MemoryBudgetExceededError,
-    StartError,
-    flush_closes,
-)
+from pineapple.resource import Manager, MemoryBudgetExceededError, StartError, flush_closes
+from pineapple.resource.lowlevel import MemoryBudget
 
 from ._scripted import RowPrinter, Scripted, rows
 

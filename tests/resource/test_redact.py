@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from pineapple.resource import redact, redact_value
+from pineapple.resource import redact
 from pineapple.resource._redact import secrets_of
+from pineapple.resource.lowlevel import redact_value
 
 
 def test_url_and_go_dsn_passwords_are_masked() -> None:

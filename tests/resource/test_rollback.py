@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from pineapple import ParamSpec
 from pineapple.resource import (
     Manager,
     NoPreviousValueError,
-    ParamSpec,
     PinnedError,
     ResourceSchema,
     flush_closes,

@@ -49,7 +49,7 @@ def _update(path: Path, sql: str) -> None:
 
 def test_schema_is_registered() -> None:
     schema = default_registry().get("feed_data")
-    assert schema is resources.FEED_DATA_SCHEMA
+    assert schema is resources.lowlevel.FEED_DATA_SCHEMA
     assert schema.default_interval == 600
     assert {"mysql_dsn", "sqlite_path", "table", "query", "index_columns"} <= set(schema.params)
 
@@ -223,8 +223,8 @@ def test_a_version_carried_over_from_a_shared_snapshot_still_matches(
     try:
         table = fetcher()
         assert isinstance(table, resources.FeedTable) and isinstance(table.version, tuple)
-        resources.write_feed_snapshot(table, tmp_path / "feed")
-        mapped = resources.open_mapped_table(tmp_path / "feed")
+        resources.lowlevel.write_feed_snapshot(table, tmp_path / "feed")
+        mapped = resources.lowlevel.open_mapped_table(tmp_path / "feed")
         assert isinstance(mapped.version, list)
         resumed = resources.FeedDataFetcher(params)
         resumed.carry_over(mapped)

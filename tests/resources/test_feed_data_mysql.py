@@ -54,7 +54,7 @@ def _params(dsn: str, table: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _connection_id(source: resources.MySQLSource) -> int | None:
+def _connection_id(source: resources.lowlevel.MySQLSource) -> int | None:
     return source.connection_id  # a call: mypy must not narrow it across refreshes
 
 
@@ -90,7 +90,7 @@ def test_loads_and_recalls_by_index_with_both_dsn_forms(
         assert [r["id"] for r in table.match({"tag_ids": 20})] == [1, 2]
         assert [r["id"] for r in table.match({"category": ["news", "tech"]})] == [1, 3, 4]
         assert table.version == (1, 4)
-        summary = resources.FEED_DATA_SCHEMA.printer.summarize(table)  # type: ignore[union-attr]
+        summary = resources.lowlevel.FEED_DATA_SCHEMA.printer.summarize(table)  # type: ignore[union-attr]
         assert f"from mysql {mysql_user}@{p['host']}:{p['port']}/{p['database']}" in summary
         assert SECRET not in summary
 
@@ -125,7 +125,7 @@ def test_killed_connection_is_reopened_on_the_next_refresh(
 ) -> None:
     fetcher = resources.FeedDataFetcher(_params(mysql_dsn, feed_table))
     source = fetcher.source
-    assert isinstance(source, resources.MySQLSource)
+    assert isinstance(source, resources.lowlevel.MySQLSource)
     before_start = _connection_id(source)
     assert before_start is None  # lazily opened
     rm = Manager()
@@ -230,7 +230,7 @@ def test_driver_values_become_json_values(
         )
     params = {"mysql_dsn": mysql_dsn, "table": mysql_table, "loader": loader}
     fetcher = resources.FeedDataFetcher(params)
-    assert isinstance(fetcher.source, resources.MySQLSource)
+    assert isinstance(fetcher.source, resources.lowlevel.MySQLSource)
     assert fetcher.source.in_process == (loader == "thread")
     try:
         table = fetcher()

@@ -18,7 +18,8 @@ import pymysql
 import pytest
 
 import resources
-from pineapple.resource import Manager, MemoryBudget, StartError
+from pineapple.resource import Manager, StartError
+from pineapple.resource.lowlevel import MemoryBudget
 
 pytestmark = pytest.mark.mysql
 
@@ -66,7 +67,7 @@ def test_the_size_counts_every_row(mysql_dsn: str, adversarial: str, loader: str
     finally:
         fetcher.close()
     assert isinstance(table, resources.FeedTable)
-    size = resources.FEED_DATA_SCHEMA.printer.size_of(table)  # type: ignore[union-attr]
+    size = resources.lowlevel.FEED_DATA_SCHEMA.printer.size_of(table)  # type: ignore[union-attr]
     assert size is not None
     held = _held(table)
     assert held > (ROWS // 2) * BIG  # the odd rows' text is there

@@ -15,7 +15,7 @@ import pymysql
 import pytest
 
 import resources
-from resources import open_mapped_table, write_feed_snapshot
+from resources.lowlevel import open_mapped_table, write_feed_snapshot
 
 from ._mysql_types import COLUMNS, create_types_table, expected_rows
 

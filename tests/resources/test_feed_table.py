@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from resources import FeedQueryError, FeedTable, build_feed_table
+from resources import FeedQueryError, FeedTable
+from resources.lowlevel import build_feed_table
 
 NAMES = ["id", "cat", "tags", "score", "lang"]
 ROWS = [

@@ -11,13 +11,14 @@ import pytest
 
 from pineapple.engine import Engine
 from pineapple.resource import Static, with_resources
-from resources import FeedTable, build_feed_table
+from resources import FeedTable
 from resources._mapped_table import (
     MappedFeedTable,
     SnapshotWriteError,
     open_mapped_table,
     write_feed_snapshot,
 )
+from resources.lowlevel import build_feed_table
 
 NAMES = ["id", "cat", "tags", "score", "title", "maybe", "mixed", "flag"]
 

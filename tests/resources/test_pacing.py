@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from pineapple import resource
-from resources import build_feed_table
 from resources._pacing import PIECE_ROWS, Pacer
+from resources.lowlevel import build_feed_table
 
 
 class FakeTime:

@@ -22,7 +22,7 @@ ROWS = [
 
 @pytest.fixture
 def table() -> resources.FeedTable:
-    return resources.build_feed_table(NAMES, [ROWS], "id", ["category", "tag_ids"])
+    return resources.lowlevel.build_feed_table(NAMES, [ROWS], "id", ["category", "tag_ids"])
 
 
 def _run(

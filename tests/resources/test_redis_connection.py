@@ -35,7 +35,7 @@ def _count_closes(client: redis.Redis) -> list[int]:
 
 def test_schema_defaults() -> None:
     schema = default_registry().get("redis_connection")
-    assert schema is resources.REDIS_CONNECTION_SCHEMA
+    assert schema is resources.lowlevel.REDIS_CONNECTION_SCHEMA
     assert schema.default_interval == -1
     assert {"addr", "password", "db", "pool_size", "dial_timeout_ms"} <= set(schema.params)
 
@@ -169,7 +169,7 @@ def test_replaced_client_is_closed_exactly_once_after_last_borrow(redis_addr: st
 
 
 def test_printer_never_shows_the_password(redis_addr: str) -> None:
-    printer = resources.REDIS_CONNECTION_SCHEMA.printer
+    printer = resources.lowlevel.REDIS_CONNECTION_SCHEMA.printer
     assert printer is not None
     fetcher = resources.RedisConnectionFetcher(
         {

@@ -13,7 +13,7 @@ def _config(params: dict[str, object]) -> dict[str, object]:
 
 def test_importing_resources_registers_static_with_interval_never() -> None:
     schema = default_registry().get("static")
-    assert schema is resources.STATIC_SCHEMA
+    assert schema is resources.lowlevel.STATIC_SCHEMA
     assert schema.default_interval == -1
 
 
@@ -42,7 +42,7 @@ def test_static_without_value_is_a_config_error_naming_resource_and_param() -> N
 
 
 def test_static_printer_masks_passwords_inside_the_value() -> None:
-    printer = resources.STATIC_SCHEMA.printer
+    printer = resources.lowlevel.STATIC_SCHEMA.printer
     assert printer is not None
     value = {"dsn": "mysql://app:pw-Static-9@db:3306/x", "password": "pw-Plain-8", "n": 1}
     text = printer.describe(value) + printer.summarize(value)

@@ -64,8 +64,9 @@ def make_config(config_path: Path, tracker: Tracker) -> MakeConfig:
     def make(**overrides: Any) -> server.Config:
         settings: dict[str, Any] = {
             "config_path": config_path,
-            "registry": tracked_registry(tracker),
-            "engine_factory": TrackedEngine,
+            "wiring": server.Wiring(
+                registry=tracked_registry(tracker), engine_factory=TrackedEngine
+            ),
             "watch": False,
             "admin_token": "",
             "drain_seconds": 10.0,

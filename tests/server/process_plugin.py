@@ -3,7 +3,9 @@
 It registers the ``test_items`` resource type in the default registry (its
 values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
 ``PINEAPPLE_TEST_CLOSE_LOG`` when closed; a fetch fails with ``fail``, or while
-the file ``fail_if_exists`` names exists) and the ``test_file_gate``
+the file ``fail_if_exists`` names exists; with ``hold_until_exists`` it first
+waits, bounded, for that file, in processes whose name starts with ``hold_in``)
+and the ``test_file_gate``
 operator (holds a request until a file appears).
 """
 
@@ -11,9 +13,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
 import os
 import threading
+import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from pineapple import Context, ParamSpec, resource
@@ -65,8 +70,25 @@ class LoggedList(list[Any]):
                 f.write(f"close {self.label} {tag} {os.getpid()}-{self.serial}\n")
 
 
+HOLD_SECONDS = 60.0
+"""The longest a ``hold_until_exists`` fetch waits for its file."""
+
+
+def _hold(path: str) -> None:
+    """Say this process holds (``<path>.<pid>``), then wait until ``path`` exists.
+
+    Bounded: ``HOLD_SECONDS``, in 20 ms steps (a test's gate, not a product wait)."""
+    Path(f"{path}.{os.getpid()}").touch()
+    end = time.monotonic() + HOLD_SECONDS
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.02)
+
+
 def _factory(params: dict[str, Any]) -> resource.Fetcher:
     def fetch() -> LoggedList:
+        here = multiprocessing.current_process().name  # "pineapple-worker-0", "pineapple-trial"
+        if params["hold_until_exists"] and here.startswith(params["hold_in"]):
+            _hold(params["hold_until_exists"])
         marker = params["fail_if_exists"]
         if params["fail"] or (marker and os.path.exists(marker)):
             raise RuntimeError(f"cannot reach {params['dsn']}")
@@ -86,6 +108,8 @@ if resource.default_registry().get("test_items") is None:
                 "items": ParamSpec(type="list"),
                 "fail": ParamSpec(type="bool", default=False),
                 "fail_if_exists": ParamSpec(type="string", default=""),
+                "hold_until_exists": ParamSpec(type="string", default=""),
+                "hold_in": ParamSpec(type="string", default=""),  # a process-name prefix
                 "password": ParamSpec(type="string"),
                 "dsn": ParamSpec(type="string", default="mysql://app:hunter2@db/x"),
             },
@@ -121,7 +145,10 @@ def _http_json(params: dict[str, Any]) -> resource.Fetcher:
     return fetch
 
 
-for _name, _codec in (("test_http_json", None), ("test_http_json_shared", resource.PickleCodec())):
+for _name, _codec in (
+    ("test_http_json", None),
+    ("test_http_json_shared", resource.lowlevel.PickleCodec()),
+):
     if resource.default_registry().get(_name) is None:
         resource.register_resource(
             resource.ResourceSchema(

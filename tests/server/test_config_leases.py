@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import resources
-from server._build import ConfigFileError
+from server._config_read import ConfigFileError
 from server.workers._config_leases import take_lease
 from server.workers._store import SharedStore
 
@@ -24,7 +24,7 @@ def _files(store: SharedStore, key: str) -> list[str]:
 
 
 def _publish(store: SharedStore, key: str) -> None:
-    store.publish(key, resources.FEED_CODEC, _table(key))
+    store.publish(key, resources.lowlevel.FEED_CODEC, _table(key))
 
 
 def _reload(store: SharedStore, text: str, named: set[str]) -> int:
@@ -117,7 +117,7 @@ def test_what_a_failed_reload_published_goes_at_the_next_sweep(store: SharedStor
 
 def test_a_draining_snapshot_keeps_its_value_when_its_entry_leaves(store: SharedStore) -> None:
     source = _Source()
-    store.publish("feed_data-b", resources.FEED_CODEC, source())
+    store.publish("feed_data-b", resources.lowlevel.FEED_CODEC, source())
     store.publish_config(b"v1", "v1")
     manager = mapping_worker(store, "feed_data-b")
     try:

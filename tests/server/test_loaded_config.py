@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from pineapple import resource
-from server import Config
+from server import Config, Wiring
 from server._build import Builder
 
 CONFIG: dict[str, Any] = {
@@ -38,7 +38,9 @@ CONFIG: dict[str, Any] = {
 
 def test_load_config_holds_root_hash_secrets_entries_and_folder(tmp_path: Path) -> None:
     data = json.dumps(CONFIG).encode()
-    loaded = resource.load_config(data, env={"HOUSE_TOKEN": "s3cr3t-t0ken"}, source_dir=tmp_path)
+    loaded = resource.lowlevel.load_config(
+        data, env={"HOUSE_TOKEN": "s3cr3t-t0ken"}, source_dir=tmp_path
+    )
     assert loaded.root == CONFIG and loaded.error is None
     assert len(loaded.content_hash) == 64 and loaded.data == data
     assert [e.name for e in loaded.entries] == ["db", "hot"] and loaded.problems == ()
@@ -47,8 +49,8 @@ def test_load_config_holds_root_hash_secrets_entries_and_folder(tmp_path: Path) 
 
 
 def test_load_config_never_raises() -> None:
-    assert resource.load_config(b"[1]").error is not None
-    bad = resource.load_config(json.dumps({"resource_config": {"x": 3}}).encode())
+    assert resource.lowlevel.load_config(b"[1]").error is not None
+    bad = resource.lowlevel.load_config(json.dumps({"resource_config": {"x": 3}}).encode())
     assert bad.root is not None and bad.problems and bad.resource_error() is not None
 
 
@@ -65,10 +67,12 @@ def test_a_build_parses_the_config_once(tmp_path: Path, monkeypatch: pytest.Monk
         return real(raw)
 
     monkeypatch.setattr(orjson, "loads", counting)
-    builder = Builder(Config(str(path), env={"HOUSE_TOKEN": "s3cr3t-t0ken"}, watch=False))
+    builder = Builder(
+        Config(str(path), wiring=Wiring(env={"HOUSE_TOKEN": "s3cr3t-t0ken"}), watch=False)
+    )
     snap = builder.build(data)
     try:
-        assert snap.info.content_hash == resource.load_config(data).content_hash
+        assert snap.info.content_hash == resource.lowlevel.load_config(data).content_hash
         parses.clear()
         snap2 = builder.build(data)
         snap2.retire()

@@ -29,6 +29,7 @@ import pytest
 from server.workers._liveness import LIVENESS_TIMEOUT_SECONDS
 from server.workers.supervisor._supervisor import restart_delay
 
+from .._serve import LISTENING
 from .pod import serve_plugin
 from .test_shared_workers import _config, _fill, _recall, _wait_workers
 
@@ -209,10 +210,10 @@ def test_a_worker_that_cannot_start_is_restarted_with_backoff_while_the_pod_serv
         assert survivor not in {e[1] for e in exits}
         assert {p.pid for p in pod.server.workers()} >= {survivor}
         marker.unlink()  # the source is back: the next restart serves
-        end = time.monotonic() + restart_delay(6) + DEADLINE
-        while len({p.pid for p in pod.server.workers()}) < 2 or not _answers_from_two(pod):
-            assert time.monotonic() < end, "".join(pod.server.log)
-            time.sleep(0.2)  # polling another process's state, with a deadline
+        # Two listened at the start; the third line is the new worker's.
+        pod.server.wait_line(LISTENING, restart_delay(6) + DEADLINE, times=3)
+        assert len({p.pid for p in pod.server.workers()}) == 2
+        assert _recall(pod.server) == want
         assert pod.server.proc.poll() is None
     finally:
         pod.close()
@@ -240,15 +241,6 @@ def _wait_reloaded(pod: Pod, pids: set[int], content_hash: str) -> None:
             return
         assert time.monotonic() < end, f"{pids - done} did not reload:\n{''.join(pod.server.log)}"
         time.sleep(0.2)  # polling another process's log, with a deadline
-
-
-def _answers_from_two(pod: Pod) -> bool:
-    seen = set()
-    for _ in range(20):  # bounded: 20 requests on new connections
-        seen.add(httpx.get(f"{pod.url}/resources/feed", timeout=10).json()["worker"])
-        if len(seen) == 2:
-            return True
-    return False
 
 
 def _store_files(shared: Path) -> int:

@@ -12,8 +12,10 @@ import pytest
 
 import resources
 from pineapple import resource
-from resources import FeedTable, MappedFeedTable, SnapshotWriteError, build_feed_table
+from pineapple.resource.lowlevel import SnapshotWriteError
+from resources import FeedTable, MappedFeedTable
 from resources._feed_data import FeedDataPrinter
+from resources.lowlevel import build_feed_table
 from server.workers._store import (
     MappedFetcher,
     PublishingFetcher,
@@ -48,7 +50,7 @@ def publishing(
     store: SharedStore,
     source: Any,
     key: str = "feed_data-k",
-    codec: Any = resources.FEED_CODEC,
+    codec: Any = resources.lowlevel.FEED_CODEC,
     **register: Any,
 ) -> resource.Manager:
     """The supervisor's started Manager with one resource, ``feed``, published at ``key``."""
@@ -68,16 +70,16 @@ class _FullCodec:
     def write(self, value: Any, stem: Path) -> Sequence[Path]:
         if self.full:
             raise SnapshotWriteError(f"cannot write snapshot {stem}: [Errno {errno.ENOSPC}] full")
-        return resources.FEED_CODEC.write(value, stem)
+        return resources.lowlevel.FEED_CODEC.write(value, stem)
 
     def open(self, stem: Path, generation: int) -> Any:
-        return resources.FEED_CODEC.open(stem, generation)
+        return resources.lowlevel.FEED_CODEC.open(stem, generation)
 
 
 def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
     """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
     worker = resource.Manager()
-    worker.register("feed", MappedFetcher(store, key, resources.FEED_CODEC), interval=-1)
+    worker.register("feed", MappedFetcher(store, key, resources.lowlevel.FEED_CODEC), interval=-1)
     worker.start()
     return worker
 
@@ -125,7 +127,7 @@ def test_full_directory_publishes_nothing_and_keeps_the_last_good(tmp_path: Path
     with pytest.raises(resource.RefreshError, match=r"feed_data-k\.2.*full"):
         publisher.refresh("feed")
     assert store.manifest() == before
-    generation, table = store.open("feed_data-k", resources.FEED_CODEC)
+    generation, table = store.open("feed_data-k", resources.lowlevel.FEED_CODEC)
     try:
         assert generation == 1 and _titles(table) == ["v1-1", "v1-3", "v1-5"]
     finally:
@@ -153,8 +155,8 @@ def test_file_tables_are_published_whole(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     value = resources.FileMapping({"a": 1})
     value.source = "x.json"
-    store.publish("json_file-k", resources.FILE_CODEC, value)
-    generation, got = store.open("json_file-k", resources.FILE_CODEC)
+    store.publish("json_file-k", resources.lowlevel.FILE_CODEC, value)
+    generation, got = store.open("json_file-k", resources.lowlevel.FILE_CODEC)
     assert generation == 1 and got == {"a": 1} and got.source == "x.json"
     store.remove()
     assert not store.path.exists()
@@ -295,8 +297,8 @@ def test_rollback_publishes_the_kept_previous_value_again(tmp_path: Path) -> Non
 def test_the_budget_is_applied_before_anything_is_published(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     source = _Sized()
-    supervisor = resource.Manager(budget=resource.MemoryBudget(1))
-    fetcher = PublishingFetcher(source, store, "feed_data-k", resources.FEED_CODEC)
+    supervisor = resource.Manager(budget=resource.lowlevel.MemoryBudget(1))
+    fetcher = PublishingFetcher(source, store, "feed_data-k", resources.lowlevel.FEED_CODEC)
     supervisor.register("feed", fetcher, interval=-1, printer=FeedDataPrinter())
     with pytest.raises(resource.StartError, match="refused by memory_budget"):
         supervisor.start()
@@ -307,7 +309,7 @@ def test_the_budget_is_applied_before_anything_is_published(tmp_path: Path) -> N
 def test_carry_over_reaches_the_inner_fetcher(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     source = _Sized()
-    fetcher = PublishingFetcher(source, store, "feed_data-k", resources.FEED_CODEC)
+    fetcher = PublishingFetcher(source, store, "feed_data-k", resources.lowlevel.FEED_CODEC)
     fetcher.carry_over("served")
     assert source.carried == ["served"]
     store.remove()
@@ -317,10 +319,10 @@ def test_a_worker_serves_what_was_published_whatever_its_own_checks(tmp_path: Pa
     """The supervisor checked the value; a worker's own budget or validators never refuse it."""
     store = SharedStore.create(tmp_path)
     publisher = publishing(store, _Sized())
-    worker = resource.Manager(budget=resource.MemoryBudget(1))
+    worker = resource.Manager(budget=resource.lowlevel.MemoryBudget(1))
     worker.register(
         "feed",
-        MappedFetcher(store, "feed_data-k", resources.FEED_CODEC),
+        MappedFetcher(store, "feed_data-k", resources.lowlevel.FEED_CODEC),
         interval=-1,
         printer=FeedDataPrinter(),
         validate={"min_rows": 1000},
@@ -343,7 +345,7 @@ def _mapping(n: int) -> resources.FileMapping:
 
 def _publish(store: SharedStore, key: str, value: Any, staging: Staging | None = None) -> None:
     """Stage ``value`` and commit it (through ``staging``), as the supervisor's fetcher does."""
-    staged = store.stage(key, resources.FILE_CODEC, value)
+    staged = store.stage(key, resources.lowlevel.FILE_CODEC, value)
     try:
         store.commit(staged, staging)
     except BaseException:
@@ -355,7 +357,7 @@ def test_a_candidate_configs_value_of_a_served_key_waits_until_it_is_accepted(
     tmp_path: Path,
 ) -> None:
     store = SharedStore.create(tmp_path)
-    codec = resources.FILE_CODEC
+    codec = resources.lowlevel.FILE_CODEC
     _publish(store, "json_file-k", _mapping(1))
     accepted, refused = Staging(), Staging()
     for staging, n in ((accepted, 2), (refused, 3)):

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 import server
-from server._build import BuildError
+from server._build_error import BuildError
 from server.workers._store import SharedStore
 from server.workers.supervisor import _trial
 

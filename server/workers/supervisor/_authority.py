@@ -47,9 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from pineapple import resource
+from pineapple.resource.lowlevel import LoadedConfig, MemoryBudget, SnapshotWriteError, load_config
 
-from ..._build import Builder, BuildError, read_config_file
+from ..._build import Builder
+from ..._build_error import BuildError
 from ..._config import Config
+from ..._config_read import read_config_file
 from ..._decisions import ACTIONS, Action, Refused, act
 from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
@@ -93,7 +96,7 @@ class ConfigAuthority(ReloadPolicy):
         self.last_error: ReloadOutcome | None = None
         """The latest recorded ``error`` outcome."""
         # One budget for every publisher, as one process has one for every snapshot.
-        self._budget = resource.MemoryBudget(config.resource_memory_budget_bytes or None)
+        self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
 
@@ -112,16 +115,16 @@ class ConfigAuthority(ReloadPolicy):
     # -- data ---------------------------------------------------------------------------
 
     def _base(self) -> resource.Registry:
-        return self.config.registry or resource.default_registry()
+        return self.config.wiring.registry or resource.default_registry()
 
-    def _loaded(self, data: bytes) -> resource.LoadedConfig:
-        return resource.load_config(
-            data, env=self.config.env, source_dir=Path(self.config.path).parent
+    def _loaded(self, data: bytes) -> LoadedConfig:
+        return load_config(
+            data, env=self.config.wiring.env, source_dir=Path(self.config.path).parent
         )
 
     def load(
         self,
-        loaded: resource.LoadedConfig,
+        loaded: LoadedConfig,
         carry_over: resource.Manager | None = None,
         named: set[str] | None = None,
         staging: Staging | None = None,
@@ -203,7 +206,7 @@ class ConfigAuthority(ReloadPolicy):
             self.store.retire(self._named)
         return generation
 
-    def _per_worker(self, loaded: resource.LoadedConfig) -> dict[str, str]:
+    def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
         """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""
         base = self._base()
         return {e.name: e.fingerprint() for e in loaded.entries if codec_of(base, e.type) is None}
@@ -241,7 +244,7 @@ class ConfigAuthority(ReloadPolicy):
             self.last_error = outcome
         try:
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())
-        except resource.SnapshotWriteError as exc:
+        except SnapshotWriteError as exc:
             _log.warning("cannot record the reload outcome: %s", exc)
         return outcome
 

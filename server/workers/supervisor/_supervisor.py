@@ -213,7 +213,9 @@ class Supervisor:
                 self.workers.remove(worker)
                 worker.close()
                 if self.stopping.is_set():
-                    failed |= worker.proc.exitcode != 0
+                    # A worker still starting when the pod was asked to stop dies of that
+                    # SIGTERM (its handlers come once it serves): a stop, not a failure.
+                    failed |= worker.proc.exitcode not in (0, -signal.SIGTERM)
                 else:
                     self._restart_later(worker)
             if not self.stopping.is_set():

@@ -47,7 +47,7 @@ from typing import Any, cast
 
 import orjson
 
-from ..._build import BuildError, BuildStep
+from ..._build_error import BuildError, BuildStep
 from ..._config import Config
 from .._store import SharedStore
 from ..worker._main import TRIAL_REPLY_MAX_BYTES, trial_main

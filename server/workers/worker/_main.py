@@ -25,7 +25,8 @@ import orjson
 
 from pineapple import resource
 
-from ..._build import Builder, BuildError, import_plugins
+from ..._build import Builder, import_plugins
+from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
@@ -67,12 +68,10 @@ def worker_settings(
     config: Config, store: SharedStore, source: ConfigSource | None = None
 ) -> Config:
     """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
-    base = config.registry or resource.default_registry()
-    return replace(
-        config,
+    base = config.wiring.registry or resource.default_registry()
+    wiring = replace(
+        config.wiring,
         registry=mapped_registry(base, store),
-        watch=False,
-        workers=1,
         config_source=source,
         # Shared types are fetched (and their fetches counted) by the supervisor alone.
         pod_metrics=PodMetrics(
@@ -80,6 +79,7 @@ def worker_settings(
             fetched_elsewhere=lambda type_name: codec_of(base, type_name) is not None,
         ),
     )
+    return replace(config, watch=False, workers=1, wiring=wiring)
 
 
 def worker_main(
@@ -103,7 +103,7 @@ def worker_main(
     import_plugins(config.plugins)
     store = SharedStore(store_path)
     source = SharedConfigSource(store)
-    base = config.registry or resource.default_registry()
+    base = config.wiring.registry or resource.default_registry()
     worker_config = worker_settings(config, store, source)
     followers: list[Follower] = []
 
@@ -189,9 +189,9 @@ def trial_main(
     try:
         import_plugins(config.plugins)
         settings = worker_settings(config, SharedStore(store_path))
-        assert settings.registry is not None
+        assert settings.wiring.registry is not None
         builder = Builder(settings)
-        donor = _stand_ins(builder, settings.registry, data, carried)
+        donor = _stand_ins(builder, settings.wiring.registry, data, carried)
         snap = builder.build(data, carry_over=donor)
         outcome: dict[str, object] = {"ok": True}
     except BuildError as exc:

@@ -1,0 +1,216 @@
+"""The refresh transaction: fetch, validate, size, admit and swap one new value.
+
+One attempt runs on a refresh thread (or an admin's thread) under the slot's
+``refresh_lock``: the fetcher is called; ``NOT_MODIFIED`` confirms the
+current value; a new value is validated against a borrowed handle of the
+serving one, sized by the type's printer and handed to the
+:class:`~._swaps.SwapTable`, which checks the pin and the budget and
+publishes it. Every way out is recorded in the slot's status (secrets
+masked) and returned as a :data:`RefreshResult`; a value that is not served
+goes to the fetcher's ``discard`` hook and then to the closer, never to a
+reader. Any exception of a fetcher (``BaseException`` included) is a failed
+fetch, never an error of the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ._budget import size_of
+from ._closer import schedule_close
+from ._outcome import NOT_MODIFIED, ManagerMetrics, RefreshResult
+from ._refusal import PinnedError, ValidationRefusedError, ValueRefusedError
+from ._refvalue import RefValue, ResourceHandle
+from ._slot import Slot
+from ._swaps import SwapTable
+from ._validate import run_validators
+
+__all__ = ["Refresher", "drop_unserved"]
+
+_log = logging.getLogger("pineapple.resource")
+
+
+class Refresher:
+    """Runs fetches for one Manager.
+
+    ``get(name)`` borrows a serving value (the Manager's ``get``);
+    ``observe(slot, now)`` dates the conditions a change flipped (caller
+    holds the slot's lock).
+    """
+
+    def __init__(
+        self,
+        swaps: SwapTable,
+        metrics: ManagerMetrics | None,
+        get: Callable[[str], ResourceHandle | None],
+        observe: Callable[[Slot, float], None],
+    ) -> None:
+        self._swaps = swaps
+        self._metrics = metrics
+        self.get = get
+        self._observe = observe
+
+    def fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
+        """Fetch ``slot`` now, on this thread: one attempt, reported to the metrics."""
+        with slot.refresh_lock:
+            started = time.monotonic()
+            result = self._fetch_locked(slot, force)
+            if self._metrics is not None:
+                elapsed = time.monotonic() - started
+                self._metrics.observe_refresh(slot.name, slot.type_name, result, elapsed)
+            return result
+
+    def _fetch_locked(self, slot: Slot, force: bool = False) -> RefreshResult:
+        failing = slot.consecutive_failures  # a fetch (under refresh_lock, held) changes it
+        result = self._attempt(slot, force)
+        if failing and result in ("swapped", "not_modified") and not slot.consecutive_failures:
+            _log.info(
+                "%s: recovered after %d failed refresh(es)",
+                slot.label,
+                failing,
+                extra={"resource": slot.name, "failures": failing},
+            )
+        return result
+
+    def _attempt(self, slot: Slot, force: bool) -> RefreshResult:
+        now = time.time()
+        try:
+            value = slot.fetcher()
+        except BaseException as exc:  # SystemExit & co. from a fetcher: a failed fetch too
+            return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
+        if value is NOT_MODIFIED:
+            with slot.lock:
+                if slot.current is None:
+                    message = "fetcher returned NOT_MODIFIED but no value is loaded"
+                else:
+                    slot.confirmed_at = slot.last_attempt_at = now
+                    slot.last_error = None
+                    slot.consecutive_failures = 0
+                    self._observe(slot, now)
+                    return "not_modified"
+            return self._record_failure(slot, now, message)
+        try:
+            self._admit(slot, value, now, force)
+        except ValueRefusedError as exc:
+            drop_unserved(slot, value)  # never published: closed on the closer thread
+            return self._record_refusal(slot, now, exc)
+        except PinnedError as exc:
+            drop_unserved(slot, value)
+            _log.info("%s: fetched value dropped: %s", slot.label, exc)
+            return "not_modified"
+        except Exception as exc:  # the fetcher's commit hook failed: nothing swapped
+            drop_unserved(slot, value)
+            return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
+        return "swapped"
+
+    def _admit(self, slot: Slot, value: Any, now: float, force: bool) -> None:
+        """Validate ``value``, size it, check the budget and the pin, swap it in.
+
+        Raises :class:`ValueRefusedError` (nothing swapped) or
+        :class:`PinnedError` (pinned during the fetch: nothing swapped), or
+        what the fetcher's ``commit`` raised (nothing swapped).
+
+        A fetcher whose ``admitted_upstream`` is True serves values another
+        process already validated and fitted in its budget (a worker mapping
+        what its supervisor published): they are neither validated nor refused
+        by the budget here, only counted.
+        """
+        upstream = getattr(slot.fetcher, "admitted_upstream", False) is True
+        forced = None if upstream else self._validate(slot, value, force)
+        size = size_of(slot.printer, slot.label, value)
+        summary = slot.summary_of(value)  # before the swap: after it a rollback may retire it
+        ref = RefValue(value, slot.label)
+        version = self._swaps.publish(slot, ref, size, now, upstream=upstream, forced=forced)
+        if version is not None:
+            _log.info(
+                "%s: swapped in version %d: %s",
+                slot.label,
+                version,
+                summary,
+                extra={"resource": slot.name, "version": version, "summary": summary},
+            )
+
+    def _validate(self, slot: Slot, value: Any, force: bool) -> str | None:
+        """Run the slot's validators on ``value`` against the serving value.
+
+        Returns None when it passes; with ``force``, the refusal it overrode
+        (logged); raises :class:`ValidationRefusedError` otherwise.
+        """
+        if slot.validation.empty and slot.validator is None:
+            return None
+        handle = self.get(slot.name)  # the serving value stays alive while we compare
+        try:
+            old = handle.value if handle is not None else None
+            run_validators(slot.name, slot.validation, slot.validator, old, value)
+        except ValidationRefusedError as exc:
+            if not force:
+                raise
+            reason = slot.redact(str(exc))
+            _log.warning(
+                "%s: refresh forced by an admin, validators overridden: %s", slot.label, reason
+            )
+            return reason
+        finally:
+            if handle is not None:
+                handle.release()
+        return None
+
+    def _record_refusal(self, slot: Slot, now: float, exc: ValueRefusedError) -> RefreshResult:
+        with slot.lock:
+            refused = type(exc)(
+                slot.name, exc.check, slot.redact(exc.reason), serving=slot.current is not None
+            )
+            message = str(refused)
+            slot.last_attempt_at = now
+            slot.last_error = message
+            slot.consecutive_failures += 1
+            slot.refusal, slot.refused_error = message, refused
+            self._observe(slot, now)
+        _log.warning("refresh of %s refused (Valid=False): %s", slot.label, message)
+        observe = getattr(self._metrics, "observe_refusal", None)
+        if callable(observe):
+            observe(slot.name, slot.type_name, exc.check)
+        return "refused"
+
+    def resume_from_current(self, slot: Slot) -> None:
+        """Tell the fetcher which value is served (``fetcher.carry_over``), so that its
+        change detection compares with it (after a refusal or a rollback)."""
+        resume = getattr(slot.fetcher, "carry_over", None)
+        handle = self.get(slot.name)
+        if handle is None or not callable(resume):
+            if handle is not None:
+                handle.release()
+            return
+        with handle as value:
+            try:
+                resume(value)
+            except Exception as exc:
+                _log.warning("%s: carry_over hook failed: %s", slot.label, slot.redact(str(exc)))
+
+    def _record_failure(self, slot: Slot, now: float, reason: str) -> RefreshResult:
+        message = slot.redact(reason)
+        with slot.lock:
+            slot.last_attempt_at = now
+            slot.last_error = message
+            slot.consecutive_failures += 1
+            failures = slot.consecutive_failures
+            self._observe(slot, now)
+        kept = "keeping the previous value" if slot.current is not None else "no value loaded"
+        _log.warning(
+            "refresh of %s failed (%d in a row, %s): %s", slot.label, failures, kept, message
+        )
+        return "error"
+
+
+def drop_unserved(slot: Slot, value: Any) -> None:
+    """A fetched value that is not served: the fetcher's ``discard`` hook, then the closer."""
+    discard = getattr(slot.fetcher, "discard", None)
+    if callable(discard):
+        try:
+            discard(value)
+        except Exception as exc:
+            _log.warning("%s: discard hook failed: %s", slot.label, slot.redact(str(exc)))
+    schedule_close(slot.label, value)

@@ -1,0 +1,80 @@
+"""The resource runtime's plumbing: what the server and resource-type authors also need.
+
+The face (:mod:`pineapple.resource`) holds the words a user types: the
+Manager, handles, providers, the registry, status and errors. This module
+holds the parts beneath them that whoever assembles a server, or writes a
+resource type that shares, probes or reports a client, builds on:
+
+- values and their life: ``RefValue`` (the acquire-if-positive count behind
+  every handle), ``close_now`` (close a value at once, logged),
+  ``MemoryBudget`` (the limit and its ledger of retired-but-borrowed values,
+  shared by successive managers);
+- a config parsed once: ``LoadedConfig`` / ``load_config`` (root, hash,
+  secrets, entries, folder), ``resource_names`` (the names a value references);
+- the Manager's metrics hook: ``ManagerMetrics``, ``RefreshResult``;
+- sharing between processes: ``SnapshotCodec``, ``PickleCodec``,
+  ``SnapshotFormatError``, ``SnapshotWriteError``;
+- what a value may report: the liveness probe (``Probed``, ``ProbeReport``,
+  ``Reachability``, ``probe_report_of``, ``LATENCY_BUCKETS``) and a client's
+  pool and commands (``Metered``, ``ClientReport``, ``CommandStats``,
+  ``CommandCell``, ``client_report_of``);
+- for printers: ``JSONPrinter`` (the default one), ``redact_value`` (a status
+  value with its secrets masked), ``registered_validators``.
+
+Same rules as the face: ``tests/test_public_api.py`` pins ``__all__``;
+importing this module loads neither the engine nor any resource type.
+"""
+
+from ._budget import MemoryBudget as MemoryBudget
+from ._client_metrics import ClientReport as ClientReport
+from ._client_metrics import CommandCell as CommandCell
+from ._client_metrics import CommandStats as CommandStats
+from ._client_metrics import Metered as Metered
+from ._client_metrics import client_report_of as client_report_of
+from ._closer import close_now as close_now
+from ._codec import PickleCodec as PickleCodec
+from ._codec import SnapshotCodec as SnapshotCodec
+from ._codec import SnapshotFormatError as SnapshotFormatError
+from ._codec import SnapshotWriteError as SnapshotWriteError
+from ._deps import resource_names as resource_names
+from ._loaded import LoadedConfig as LoadedConfig
+from ._loaded import load_config as load_config
+from ._outcome import ManagerMetrics as ManagerMetrics
+from ._outcome import RefreshResult as RefreshResult
+from ._probe import LATENCY_BUCKETS as LATENCY_BUCKETS
+from ._probe import Probed as Probed
+from ._probe import ProbeReport as ProbeReport
+from ._probe import Reachability as Reachability
+from ._probe import probe_report_of as probe_report_of
+from ._redact import redact_value as redact_value
+from ._refvalue import RefValue as RefValue
+from ._registry import JSONPrinter as JSONPrinter
+from ._validate import registered_validators as registered_validators
+
+__all__ = [
+    "LATENCY_BUCKETS",
+    "ClientReport",
+    "CommandCell",
+    "CommandStats",
+    "JSONPrinter",
+    "LoadedConfig",
+    "ManagerMetrics",
+    "MemoryBudget",
+    "Metered",
+    "PickleCodec",
+    "ProbeReport",
+    "Probed",
+    "Reachability",
+    "RefValue",
+    "RefreshResult",
+    "SnapshotCodec",
+    "SnapshotFormatError",
+    "SnapshotWriteError",
+    "client_report_of",
+    "close_now",
+    "load_config",
+    "probe_report_of",
+    "redact_value",
+    "registered_validators",
+    "resource_names",
+]
