@@ -31,7 +31,7 @@ install: $(NATIVE)
 check: $(NATIVE)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy $(PACKAGES) benchmarks
+	$(BIN)/mypy $(PACKAGES) benchmarks tests
 	$(BIN)/python -m codegen --check
 
 fmt: $(STAMP)

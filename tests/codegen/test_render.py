@@ -13,7 +13,7 @@ import pytest
 import codegen
 import dsl
 from codegen import CodegenError, render_operators, render_resources
-from dsl import Flow, compile_flow
+from dsl import Flow, OperatorCall, compile_flow
 from pineapple import ParamSpec
 from pineapple.engine import OperatorSchema
 from pineapple.resource import ResourceSchema
@@ -181,6 +181,7 @@ def test_operator_methods_record_typed_calls(generated: dict[str, ModuleType]) -
     flow.recall_resource(resource_name="hot", item_output=["id"], name="r")
     flow.filter_truncate(top_n="{{limit}}", sources=["r"])
     first, second = flow.children
+    assert isinstance(first, OperatorCall) and isinstance(second, OperatorCall)
     assert first.type_name == "recall_resource" and first.params == {"resource_name": "hot"}
     assert first.item_output == ["id"] and first.name == "r"
     assert second.params == {"top_n": "{{limit}}"} and second.sources == ["r"]
@@ -191,9 +192,9 @@ def test_operator_methods_record_typed_calls(generated: dict[str, ModuleType]) -
         " in test_operator_methods_record_typed_calls(): .recall_resource(...)"
     )
     with pytest.raises(TypeError):
-        flow.filter_truncate(5)
+        flow.filter_truncate(5)  # type: ignore[call-arg]  # the wrong call under test
     with pytest.raises(TypeError):
-        flow.filter_truncate(top_n=5, top_m=6)
+        flow.filter_truncate(top_n=5, top_m=6)  # type: ignore[call-arg]  # likewise
 
 
 def test_operator_param_named_like_a_keyword_gets_an_underscore() -> None:

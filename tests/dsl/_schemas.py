@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from dsl import BaseResource
@@ -100,7 +101,7 @@ class StaticValue(BaseResource):
     _default_interval = -1
     _params_schema = {"value": ParamSpec(type="any", required=True)}
 
-    def __init__(self, *, value: Any, interval: float | None = None) -> None:
+    def __init__(self, *, value: Any, interval: float | datetime.timedelta | None = None) -> None:
         super().__init__(interval=interval, value=value)
 
 
@@ -117,6 +118,6 @@ class TableFile(BaseResource):
         path: str,
         key_column: str = "id",
         port: int | str | None = None,
-        interval: float | None = None,
+        interval: float | datetime.timedelta | None = None,
     ) -> None:
         super().__init__(interval=interval, path=path, key_column=key_column, port=port)

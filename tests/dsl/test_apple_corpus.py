@@ -32,7 +32,7 @@ from pineapple.engine.http import respond
 CORPUS = Path(__file__).parent / "apple_flows"
 FLOWS = sorted(CORPUS.glob("flow_*.py"))
 
-_ENGINE_DERIVED = ("$code_info", "recall", "consumes_row_set", "mutates_row_set")
+_ENGINE_DERIVED: tuple[str, ...] = ("$code_info", "recall", "consumes_row_set", "mutates_row_set")
 _ENGINE_DERIVED += ("additive_writes_row_set",)
 _ENGINE_KEYS = frozenset(
     {"type_name", "$metadata", "sources", "skip", "common_defaults", "item_defaults"}

@@ -28,7 +28,7 @@ def test_a_sub_flow_path_holds_no_slash() -> None:
 
 def test_contract_lists_must_be_lists_of_names() -> None:
     with pytest.raises(ValidationError, match="common_input must be a list"):
-        Flow("f", common_input="user_id")  # type: ignore[arg-type]
+        Flow("f", common_input="user_id")  # a str is a Sequence[str]: refused at run time
     flow = Flow("f", common_input=("a", "b"))
     assert flow.common_input == ["a", "b"]
 
@@ -36,7 +36,7 @@ def test_contract_lists_must_be_lists_of_names() -> None:
 def test_operator_metadata_must_be_lists_of_names() -> None:
     flow = Flow("f")
     with pytest.raises(ValidationError, match="item_output must be a list"):
-        flow.add_operator("x", item_output="score")  # type: ignore[arg-type]
+        flow.add_operator("x", item_output="score")  # a Sequence[str] too: refused at run time
     with pytest.raises(ValidationError, match="name must be a string"):
         flow.add_operator("x", name=3)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="type_name"):

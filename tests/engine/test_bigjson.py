@@ -71,7 +71,7 @@ def test_a_large_request_is_parsed_in_bounded_pieces(monkeypatch: pytest.MonkeyP
         sizes.append(len(data))
         return real(data)
 
-    monkeypatch.setattr(_bigjson.orjson, "loads", counting_loads)
+    monkeypatch.setattr(orjson, "loads", counting_loads)
     items = [{"id": i, "score": i / 7, "tag": "},{" * (i % 3)} for i in range(20_000)]
     body = orjson.dumps({"common": {"k": [1, {"items": 2}]}, "items": items})
     assert _bigjson.loads(body) == real(body)

@@ -96,14 +96,14 @@ def test_items_are_counted_while_parsing(monkeypatch: pytest.MonkeyPatch) -> Non
         parsed.append(len(data))
         return value
 
-    monkeypatch.setattr(_bigjson.orjson, "loads", counting)
+    monkeypatch.setattr(orjson, "loads", counting)
     with pytest.raises(TooManyItems) as caught:
         _bigjson.loads(body, max_items=100_000)
     assert not caught.value.exact and 100_000 < caught.value.count < 100_000 + PIECE_BYTES // 3
     assert "at least" in str(caught.value)
     assert sum(parsed) < 3 * PIECE_BYTES  # the head and two pieces, not the 8 MB
     # Without the cap the same body parses whole (the count is then exact).
-    monkeypatch.setattr(_bigjson.orjson, "loads", real)
+    monkeypatch.setattr(orjson, "loads", real)
     assert len(_bigjson.loads(body)["items"]) == 2_800_000
 
 

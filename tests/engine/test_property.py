@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import random
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -133,7 +133,7 @@ def _param(rng: random.Random, name: str, spec: ParamSpec, meta: dict[str, list[
         return rng.randint(0, 3)
     if spec.default is not None and rng.random() < 0.5:
         return spec.default
-    return {
+    makers: dict[str, Callable[[], Any]] = {
         "string": lambda: rng.choice(["", "first", "asc", "desc", "min_max", "r"]),
         "int": lambda: rng.randint(-2, 5),
         "float": lambda: rng.uniform(-2, 2),
@@ -141,7 +141,8 @@ def _param(rng: random.Random, name: str, spec: ParamSpec, meta: dict[str, list[
         "list": lambda: [_scalar(rng)],
         "dict": lambda: {},
         "any": lambda: _value(rng),
-    }[spec.type]()
+    }
+    return makers[spec.type]()
 
 
 def _operator(rng: random.Random, schema: OperatorSchema) -> dict[str, Any]:

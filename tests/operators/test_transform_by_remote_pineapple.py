@@ -190,14 +190,15 @@ def test_a_dripping_body_cannot_outlast_the_deadline(stub_factory: Any) -> None:
 
 
 def test_params_are_checked_at_load() -> None:
-    for params, needle in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"port": 0}, "'port'"),
         ({"port": 80, "timeout": 0}, "'timeout'"),
         ({"port": 80, "max_response_size": 0}, "'max_response_size'"),
         ({"port": 80, "endpoint": "execute"}, "'endpoint'"),
         ({"port": 80, "host": "a.example@127.0.0.1"}, "'host'"),
         ({"port": 80, "item_request": "id"}, "'item_request'"),
-    ]:
+    ]
+    for params, needle in cases:
         with pytest.raises(RegistryError, match="Init failed") as info:
             build_operator(NAME, {"host": "127.0.0.1", "allow_private": True, **params}, META)
         assert needle in str(info.value)

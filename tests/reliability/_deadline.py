@@ -1,4 +1,5 @@
-"""Helpers of the deadline / large-request tests: a real ``pineapple serve``, a pausable proxy.
+"""Helpers of the deadline / large-request tests: a ``pineapple serve`` with this plugin, a
+pausable proxy.
 
 Also a ``--plugin`` for the server process: importing this module registers
 ``test_inline_gate``, an operator that does *not* declare blocking I/O (so a
@@ -11,38 +12,26 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
-import signal
 import socket
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from pineapple import ParamSpec
-from pineapple.engine import (
-    OperatorSchema,
-    default_operator_registry,
-    register_operator,
-)
+from tests._operators import register_test_operator
 from tests.server.process_plugin import FileGateOperator
 
-from .._serve import wait_for_url
+from .._serve import Serve
 
-ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "tests.reliability._deadline"
 
 
-if default_operator_registry().get("test_inline_gate") is None:
-    register_operator(
-        OperatorSchema(
-            name="test_inline_gate",
-            kind="observe",
-            description="Test only: holds a request until a file appears (not blocking).",
-            params={"folder": ParamSpec(type="string", required=True)},
-        ),
-        FileGateOperator,  # the same gate, registered without blocking=True: it runs inline
-    )
+register_test_operator(
+    "test_inline_gate",
+    FileGateOperator,  # the same gate, registered without blocking=True: it runs inline
+    "holds a request until a file appears (not blocking).",
+    params={"folder": ParamSpec(type="string", required=True)},
+)
 
 
 def pipeline_config(operators: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -54,51 +43,16 @@ def pipeline_config(operators: dict[str, dict[str, Any]], **extra: Any) -> dict[
     }
 
 
-class Serve:
-    """``pineapple serve CONFIG`` on a free loopback port; ``close()`` always kills it."""
+class DeadlineServe(Serve):
+    """``pineapple serve CONFIG --plugin tests.reliability._deadline --no-watch ARGS...``."""
 
     def __init__(self, config: Path, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        code = "import sys; from pineapple.cli import main; sys.exit(main())"
-        argv = [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"]
-        self.proc = subprocess.Popen(
-            [*argv, "--plugin", PLUGIN, "--no-watch", *args],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
-        self.log: list[str] = []
-        self._drain: threading.Thread | None = None
-        try:
-            self.url = self._wait_for_url()
-        except BaseException:
-            self.close()
-            raise
-        self._drain = threading.Thread(target=self._read_rest, daemon=True)
-        self._drain.start()
-
-    def _wait_for_url(self) -> str:
-        return wait_for_url(self.proc, self.log)
-
-    def _read_rest(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line)
+        super().__init__(config, "--plugin", PLUGIN, "--no-watch", *args)
 
     def cpu_seconds(self) -> float:
         """User + system CPU time the server process has used so far (Linux)."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-        if self._drain is not None:
-            self._drain.join(5)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
 
 
 class PausableProxy:

@@ -8,11 +8,7 @@ machine's OOM killer, and every wait on a child has a timeout, so a hang
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,12 +18,12 @@ import httpx
 
 from tests.server.fakes import dump, unified_config
 
-from .._serve import LISTENING
+from .._serve import ROOT, Serve, run_cli
 
 __all__ = [
     "CHILD_TIMEOUT",
     "ROOT",
-    "Serve",
+    "LimitedServe",
     "check_fetch",
     "file_config",
     "poll",
@@ -35,7 +31,6 @@ __all__ = [
     "write_config",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT = 2 << 30  # bytes of address space a child may map
 CHILD_TIMEOUT = 60.0  # seconds any child may take to answer; generous for a busy CI box
 _MAIN = (
@@ -43,12 +38,6 @@ _MAIN = (
     f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT})); "
     "from pineapple.cli import main; sys.exit(main())"
 )
-
-
-def _env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("PINEAPPLE_ADMIN_TOKEN", None)
-    return env
 
 
 def file_config(kind: str, path: str, *, interval: float = 60, **params: Any) -> dict[str, Any]:
@@ -72,15 +61,8 @@ def check_fetch(config: Path) -> subprocess.CompletedProcess[str]:
 def run_check(config: Path, *, fetch: bool) -> subprocess.CompletedProcess[str]:
     """``pineapple check [--fetch] CONFIG`` in a child; a hang fails the test (timeout)."""
     flags = ["--fetch"] if fetch else []
-    return subprocess.run(
-        [sys.executable, "-c", _MAIN, "check", *flags, str(config)],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        cwd=ROOT,
-        timeout=CHILD_TIMEOUT,  # raises TimeoutExpired (and kills the child) on a hang
-        check=False,
-    )
+    # Raises TimeoutExpired (and kills the child) on a hang.
+    return run_cli("check", *flags, str(config), timeout=CHILD_TIMEOUT, main=_MAIN)
 
 
 def poll(what: str, probe: Any, timeout: float = CHILD_TIMEOUT, step: float = 0.05) -> Any:
@@ -95,74 +77,22 @@ def poll(what: str, probe: Any, timeout: float = CHILD_TIMEOUT, step: float = 0.
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
-class Serve:
-    """``pineapple serve`` on a free loopback port; ``exit_code`` when it did not start.
-
-    Always call :meth:`close` (in a ``finally``): it kills the child.
-    """
+class LimitedServe(Serve):
+    """``pineapple serve`` under ``MEMORY_LIMIT``; once constructed it listens (``url``) or
+    it has exited (``url`` empty). Always call :meth:`close` (in a ``finally``)."""
 
     def __init__(self, config: Path, *plugins: str) -> None:
         extra = [arg for plugin in plugins for arg in ("--plugin", plugin)]
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _MAIN,
-                "serve",
-                str(config),
-                "--addr",
-                "127.0.0.1:0",
-                "--shutdown-delay-seconds",
-                "0",
-                *extra,
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-            cwd=ROOT,
-        )
-        self.log: list[str] = []
-        self.url: str | None = None
-        self._listening = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        # Bounded: started or exited, within CHILD_TIMEOUT.
-        deadline = time.monotonic() + CHILD_TIMEOUT
-        while not self._listening.wait(0.05):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                break
+        super().__init__(config, *extra, main=_MAIN, wait=False)
+        try:
+            self.listening_or_exited(CHILD_TIMEOUT)
+        except BaseException:
+            self.close()
+            raise
 
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:  # ends when the child closes stderr (exit or kill)
-            self.log.append(line)
-            found = LISTENING.search(line)
-            if found and self.url is None:
-                self.url = found.group(1)
-                self._listening.set()
-
-    def wait_exit(self) -> int:
-        """The exit code; the child must exit on its own within the timeout."""
-        code = self.proc.wait(CHILD_TIMEOUT)
-        self._reader.join(CHILD_TIMEOUT)
-        return code
+    def wait_exit(self, timeout: float = CHILD_TIMEOUT) -> int:
+        return super().wait_exit(timeout)
 
     def get(self, path: str) -> httpx.Response:
-        assert self.url is not None, "serve did not start:\n" + self.text()
+        assert self.url, "serve did not start:\n" + self.text()
         return httpx.get(self.url + path, timeout=CHILD_TIMEOUT)
-
-    def text(self) -> str:
-        return "".join(self.log)
-
-    def close(self) -> None:
-        """Stop the child (SIGTERM, then SIGKILL) and close its pipe."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._reader.join(10)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -16,9 +12,7 @@ from typing import Any
 import httpx
 import orjson
 
-from .._serve import wait_for_url
-
-ROOT = Path(__file__).resolve().parents[2]
+from .._serve import CLOSE_GRACE, Serve, cli_env
 
 SCRIPTS: dict[str, str] = {
     "main": "function f() return n + 1 end",
@@ -78,45 +72,12 @@ def lua_config(
     return orjson.dumps(root)
 
 
-class LuaServer:
-    """``pineapple serve`` on a free loopback port; ``close`` kills it if still running."""
+class LuaServer(Serve):
+    """``pineapple serve`` of a Lua config (the default Lua backend), with an HTTP client."""
 
     def __init__(self, config: Path, *args: str) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        env.pop("PINEAPPLE_ADMIN_TOKEN", None)
-        env.pop("PINEAPPLE_LUA_BACKEND", None)
-        code = "import sys; from pineapple.cli import main; sys.exit(main())"
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                code,
-                "serve",
-                str(config),
-                "--addr",
-                "127.0.0.1:0",
-                "--shutdown-delay-seconds",
-                "0",
-                *args,
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
-        self.log: list[str] = []
-        self.url = self._wait_for_url()
-        self._reader = threading.Thread(target=self._read_rest, daemon=True)
-        self._reader.start()
+        super().__init__(config, *args, env=cli_env(drop=["PINEAPPLE_LUA_BACKEND"]))
         self.client = httpx.Client(base_url=self.url, timeout=10.0)
-
-    def _wait_for_url(self) -> str:
-        return wait_for_url(self.proc, self.log)
-
-    def _read_rest(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line)
 
     def execute(self, group: str, n: float = 1, timeout: float = 10.0) -> httpx.Response:
         """``POST /execute/{group}`` with ``common.n = n``."""
@@ -160,19 +121,10 @@ class LuaServer:
         assert found is not None
         return int(found.group(1)) * 1024
 
-    def terminate(self, timeout: float) -> int:
-        """SIGTERM; the exit code (raises ``TimeoutExpired`` past ``timeout`` seconds)."""
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout)
-
-    def close(self) -> None:
-        self.client.close()
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self._reader.join(5)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
+    def close(self, grace: float = CLOSE_GRACE) -> None:
+        if hasattr(self, "client"):
+            self.client.close()
+        super().close(grace)
 
 
 @contextmanager
@@ -182,8 +134,5 @@ def lua_server(
     """A :class:`LuaServer` serving :func:`lua_config`, always killed afterwards."""
     config = tmp_path / "lua.json"
     config.write_bytes(lua_config(params))
-    server = LuaServer(config, *args)
-    try:
+    with LuaServer(config, *args) as server:
         yield server
-    finally:
-        server.close()

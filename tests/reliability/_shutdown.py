@@ -1,4 +1,4 @@
-"""Helpers of the shutdown tests: a TCP proxy in front of MariaDB, a ``pineapple serve`` process.
+"""Helper of the shutdown tests: a TCP proxy in front of MariaDB.
 
 The proxy lets a test make the database slow or unreachable for new
 connections only, without touching the shared MariaDB:
@@ -19,16 +19,9 @@ each wait has a timeout and each loop checks ``_closed``.
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 import select
-import signal
 import socket
-import subprocess
-import sys
 import threading
-import time
-from pathlib import Path
 from typing import Literal
 
 Mode = Literal["pass", "trickle", "stall"]
@@ -38,8 +31,6 @@ TRICKLE_SECONDS = 0.02
 STREAMING_BYTES = 32 * 1024
 _POLL = 0.1  # every wait of the proxy for input returns at least this often
 _SEND_SECONDS = 10.0  # a client that reads nothing for this long loses its connection
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class TcpProxy:
@@ -128,57 +119,3 @@ class TcpProxy:
             thread.join(5)
         for sock in sockets:
             sock.close()
-
-
-class Serve:
-    """``pineapple serve CONFIG --addr 127.0.0.1:0``; stderr collected; killed by ``close``."""
-
-    def __init__(self, config: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        code = "import sys; from pineapple.cli import main; sys.exit(main())"
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                code,
-                "serve",
-                str(config),
-                "--addr",
-                "127.0.0.1:0",
-                "--shutdown-delay-seconds",
-                "0",
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
-        self.log: list[str] = []
-        self.listening = threading.Event()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:  # bounded: ends at the process's EOF
-            self.log.append(line)
-            if re.search(r"listening on http://127\.0\.0\.1:\d+", line):
-                self.listening.set()
-
-    def terminate(self, within: float) -> tuple[int | None, float]:
-        """SIGTERM; (exit code or None if still running after ``within`` s, seconds taken)."""
-        started = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code: int | None = self.proc.wait(within)
-        except subprocess.TimeoutExpired:
-            code = None
-        return code, time.monotonic() - started
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self._reader.join(5)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()

@@ -22,7 +22,8 @@ from server._metrics import ServerMetrics
 from server._reloader import Reloader
 from server._snapshot import SnapshotHolder
 
-from ._reload import Serve, digest, run_cli, valid, wait_config
+from .._serve import Serve, run_cli
+from ._reload import PLUGIN, digest, valid, wait_config
 
 pytestmark = pytest.mark.e2e
 
@@ -51,10 +52,9 @@ def config_file(tmp_path: Path) -> Path:
 @pytest.mark.timeout(90)
 def test_a_fifo_in_place_of_the_served_config_never_wedges_the_server(config_file: Path) -> None:
     config_file.write_bytes(valid("v0"))
-    serve = Serve(config_file)
+    serve = Serve(config_file, "--plugin", PLUGIN)
     try:
-        serve.start()
-        with serve.client(timeout=5) as http:  # every request below is answered within 5 s
+        with serve.new_client(timeout=5) as http:  # every request below is answered within 5 s
             _replace_with_fifo(config_file)
             reload = http.post("/admin/reload")  # used to hang: the watcher held the lock
             assert reload.status_code == 422, reload.text

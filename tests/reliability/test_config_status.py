@@ -15,7 +15,8 @@ import pytest
 
 import server
 
-from ._reload import Serve, digest, invalid, valid, wait_config
+from .._serve import Serve
+from ._reload import PLUGIN, digest, invalid, valid, wait_config
 
 
 def _replace_with(path: Path, data: bytes) -> None:
@@ -32,10 +33,9 @@ def test_restoring_the_served_content_after_a_bad_edit_records_unchanged(tmp_pat
     config_file = folder / "pineapple.json"
     good, bad = valid("v0"), invalid("v1")
     config_file.write_bytes(good)
-    serve = Serve(config_file)
+    serve = Serve(config_file, "--plugin", PLUGIN)
     try:
-        serve.start()
-        with serve.client() as http:
+        with serve.new_client() as http:
             _replace_with(config_file, bad)
             failed = wait_config(
                 http, lambda b: (b["last_reload"] or {}).get("content_hash") == digest(bad)

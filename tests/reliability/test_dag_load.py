@@ -11,7 +11,6 @@ process and with ``--workers 2``.
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import threading
 import time
@@ -21,7 +20,6 @@ from typing import Any
 
 import httpx
 import orjson
-import psutil
 import pytest
 
 from ._lua import LuaServer
@@ -69,15 +67,8 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LuaServer
         shared = tmp_path / "shm"
         shared.mkdir()
         args += ["--workers", "2", "--shared-dir", str(shared)]
-    served = LuaServer(config, *args)
-    try:
+    with LuaServer(config, *args) as served:  # closing kills every process of it
         yield served
-    finally:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            for child in psutil.Process(served.proc.pid).children(recursive=True):
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    child.kill()
-        served.close()
 
 
 def test_the_dense_graph_renders_reduced(server: LuaServer) -> None:

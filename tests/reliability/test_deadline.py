@@ -21,7 +21,7 @@ import redis
 from pineapple import Context, builtins, resource
 from pineapple.engine import Engine
 
-from ._deadline import PausableProxy, Serve, pipeline_config
+from ._deadline import DeadlineServe, PausableProxy, pipeline_config
 
 pytestmark = pytest.mark.e2e
 
@@ -41,15 +41,19 @@ def _write(tmp_path: Path, config: dict[str, Any]) -> Path:
 
 
 @pytest.fixture
-def cpu_server(tmp_path: Path) -> Iterator[Serve]:
-    server = Serve(_write(tmp_path, pipeline_config(CPU_OPERATORS)))  # default deadline: 1000 ms
+def cpu_server(tmp_path: Path) -> Iterator[DeadlineServe]:
+    server = DeadlineServe(
+        _write(tmp_path, pipeline_config(CPU_OPERATORS))
+    )  # default deadline: 1000 ms
     try:
         yield server
     finally:
         server.close()
 
 
-def test_request_past_its_deadline_gets_504_and_the_cpu_work_stops(cpu_server: Serve) -> None:
+def test_request_past_its_deadline_gets_504_and_the_cpu_work_stops(
+    cpu_server: DeadlineServe,
+) -> None:
     # About 4 ms of work per item: 5,000 items would run ~20 s without a deadline.
     body = orjson.dumps({"common": {}, "items": [{"id": i} for i in range(5000)]})
     started = time.monotonic()
@@ -67,7 +71,7 @@ def test_request_past_its_deadline_gets_504_and_the_cpu_work_stops(cpu_server: S
     assert cpu_server.cpu_seconds() - before < 0.3
 
 
-def test_more_items_than_the_limit_get_413(cpu_server: Serve) -> None:
+def test_more_items_than_the_limit_get_413(cpu_server: DeadlineServe) -> None:
     body = orjson.dumps({"common": {}, "items": [{}] * 100_001})
     reply = httpx.post(f"{cpu_server.url}/execute", content=body, timeout=10)
     assert reply.status_code == 413
@@ -77,7 +81,7 @@ def test_more_items_than_the_limit_get_413(cpu_server: Serve) -> None:
 def test_max_items_flag_raises_the_limit(tmp_path: Path) -> None:
     ops = {"n": {"type_name": "transform_size", "$metadata": {"common_output": ["n"]}}}
     config = pipeline_config(ops, flow_contract={"common_output": ["n"]})
-    server = Serve(_write(tmp_path, config), "--max-items", "3")
+    server = DeadlineServe(_write(tmp_path, config), "--max-items", "3")
     try:
         four = orjson.dumps({"common": {}, "items": [{}] * 4})
         three = orjson.dumps({"common": {}, "items": [{}] * 3})
@@ -93,7 +97,7 @@ def test_healthz_answers_while_a_large_request_runs(tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     gate.mkdir()
     ops = {"gate": {"type_name": "test_inline_gate", "folder": str(gate)}}
-    server = Serve(_write(tmp_path, pipeline_config(ops)), "--request-timeout-ms", "30000")
+    server = DeadlineServe(_write(tmp_path, pipeline_config(ops)), "--request-timeout-ms", "30000")
     try:
         # ~200 KB: above the 64 KiB inline threshold; the engine itself never blocks.
         body = orjson.dumps({"common": {}, "items": [{"pad": "x" * 90}] * 2000})
@@ -156,11 +160,11 @@ def test_a_stopped_redis_costs_a_request_its_deadline_not_the_socket_timeout(
 ) -> None:
     host, _, port = redis_addr.rpartition(":")
     proxy = PausableProxy((host, int(port)))
-    server: Serve | None = None
+    server: DeadlineServe | None = None
     try:
         prefix = redis_key[: -len("u1")]
         config = _write(tmp_path, _redis_config(proxy.addr, prefix))
-        server = Serve(config, "--request-timeout-ms", "500")
+        server = DeadlineServe(config, "--request-timeout-ms", "500")
         body = orjson.dumps({"common": {"uid": "u1"}})
         url = f"{server.url}/execute"
         reply = httpx.post(url, content=body, timeout=10)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ._files import Serve, check_fetch, file_config, poll, write_config
+from ._files import LimitedServe, check_fetch, file_config, poll, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -72,7 +72,7 @@ def test_check_refuses_a_non_positive_max_bytes(tmp_path: Path) -> None:
 def test_serve_does_not_start_on_a_special_file(tmp_path: Path, fifo: Path, target: str) -> None:
     path = str(fifo) if target == "fifo" else target
     config = write_config(tmp_path, file_config("json", path))
-    serve = Serve(config)
+    serve = LimitedServe(config)
     try:
         assert serve.wait_exit() == 1
         _refused(serve.text(), path, "not a regular file")
@@ -89,7 +89,7 @@ def test_serve_keeps_the_old_value_when_the_file_is_swapped_for_a_fifo(
     link = tmp_path / "table.json"
     link.symlink_to(good)
     config = write_config(tmp_path, file_config("json", str(link), interval=1))
-    serve = Serve(config)
+    serve = LimitedServe(config)
     try:
         assert serve.get("/readyz").status_code == 200, serve.text()
         swap = tmp_path / "swap.json"

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from ._reload import Serve, valid
+from .._serve import Serve
+from ._reload import PLUGIN, valid
 
 pytestmark = pytest.mark.e2e
 
@@ -31,12 +32,14 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
     config.write_bytes(valid("v0"))
     server = Serve(
         config,
+        "--plugin",
+        PLUGIN,
         "--no-watch",
         "--max-body-bytes",
         "600000",
         "--max-inflight-body-bytes",
         str(CAP),
-    ).start()
+    )
     try:
         yield server
     finally:
@@ -116,7 +119,7 @@ def test_a_client_gone_mid_body_releases_its_bytes(serve: Serve) -> None:
 def test_zero_turns_the_cap_off(tmp_path: Path) -> None:
     config = tmp_path / "pineapple.json"
     config.write_bytes(valid("v0"))
-    server = Serve(config, "--no-watch", "--max-inflight-body-bytes", "0").start()
+    server = Serve(config, "--plugin", PLUGIN, "--no-watch", "--max-inflight-body-bytes", "0")
     try:
         with _connect(server) as slow:
             slow.sendall(_head(HELD + 100) + _body(HELD + 100)[:HELD])

@@ -11,8 +11,6 @@ expected answers.
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +18,10 @@ from pathlib import Path
 
 import httpx
 import orjson
-import psutil
 import pytest
 
-from ._lua import ROOT, LuaServer, lua_config
+from .._serve import run_cli
+from ._lua import LuaServer, lua_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -42,7 +40,6 @@ TOP_ALLOCATES = (
     "function f() return 1 end\n"
     "local t, mb = {}, string.rep('x', 1024 * 1024)\nfor i = 1, 1e9 do t[i] = mb .. i end"
 )
-CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
 
 
 @pytest.fixture(params=["one-process", "workers-2"])
@@ -58,17 +55,8 @@ def mode(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
 @contextlib.contextmanager
 def serving(config: Path, mode: list[str]) -> Iterator[LuaServer]:
     """``pineapple serve CONFIG --no-watch`` in ``mode``; every process of it killed after."""
-    server = LuaServer(config, "--no-watch", *mode)
-    seen: set[psutil.Process] = set()
-    try:
+    with LuaServer(config, "--no-watch", *mode) as server:
         yield server
-    finally:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            seen.update(psutil.Process(server.proc.pid).children(recursive=True))
-        for child in seen:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        server.close()
 
 
 def _write(path: Path, scripts: Mapping[str, str]) -> None:
@@ -153,14 +141,7 @@ def test_check_refuses_a_top_level_that_never_ends(
     config = tmp_path / "lua.json"
     _write(config, {"main": GOOD, "top": script})
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", CLI, "check", str(config)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli("check", str(config), timeout=60)
     assert time.monotonic() - started < 30.0
     assert done.returncode == 1, done.stdout + done.stderr
     output = done.stdout + done.stderr

@@ -38,7 +38,8 @@ from pineapple.resource._config import parse_resource_config
 from pineapple.resource._redact import secrets_of
 from pineapple.resource.lowlevel import redact_value
 
-from ._masking import PLUGIN, ROOT, Serve, config, static_entry
+from .._serve import ROOT, Serve, cli_env
+from ._masking import PLUGIN, config, static_entry
 
 pytestmark = pytest.mark.e2e
 BODY = b'{"common": {}, "items": []}'
@@ -114,7 +115,7 @@ def _alnum(n: int, seed: int) -> str:
 def test_reload_of_a_100kb_static_value_does_not_stall(tmp_path: Path) -> None:
     path = tmp_path / "pineapple.json"
     path.write_bytes(config({}))
-    with Serve(path) as server, httpx.Client(base_url=server.wait_listening()) as client:
+    with Serve(path, "--no-watch") as server, httpx.Client(base_url=server.url) as client:
         assert client.post("/execute", content=BODY, timeout=10).status_code == 200
         path.write_bytes(config({"blob": static_entry(_alnum(100_000, 9))}))
         outcome: dict[str, Any] = {}
@@ -171,8 +172,8 @@ def test_env_table_name_is_masked_in_errors_status_and_log(
     path = tmp_path / "pineapple.json"
     path.write_bytes(config({"feed": feed}))
     try:
-        with Serve(path, {"PINEAPPLE_TEST_TABLE": table}) as server:
-            with httpx.Client(base_url=server.wait_listening(), timeout=10) as client:
+        with Serve(path, "--no-watch", env=cli_env({"PINEAPPLE_TEST_TABLE": table})) as server:
+            with httpx.Client(base_url=server.url, timeout=10) as client:
                 with mysql_conn.cursor() as cur:
                     cur.execute(f"DROP TABLE `{table}`")
                 refreshed = client.post("/admin/resources/feed/refresh")
@@ -185,8 +186,8 @@ def test_env_table_name_is_masked_in_errors_status_and_log(
                     client.get("/config").text,
                 ]
             server.stop()
-            outputs.append(server.log)
-        assert "refresh of feed_data/feed failed" in server.log
+            outputs.append(server.text())
+        assert "refresh of feed_data/feed failed" in server.text()
         for text in outputs:
             assert table not in text
             assert "EnvTableS3cret" not in text
@@ -226,7 +227,7 @@ _KEY_VARIANTS = [
 
 
 def test_dsn_passwords_and_key_variants_are_masked_by_the_server(tmp_path: Path) -> None:
-    keyed = {key: f"v4lue-of-{n}-{key}" for n, key in enumerate(_KEY_VARIANTS)}
+    keyed: dict[str, object] = {key: f"v4lue-of-{n}-{key}" for n, key in enumerate(_KEY_VARIANTS)}
     keyed["credentials_map"] = {"user": "bob", "nested": ["Nested5ecret"]}  # under a secret key
     path = tmp_path / "pineapple.json"
     path.write_bytes(
@@ -237,7 +238,7 @@ def test_dsn_passwords_and_key_variants_are_masked_by_the_server(tmp_path: Path)
             }
         )
     )
-    with Serve(path) as server, httpx.Client(base_url=server.wait_listening(), timeout=10) as c:
+    with Serve(path, "--no-watch") as server, httpx.Client(base_url=server.url, timeout=10) as c:
         dsns = c.get("/resources/dsns").json()["description"]
         keys = c.get("/resources/keys").json()["description"]
     assert "db:3306" in dsns and "api-key" in keys  # the values are shown, masked
@@ -303,13 +304,13 @@ def test_env_value_quoted_by_an_operator_is_masked_in_execute_and_log(tmp_path: 
     path = tmp_path / "pineapple.json"
     path.write_bytes(config({"addr": static_entry("${PINEAPPLE_TEST_ADDR}")}, quote="addr"))
     env = {"PINEAPPLE_TEST_ADDR": secret}
-    with Serve(path, env, "--plugin", PLUGIN) as server:
-        with httpx.Client(base_url=server.wait_listening(), timeout=10) as client:
+    with Serve(path, "--no-watch", "--plugin", PLUGIN, env=cli_env(env)) as server:
+        with httpx.Client(base_url=server.url, timeout=10) as client:
             warned = client.post("/execute/warn", content=BODY)
             failed = client.post("/execute/fail", content=BODY)
         server.stop()
     assert warned.status_code == 200 and "operator warning quotes ***" in warned.text
     assert failed.status_code == 500 and "operator error quotes ***" in failed.text
-    assert "operator log quotes ***" in server.log
-    for text in (warned.text, failed.text, server.log):
+    assert "operator log quotes ***" in server.text()
+    for text in (warned.text, failed.text, server.text()):
         assert secret not in text and "EnvAddr" not in text

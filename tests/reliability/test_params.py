@@ -21,7 +21,7 @@ from pineapple.resource import Manager
 from pineapple.resource._scheduler import Scheduler
 from tests.server.fakes import unified_config
 
-from ._files import Serve, file_config, poll, run_check, write_config
+from ._files import LimitedServe, file_config, poll, run_check, write_config
 
 WAIT = 20.0  # seconds: generous bound for anything below that takes ~1-2 s
 
@@ -47,9 +47,9 @@ def test_check_refuses_an_interval_out_of_range(tmp_path: Path, interval: float)
 @pytest.mark.e2e
 def test_serve_refuses_to_load_a_1e10_interval(tmp_path: Path) -> None:
     config = write_config(tmp_path, file_config("json", _table(tmp_path), interval=1e10))
-    serve = Serve(config)
+    serve = LimitedServe(config)
     try:
-        assert serve.url is None, "served a config whose refresh timer cannot wait"
+        assert not serve.url, "served a config whose refresh timer cannot wait"
         assert serve.wait_exit() == 1
         assert "resource 'table': interval must be" in serve.text()
     finally:
@@ -137,7 +137,7 @@ def test_a_dead_timer_shows_fresh_false_and_readyz_503(tmp_path: Path) -> None:
         "table": {"type": "json_file", "interval": 60, "params": {"path": _table(tmp_path)}},
     }
     config = write_config(tmp_path, unified_config("t", resources=resources))
-    serve = Serve(config, "tests.reliability._params")
+    serve = LimitedServe(config, "tests.reliability._params")
     try:
         assert serve.get("/readyz").status_code == 200, serve.text()
         down = poll("/readyz to answer 503", lambda: serve.get("/readyz").status_code == 503, WAIT)

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from ._reload import Serve, run_cli, valid
+from .._serve import Serve, run_cli
+from ._reload import PLUGIN, valid
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +35,7 @@ HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n"
 def _serve(tmp_path: Path, *args: str) -> Serve:
     config = tmp_path / "pineapple.json"
     config.write_bytes(valid("v0"))
-    return Serve(config, "--no-watch", *args).start()
+    return Serve(config, "--plugin", PLUGIN, "--no-watch", *args)
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ def _status(serve: Serve, path: bytes) -> bytes:
 
 
 def _counter(serve: Serve, kind: str) -> float:
-    with serve.client() as http:
+    with serve.new_client() as http:
         text = http.get("/metrics").text
     found = re.search(
         rf'^pineapple_http_read_timeouts_total{{timeout="{kind}"}} (\S+)$', text, re.M

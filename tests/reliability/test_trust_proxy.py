@@ -25,7 +25,8 @@ from server._admin import (
     parse_trusted_proxies,
 )
 
-from ._reload import Serve, cli_env, run_cli, valid
+from .._serve import Serve, cli_env, run_cli
+from ._reload import PLUGIN, valid
 
 SPOOF = {"X-Forwarded-For": "203.0.113.9"}
 
@@ -41,7 +42,7 @@ def _conn(peer: str | None, forwarded: str | None = None) -> HTTPConnection:
 def _serve(tmp_path: Path, *args: str) -> Serve:
     config = tmp_path / "pineapple.json"
     config.write_bytes(valid("v0"))
-    return Serve(config, *args, env=cli_env(FORWARDED_ALLOW_IPS="*")).start()
+    return Serve(config, "--plugin", PLUGIN, *args, env=cli_env({"FORWARDED_ALLOW_IPS": "*"}))
 
 
 @pytest.mark.e2e
@@ -49,7 +50,7 @@ def _serve(tmp_path: Path, *args: str) -> Serve:
 def test_without_trust_proxy_the_socket_peer_decides(tmp_path: Path) -> None:
     serve = _serve(tmp_path)
     try:
-        with serve.client() as http:
+        with serve.new_client() as http:
             response = http.post("/admin/reload", headers=SPOOF)
             assert response.status_code == 200, response.text  # was 403: 203.0.113.9 believed
             assert response.json()["result"] == "unchanged"
@@ -62,7 +63,7 @@ def test_without_trust_proxy_the_socket_peer_decides(tmp_path: Path) -> None:
 def test_with_trust_proxy_a_trusted_peer_forwards_the_client(tmp_path: Path) -> None:
     serve = _serve(tmp_path, "--trust-proxy", "127.0.0.1/32")
     try:
-        with serve.client() as http:
+        with serve.new_client() as http:
             refused = http.post("/admin/reload", headers=SPOOF)
             assert refused.status_code == 403, refused.text
             assert "loopback" in refused.json()["error"]

@@ -11,10 +11,9 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
-
+from .._serve import Serve
 from .fakes import dump, unified_config
-from .test_e2e import ServeProcess
+from .pod import serve_plugin
 
 __all__ = ["MODES", "WORKERS", "serving"]
 
@@ -24,7 +23,7 @@ WORKERS = {"one process": 1, "--workers 2": 2}
 
 
 @contextlib.contextmanager
-def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[ServeProcess]:
+def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[Serve]:
     """``pineapple serve`` of a one-item config in ``mode``; every process killed at the end."""
     config = tmp_path / "pineapple.json"
     config.write_bytes(dump(unified_config("t")))
@@ -33,14 +32,5 @@ def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[ServeProcess]:
         shm = tmp_path / "shm"
         shm.mkdir()
         extra += ["--workers", str(WORKERS[mode]), "--shared-dir", str(shm)]
-    proc = ServeProcess(config, tmp_path / "closes.log", *extra)
-    children: list[psutil.Process] = []
-    try:  # ServeProcess waited for every worker to listen
-        with contextlib.suppress(psutil.NoSuchProcess):
-            children = psutil.Process(proc.proc.pid).children(recursive=True)
+    with serve_plugin(config, tmp_path / "closes.log", *extra) as proc:  # every worker listens
         yield proc
-    finally:
-        for child in children:  # none may outlive the test (they hold the log pipe)
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        proc.close()

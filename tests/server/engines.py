@@ -16,10 +16,8 @@ from pineapple.engine import (
     Operator,
     OperatorInput,
     OperatorOutput,
-    OperatorSchema,
-    default_operator_registry,
-    register_operator,
 )
+from tests._operators import register_test_operator
 
 from .fakes import GATES
 
@@ -34,17 +32,13 @@ class GateOperator(Operator):
         GATES[self.gate].pass_through()
 
 
-if default_operator_registry().get("test_gate") is None:
-    register_operator(
-        OperatorSchema(
-            name="test_gate",
-            kind="observe",
-            description="Test only: holds a request until its gate opens.",
-            params={"gate": ParamSpec(type="string", required=True)},
-            blocking=True,
-        ),
-        GateOperator,
-    )
+register_test_operator(
+    "test_gate",
+    GateOperator,
+    "holds a request until its gate opens.",
+    params={"gate": ParamSpec(type="string", required=True)},
+    blocking=True,
+)
 
 
 THREADS: list[tuple[str, str]] = []
@@ -59,16 +53,7 @@ def _probe(type_name: str, blocking: bool) -> None:
         def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
             THREADS.append((type_name, threading.current_thread().name))
 
-    if default_operator_registry().get(type_name) is None:
-        register_operator(
-            OperatorSchema(
-                name=type_name,
-                kind="observe",
-                description="Test only: records the thread it runs on.",
-                blocking=blocking,
-            ),
-            Probe,
-        )
+    register_test_operator(type_name, Probe, "records the thread it runs on.", blocking=blocking)
 
 
 _probe("test_probe_inline", blocking=False)

@@ -1,18 +1,15 @@
-"""A real ``pineapple serve`` for the tests that run against both process models.
+"""A real ``pineapple serve`` with the server tests' plugin, and the tests of both process models.
 
-:data:`MODES` are one process and ``--workers 2``; the ``serve`` fixture
-(``conftest.py``) starts a :class:`Server` in each, so a test written once
-expects the same answers from both. Every wait is bounded (``WAIT``).
+:func:`serve_plugin` is :class:`tests._serve.Serve` with ``--plugin
+tests.server.process_plugin``. :data:`MODES` are one process and ``--workers
+2``; the ``serve`` fixture (``conftest.py``) starts a :class:`Server` in each,
+so a test written once expects the same answers from both. Every wait is
+bounded (``WAIT``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,11 +19,11 @@ import httpx
 import orjson
 import psutil
 
-from .._serve import LISTENING, serving_processes, wait_listening
+from .._serve import Serve, cli_env, run_cli
 
 __all__ = [
-    "CLI",
     "MODES",
+    "PLUGIN",
     "WAIT",
     "Server",
     "admin_cli",
@@ -35,28 +32,27 @@ __all__ = [
     "feed_config",
     "fill",
     "pipeline_config",
-    "serve_env",
+    "serve_plugin",
     "wait_until",
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
+PLUGIN = "tests.server.process_plugin"
 WAIT = 30.0  # seconds: the bound of every wait below
-SERVE_ARGS = ("--addr", "127.0.0.1:0", "--no-watch", "--shutdown-delay-seconds", "0")
 
 
-def serve_env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("PINEAPPLE_ADMIN_TOKEN", None)
-    return env
+def serve_plugin(config: Path, close_log: Path, *args: str) -> Serve:
+    """``pineapple serve CONFIG --plugin tests.server.process_plugin ARGS...``, listening;
+    its ``test_items`` values log their closes to ``close_log``."""
+    env = cli_env({"PINEAPPLE_TEST_CLOSE_LOG": str(close_log)})
+    return Serve(config, "--plugin", PLUGIN, *args, env=env)
 
 
 MODES = {"one process": (), "--workers 2": ("--workers", "2")}
 """The process models every test here runs against (``serve``'s params)."""
 
 
-class Server:
-    """``pineapple serve CONFIG`` on a free loopback port; killed by ``close``."""
+class Server(Serve):
+    """``pineapple serve CONFIG --no-watch`` in a process model, with an HTTP client."""
 
     def __init__(
         self,
@@ -65,48 +61,14 @@ class Server:
         mode: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
     ) -> None:
-        self.workers = bool(mode)
+        self.supervised = bool(mode)
         self.config = config
         if mode:  # the store under the test's folder, never the machine's /dev/shm
             shared = config.parent / "shm"
             shared.mkdir(exist_ok=True)
             mode = (*mode, "--shared-dir", str(shared))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CLI, "serve", str(config), *SERVE_ARGS, *mode, *args],
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**serve_env(), **(env or {})},
-            cwd=ROOT,
-        )
-        self.log: list[str] = []
-        self.url = ""
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:  # bounded: the process ends or listens
-            self.log.append(line)
-            found = LISTENING.search(line)
-            if found:
-                self.url = found.group(1)
-                break
-        self._drain = threading.Thread(target=self._read_rest, daemon=True)
-        self._drain.start()
-        if not self.url:
-            self.close()
-            raise AssertionError("serve exited before listening:\n" + "".join(self.log))
-        try:  # every worker serves before the test acts
-            wait_listening(self.log, serving_processes(mode))
-        except BaseException:
-            self.close()
-            raise
+        super().__init__(config, "--no-watch", *mode, *args, env=cli_env(env))
         self.http = httpx.Client(base_url=self.url, timeout=WAIT)
-
-    @property
-    def addr(self) -> str:
-        return self.url.removeprefix("http://")
-
-    def _read_rest(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line)
 
     def logged(self, text: str) -> int:
         """How many log lines contain ``text`` (the log is read by a thread, so a line may
@@ -144,21 +106,8 @@ class Server:
     def admin(self, action: str, name: str = "feed", query: str = "") -> httpx.Response:
         return self.http.post(f"/admin/resources/{name}/{action}{query}")
 
-    def close(self) -> None:
-        workers = children(self.proc.pid)
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(WAIT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        for child in workers:  # no worker may outlive its test (or hold the log pipe)
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        self._drain.join(5)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
+    def close(self, grace: float = WAIT) -> None:
+        super().close(grace)
         if hasattr(self, "http"):
             self.http.close()
 
@@ -219,14 +168,7 @@ def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def admin_cli(server: Server, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", CLI, "admin", *args, "--addr", server.addr],
-        capture_output=True,
-        text=True,
-        env=serve_env(),
-        cwd=ROOT,
-        timeout=WAIT,
-    )
+    return run_cli("admin", *args, "--addr", server.addr, timeout=WAIT)
 
 
 def wait_until(what: str, check: Callable[[], bool]) -> None:

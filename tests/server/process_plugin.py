@@ -26,10 +26,8 @@ from pineapple.engine import (
     Operator,
     OperatorInput,
     OperatorOutput,
-    OperatorSchema,
-    default_operator_registry,
-    register_operator,
 )
+from tests._operators import register_test_operator
 
 from .fakes import file_gate
 
@@ -44,17 +42,13 @@ class FileGateOperator(Operator):
         file_gate(self.folder)
 
 
-if default_operator_registry().get("test_file_gate") is None:
-    register_operator(
-        OperatorSchema(
-            name="test_file_gate",
-            kind="observe",
-            description="Test only: holds a request until a file appears.",
-            params={"folder": ParamSpec(type="string", required=True)},
-            blocking=True,
-        ),
-        FileGateOperator,
-    )
+register_test_operator(
+    "test_file_gate",
+    FileGateOperator,
+    "holds a request until a file appears.",
+    params={"folder": ParamSpec(type="string", required=True)},
+    blocking=True,
+)
 
 _lock = threading.Lock()
 _serials = itertools.count(1)

@@ -8,21 +8,18 @@ set as ``http_proxy`` must see nothing either.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
+from .._serve import cli_env, run_cli
+
 pytestmark = pytest.mark.timeout(120)
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
 TOKEN = "admin-token-5e1f0c"
 
 
@@ -81,17 +78,9 @@ def _reply(status: int, body: bytes = b"{}", **headers: str) -> Callable[..., No
 
 
 def _admin(addr: str, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PYTHONPATH": str(ROOT), "PINEAPPLE_ADMIN_TOKEN": TOKEN, **env}
-    for name in ("no_proxy", "NO_PROXY"):
-        full.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-c", CLI, "admin", "refresh", "feed", "--addr", addr, "--timeout", "10"],
-        capture_output=True,
-        text=True,
-        env=full,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
+    full = cli_env({"PINEAPPLE_ADMIN_TOKEN": TOKEN, **env}, drop=("no_proxy", "NO_PROXY"))
+    return run_cli(
+        "admin", "refresh", "feed", "--addr", addr, "--timeout", "10", env=full, timeout=60
     )
 
 

@@ -5,30 +5,28 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .test_e2e import ROOT, ServeProcess
+from .._serve import ROOT, Serve, run_cli
+from .pod import serve_plugin
 from .test_operator_logs import _config, _items
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
-
 
 @pytest.fixture
-def replicas(tmp_path: Path) -> Iterator[list[ServeProcess]]:
+def replicas(tmp_path: Path) -> Iterator[list[Serve]]:
     (tmp_path / "feed.json").write_text(_items(2))
     config = tmp_path / "pineapple.json"
     config.write_text(json.dumps(_config(str(tmp_path / "feed.json"))))
-    servers: list[ServeProcess] = []
+    servers: list[Serve] = []
     try:
         for n in range(2):
-            servers.append(ServeProcess(config, tmp_path / f"closes{n}.log", "--no-watch"))
+            servers.append(serve_plugin(config, tmp_path / f"closes{n}.log", "--no-watch"))
         yield servers
     finally:
         for server in servers:
@@ -36,21 +34,15 @@ def replicas(tmp_path: Path) -> Iterator[list[ServeProcess]]:
 
 
 def _admin(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", CLI, "admin", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-        timeout=60,
-    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}  # nothing else of ours
+    return run_cli("admin", *args, env=env, timeout=60)
 
 
-def _addr(server: ServeProcess) -> str:
-    return server.url.removeprefix("http://")
+def _addr(server: Serve) -> str:
+    return server.addr
 
 
-def _pinned(server: ServeProcess) -> str:
+def _pinned(server: Serve) -> str:
     status = httpx.get(f"{server.url}/resources/feed", timeout=10).json()["status"]
     return str(next(c for c in status["conditions"] if c["type"] == "Pinned")["status"])
 
@@ -64,7 +56,7 @@ def refused_addr() -> Iterator[str]:
 
 
 def test_one_action_reaches_every_server_and_reports_each(
-    replicas: list[ServeProcess], refused_addr: str
+    replicas: list[Serve], refused_addr: str
 ) -> None:
     a, b = (_addr(s) for s in replicas)
     pinned = _admin("pin", "feed", "--addr", a, "--addr", b)
@@ -89,7 +81,7 @@ def test_one_action_reaches_every_server_and_reports_each(
     assert "2 of 2 servers failed" in refused.stderr
 
 
-def test_one_address_prints_the_bare_answer(replicas: list[ServeProcess]) -> None:
+def test_one_address_prints_the_bare_answer(replicas: list[Serve]) -> None:
     done = _admin("pin", "feed", "--addr", _addr(replicas[0]))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"] == "pinned"

@@ -248,7 +248,7 @@ def test_a_pin_that_lands_while_the_source_is_read_wins_everywhere(
     assert answers[0].json()["result"] == "not_modified"  # the pin won: nothing swapped
     status = server.status_anywhere()
     assert status["version"] == 1 and condition(status, "Pinned")["status"] == "True"
-    if server.workers:  # a worker started now maps what the pod serves, not the dropped read
+    if server.supervised:  # a worker started now maps what the pod serves, not the dropped read
         victim = min(p.pid for p in children(server.proc.pid) if "spawn" in " ".join(p.cmdline()))
         os.kill(victim, signal.SIGKILL)
         wait_until(

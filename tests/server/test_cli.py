@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from .._serve import ROOT, run_cli
 from .fakes import dump, items_resource, unified_config
-
-ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = "tests.server.process_plugin"
-
-
-def pineapple(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = "import sys; from pineapple.cli import main; sys.exit(main())"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
+from .pod import PLUGIN
 
 
 def test_check_accepts_a_valid_config_without_fetching(tmp_path: Path) -> None:
@@ -31,7 +14,7 @@ def test_check_accepts_a_valid_config_without_fetching(tmp_path: Path) -> None:
     # A resource that would fail to fetch: check does not fetch it without --fetch.
     failing = items_resource("feed", "v1", fail=True)
     path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
-    result = pineapple("check", str(path), "--plugin", PLUGIN)
+    result = run_cli("check", str(path), "--plugin", PLUGIN)
     assert result.returncode == 0, result.stderr
     assert "test is successful" in result.stdout
     assert "feed" in result.stdout
@@ -41,7 +24,7 @@ def test_check_fetch_reports_a_failing_resource(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     failing = items_resource("feed", "v1", fail=True)
     path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
-    result = pineapple("check", str(path), "--fetch", "--plugin", PLUGIN)
+    result = run_cli("check", str(path), "--fetch", "--plugin", PLUGIN)
     assert result.returncode == 1
     assert "[start]" in result.stderr and "'feed'" in result.stderr
     assert "test failed" in result.stderr
@@ -51,13 +34,13 @@ def test_check_fetch_reports_a_failing_resource(tmp_path: Path) -> None:
 def test_check_reports_a_missing_dependency(tmp_path: Path) -> None:
     path = tmp_path / "deps.json"
     path.write_bytes(dump(unified_config("v1", recall_from="nowhere")))
-    result = pineapple("check", str(path), "--plugin", PLUGIN)
+    result = run_cli("check", str(path), "--plugin", PLUGIN)
     assert result.returncode == 1
     assert "[deps]" in result.stderr and "nowhere" in result.stderr
 
 
 def test_check_reports_an_unreadable_file(tmp_path: Path) -> None:
-    result = pineapple("check", str(tmp_path / "missing.json"), "--plugin", PLUGIN)
+    result = run_cli("check", str(tmp_path / "missing.json"), "--plugin", PLUGIN)
     assert result.returncode == 1
     assert "[read]" in result.stderr
 
@@ -66,7 +49,7 @@ def test_serve_exits_non_zero_when_the_first_load_fails(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     failing = items_resource("feed", "v1", fail=True)
     path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
-    result = pineapple("serve", str(path), "--addr", "127.0.0.1:0", "--plugin", PLUGIN)
+    result = run_cli("serve", str(path), "--addr", "127.0.0.1:0", "--plugin", PLUGIN)
     assert result.returncode == 1
     assert "not serving" in result.stderr and "feed" in result.stderr
     assert "listening" not in result.stderr
@@ -74,7 +57,7 @@ def test_serve_exits_non_zero_when_the_first_load_fails(tmp_path: Path) -> None:
 
 
 def test_check_the_demo_config() -> None:
-    result = pineapple("check", "configs/demo.json", "--fetch")
+    result = run_cli("check", "configs/demo.json", "--fetch")
     assert result.returncode == 0, result.stderr
     assert "test is successful" in result.stdout
 
@@ -91,7 +74,7 @@ def test_check_reports_every_problem_at_once(tmp_path: Path) -> None:
     }
     path = tmp_path / "bad.json"
     path.write_bytes(dump(config))
-    result = pineapple("check", str(path), "--plugin", PLUGIN)
+    result = run_cli("check", str(path), "--plugin", PLUGIN)
     assert result.returncode == 1
     err = result.stderr
     # The engine and the resources are both checked ...
@@ -108,16 +91,7 @@ def test_check_reports_every_problem_at_once(tmp_path: Path) -> None:
 
 def test_relative_paths_resolve_against_the_config_folder(tmp_path: Path) -> None:
     # From another folder, as a user checking main/configs/demo.json from its parent.
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    code = "import sys; from pineapple.cli import main; sys.exit(main())"
     demo = ROOT / "configs" / "demo.json"
-    result = subprocess.run(
-        [sys.executable, "-c", code, "check", str(demo), "--fetch"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=tmp_path,
-    )
+    result = run_cli("check", str(demo), "--fetch", timeout=60, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "2 resource(s) fetched" in result.stdout

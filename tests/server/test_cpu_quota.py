@@ -11,8 +11,9 @@ import pytest
 from server._cli import add_serve_command
 from server._cpu_quota import CpuQuota, cgroup_quota, usable_cpus
 
+from .._serve import run_cli
 from .fakes import dump, items_resource, unified_config
-from .test_cli import PLUGIN, pineapple
+from .pod import PLUGIN
 
 AFFINITY = len(os.sched_getaffinity(0))
 
@@ -110,7 +111,7 @@ def test_serve_logs_the_auto_decision(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     failing = items_resource("feed", "v1", fail=True)  # exits right after the decision
     path.write_bytes(dump(unified_config("v1", resources={"feed": failing}, recall_from="feed")))
-    result = pineapple(
+    result = run_cli(
         "serve", str(path), "--addr", "127.0.0.1:0", "--plugin", PLUGIN, "--workers", "auto"
     )
     assert result.returncode == 1

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from .._mariadb import running
-from .test_e2e import ServeProcess
+from .._serve import Serve
+from .pod import serve_plugin
 from .test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
@@ -67,14 +68,14 @@ def hanging_server(
     mysql_dsn: str,
     mysql_table: str,
     tmp_path: Path,
-) -> Iterator[tuple[ServeProcess, str]]:
+) -> Iterator[tuple[Serve, str]]:
     marker = f"bdb_{uuid.uuid4().hex[:12]}"
     with mysql_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{mysql_table}` (id BIGINT PRIMARY KEY)")
     config = tmp_path / "pineapple.json"
     config.write_text(json.dumps(_config(mysql_dsn, mysql_table, marker)))
     if request.param == "one process":
-        server = ServeProcess(config, tmp_path / "closes.log")
+        server = serve_plugin(config, tmp_path / "closes.log")
         try:
             yield server, marker
         finally:
@@ -86,7 +87,7 @@ def hanging_server(
 
 @pytest.mark.timeout(120)
 def test_sigterm_during_a_hanging_refresh_kills_its_query(
-    hanging_server: tuple[ServeProcess, str], mysql_conn: Any, mysql_table: str
+    hanging_server: tuple[Serve, str], mysql_conn: Any, mysql_table: str
 ) -> None:
     server, marker = hanging_server
     with mysql_conn.cursor() as cur:

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
+from .._serve import Serve
 from ..resources._mysql_types import COLUMNS, create_types_table, expected_rows
 from ..resources.test_feed_data_size import fill_adversarial
-from .test_e2e import ServeProcess
-from .test_safe_refresh import Server
+from .pod import Server, serve_plugin
 from .test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
@@ -69,12 +69,12 @@ def served_types(
     mysql_dsn: str,
     mysql_table: str,
     tmp_path: Path,
-) -> Iterator[ServeProcess]:
+) -> Iterator[Serve]:
     create_types_table(mysql_conn, mysql_table)
     config = tmp_path / "pineapple.json"
     config.write_text(json.dumps(_config(mysql_dsn, mysql_table)))
     if request.param == "one process":
-        server = ServeProcess(config, tmp_path / "closes.log")
+        server = serve_plugin(config, tmp_path / "closes.log")
         try:
             yield server
         finally:
@@ -86,7 +86,7 @@ def served_types(
 
 @pytest.mark.timeout(180)
 def test_execute_answers_every_column_type_as_its_json_value(
-    served_types: ServeProcess, mysql_conn: Any, mysql_table: str
+    served_types: Serve, mysql_conn: Any, mysql_table: str
 ) -> None:
     want = expected_rows(mysql_conn, mysql_table)
     with httpx.Client(base_url=served_types.url, timeout=30) as http:

@@ -16,8 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from .._serve import Serve
 from ..conformance._fixtures import fixtures_dir
-from .test_e2e import ServeProcess
+from .pod import serve_plugin
 
 GO_ANSWERS: dict[str, tuple[int, bytes]] = {
     "errors/validation_missing_common_field.json": (
@@ -45,16 +46,16 @@ def _fixture(name: str) -> dict[str, object]:
 
 @pytest.fixture(params=["one-process", "two-workers"])
 def serve(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
-    """A function ``(config) -> ServeProcess`` in the parametrised mode (closed at the end)."""
-    started: list[ServeProcess] = []
+    """A function ``(config) -> Serve`` in the parametrised mode (closed at the end)."""
+    started: list[Serve] = []
     args = (
         ("--workers", "2", "--shared-dir", str(tmp_path)) if request.param != "one-process" else ()
     )
 
-    def start(config: object) -> ServeProcess:
+    def start(config: object) -> Serve:
         path = tmp_path / f"config{len(started)}.json"
         path.write_text(json.dumps(config))
-        server = ServeProcess(path, tmp_path / "closes.log", *args)
+        server = serve_plugin(path, tmp_path / "closes.log", *args)
         started.append(server)
         return server
 

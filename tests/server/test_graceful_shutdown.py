@@ -32,9 +32,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from .._serve import Serve
 from ._modes import MODES, serving
 from ._rawhttp import RawConnection
-from .test_e2e import BODY, ServeProcess
+from .test_e2e import BODY
 
 pytestmark = pytest.mark.e2e
 
@@ -135,13 +136,13 @@ def _prober(host: str, port: int, tally: Tally, stop_at: float) -> None:
 
 
 @pytest.fixture(params=MODES)
-def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServeProcess]:
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve]:
     args = ("--shutdown-delay-seconds", str(DELAY), "--drain-seconds", str(DRAIN))
     with serving(request.param, tmp_path, *args) as proc:
         yield proc
 
 
-def test_sigterm_under_keep_alive_load_drops_nothing(server: ServeProcess) -> None:
+def test_sigterm_under_keep_alive_load_drops_nothing(server: Serve) -> None:
     parts = urlsplit(server.url)
     assert parts.hostname is not None and parts.port is not None
     tally = Tally()

@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from .test_e2e import ServeProcess
+from .._serve import Serve
+from .pod import serve_plugin
 from .test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -61,7 +62,7 @@ def _config(feed: str) -> dict[str, Any]:
 class Served:
     """A running server, its data file, and its log read as JSON lines."""
 
-    def __init__(self, server: ServeProcess, feed: Path, secret: str) -> None:
+    def __init__(self, server: Serve, feed: Path, secret: str) -> None:
         self.server = server
         self.feed = feed
         self.secret = secret
@@ -107,11 +108,8 @@ def served(
     config.write_text(json.dumps(_config("${OPS_FEED_DIR}/feed.json")))
     flags = ("--log-format", "json", "--access-log")
     if request.param == 1:
-        server = ServeProcess(config, tmp_path / "closes.log", *flags)
-        try:
+        with serve_plugin(config, tmp_path / "closes.log", *flags) as server:
             yield Served(server, feed, secret)
-        finally:
-            server.close()
     else:
         with serving_two_workers(config, tmp_path, *flags) as (server, _shared):
             yield Served(server, feed, secret)

@@ -13,7 +13,8 @@ import httpx
 import orjson
 import pytest
 
-from .test_e2e import ServeProcess
+from .._serve import Serve
+from .pod import serve_plugin
 
 pytestmark = pytest.mark.e2e
 
@@ -85,10 +86,10 @@ GO_FAMILIES = {
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServeProcess]:
+def server(tmp_path: Path) -> Iterator[Serve]:
     config = tmp_path / "pipeline.json"
     config.write_bytes(orjson.dumps(CONFIG))
-    proc = ServeProcess(config, tmp_path / "closes.log")
+    proc = serve_plugin(config, tmp_path / "closes.log")
     try:
         yield proc
     finally:
@@ -96,7 +97,7 @@ def server(tmp_path: Path) -> Iterator[ServeProcess]:
 
 
 @pytest.fixture
-def redis_server(tmp_path: Path, redis_addr: str) -> Iterator[ServeProcess]:
+def redis_server(tmp_path: Path, redis_addr: str) -> Iterator[Serve]:
     """The same config plus a ``redis_connection`` and a group ``redis`` that reads it."""
     config: dict[str, Any] = orjson.loads(orjson.dumps(CONFIG))
     config["resource_config"] = {
@@ -111,7 +112,7 @@ def redis_server(tmp_path: Path, redis_addr: str) -> Iterator[ServeProcess]:
     config["pipeline_group"]["redis"] = {"pipeline": ["get"]}
     path = tmp_path / "pipeline.json"
     path.write_bytes(orjson.dumps(config))
-    proc = ServeProcess(path, tmp_path / "closes.log")
+    proc = serve_plugin(path, tmp_path / "closes.log")
     try:
         yield proc
     finally:
@@ -123,13 +124,13 @@ def _execute(url: str, common: dict[str, Any]) -> httpx.Response:
     return httpx.post(url + "/execute", content=body, timeout=10)
 
 
-def test_health_answers_like_go(server: ServeProcess) -> None:
+def test_health_answers_like_go(server: Serve) -> None:
     r = httpx.get(server.url + "/health", timeout=10)
     assert (r.status_code, r.json()) == (200, {"status": "ok"})
     assert httpx.get(server.url + "/healthz", timeout=10).status_code == 200
 
 
-def test_trace_only_when_asked(server: ServeProcess) -> None:
+def test_trace_only_when_asked(server: Serve) -> None:
     plain = _execute(server.url, {"_no_size": True})
     assert plain.status_code == 200
     assert b"trace" not in plain.content
@@ -152,7 +153,7 @@ def test_trace_only_when_asked(server: ServeProcess) -> None:
     assert b"trace" not in _execute(server.url, {"_return_trace": "yes"}).content
 
 
-def test_stats_has_go_composite_shape(server: ServeProcess) -> None:
+def test_stats_has_go_composite_shape(server: Serve) -> None:
     for common in ({"_no_size": True}, {"_no_size": None}, {"_no_size": True}):
         assert _execute(server.url, common).status_code == 200
     httpx.get(server.url + "/health", timeout=10)
@@ -183,7 +184,7 @@ def test_stats_has_go_composite_shape(server: ServeProcess) -> None:
     assert body["operator_detail"]["boost"]["borrow_count"] == 3
 
 
-def test_dag_dot_and_mermaid(server: ServeProcess) -> None:
+def test_dag_dot_and_mermaid(server: Serve) -> None:
     dot = httpx.get(server.url + "/dag", timeout=10)
     assert dot.status_code == 200
     assert dot.headers["content-type"].startswith("text/vnd.graphviz")
@@ -203,7 +204,7 @@ def test_dag_dot_and_mermaid(server: ServeProcess) -> None:
 
 
 @pytest.mark.redis
-def test_metrics_has_every_go_family_with_go_labels(redis_server: ServeProcess) -> None:
+def test_metrics_has_every_go_family_with_go_labels(redis_server: Serve) -> None:
     server = redis_server
     for common in ({"_no_size": True}, {"_no_size": None}):
         assert _execute(server.url, common).status_code == 200

@@ -29,9 +29,9 @@ import pytest
 from server.workers._liveness import LIVENESS_TIMEOUT_SECONDS
 from server.workers.supervisor._supervisor import restart_delay
 
-from .._serve import wait_listening
-from .test_e2e import ServeProcess
-from .test_shared_workers import _SEEN, _config, _fill, _recall, _wait_workers, _workers
+from .._serve import LISTENING
+from .pod import serve_plugin
+from .test_shared_workers import _config, _fill, _recall, _wait_workers
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +52,7 @@ class Pod:
         args = ("--no-watch", *MODES[mode])
         if mode != "one process":
             args = (*args, "--shared-dir", str(self.shared))
-        self.server = ServeProcess(self.config_path, tmp_path / "closes.log", *args)
+        self.server = serve_plugin(self.config_path, tmp_path / "closes.log", *args)
         self.processes = 2 if mode != "one process" else 1
 
     @property
@@ -79,10 +79,6 @@ class Pod:
         return outcome
 
     def close(self) -> None:
-        for child in {*_SEEN, *_workers(self.server)}:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        _SEEN.clear()
         self.server.close()
 
 
@@ -212,10 +208,11 @@ def test_a_worker_that_cannot_start_is_restarted_with_backoff_while_the_pod_serv
         for before, after in itertools.pairwise(exits):  # each waited its delay
             assert after[0] - before[0] >= before[2] - 0.01, (before, after)
         assert survivor not in {e[1] for e in exits}
-        assert {p.pid for p in _workers(pod.server)} >= {survivor}
+        assert {p.pid for p in pod.server.workers()} >= {survivor}
         marker.unlink()  # the source is back: the next restart serves
-        wait_listening(pod.server.log, 3, within=restart_delay(6) + DEADLINE)  # 2 + the new one
-        assert len({p.pid for p in _workers(pod.server)}) == 2
+        # Two listened at the start; the third line is the new worker's.
+        pod.server.wait_line(LISTENING, restart_delay(6) + DEADLINE, times=3)
+        assert len({p.pid for p in pod.server.workers()}) == 2
         assert _recall(pod.server) == want
         assert pod.server.proc.poll() is None
     finally:
@@ -287,7 +284,7 @@ def test_a_stopped_worker_is_killed_and_replaced_and_the_store_stays_bounded(
         # A new worker takes its place, and the store shrinks back once no one holds the
         # dropped entries (the sweep runs every 0.5 s).
         end = time.monotonic() + DEADLINE
-        while len(_workers(pod.server)) < 2 or _store_files(pod.shared) > baseline:
+        while len(pod.server.workers()) < 2 or _store_files(pod.shared) > baseline:
             assert time.monotonic() < end, (_store_files(pod.shared), baseline)
             time.sleep(0.1)  # polling another process's state, with a deadline
         assert _recall(pod.server) == _recall(pod.server)

@@ -28,8 +28,9 @@ from typing import Any
 import httpx
 import pytest
 
-from .test_e2e import ROOT, ServeProcess
-from .test_shared_workers import _workers, serving_two_workers
+from .._serve import ROOT, Serve
+from .pod import serve_plugin
+from .test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -85,7 +86,7 @@ class _Source:
 class Pod:
     """One serving ``pineapple serve`` and what a test needs to know of its processes."""
 
-    server: ServeProcess
+    server: Serve
     mode: str
     store: Path | None
     source: _Source
@@ -98,7 +99,7 @@ class Pod:
     def serving_pids(self) -> set[int]:
         if self.mode == "one":
             return {self.server.proc.pid}
-        return {p.pid for p in _workers(self.server)}
+        return {p.pid for p in self.server.workers()}
 
     def processes(self) -> int:
         return 1 if self.mode == "one" else 3  # the supervisor and two workers
@@ -129,11 +130,8 @@ def pod(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pod]:
     config = _config(tmp_path, source)
     try:
         if request.param == "one":
-            server = ServeProcess(config, tmp_path / "closes.log")
-            try:
+            with serve_plugin(config, tmp_path / "closes.log") as server:
                 yield Pod(server, "one", None, source)
-            finally:
-                server.close()
         else:
             with serving_two_workers(config, tmp_path) as (server, shared):
                 pod = Pod(server, "workers", shared, source)

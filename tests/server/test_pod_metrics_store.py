@@ -47,7 +47,7 @@ def test_the_pod_shows_what_one_process_doing_all_the_work_shows(tmp_path: Path)
         want = _samples(alone.render().decode(), prefix)
         assert _samples(pod, prefix) == pytest.approx(want, rel=1e-12), prefix
     rss = [
-        s.labels.get("pid")
+        s.labels["pid"]
         for f in text_string_to_metric_families(pod)
         for s in f.samples
         if s.name == "process_resident_memory_bytes"

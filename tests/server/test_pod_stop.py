@@ -9,16 +9,15 @@ asked for, not a failure.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from .._serve import Serve
 from .fakes import dump, items_resource, unified_config
-from .test_e2e import PLUGIN, ROOT
+from .pod import PLUGIN
 
 pytestmark = pytest.mark.e2e
 
@@ -34,24 +33,21 @@ def test_sigterm_while_the_workers_still_build_exits_0(tmp_path: Path) -> None:
     config.write_bytes(dump(unified_config("t", resources=resources)))
     shm = tmp_path / "shm"
     shm.mkdir()
-    cmd = [sys.executable, "-c", "import sys; from pineapple.cli import main; sys.exit(main())"]
-    cmd += ["serve", str(config), "--addr", "127.0.0.1:0", "--plugin", PLUGIN, "--no-watch"]
-    cmd += ["--workers", "2", "--shared-dir", str(shm), "--shutdown-delay-seconds", "0"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    args = ("--plugin", PLUGIN, "--no-watch", "--workers", "2", "--shared-dir", str(shm))
+    server = Serve(config, *args, wait=False)  # its workers never listen: they hold
     try:
         end = time.monotonic() + WITHIN
         while len(list(tmp_path.glob("go.*"))) < 2:  # both workers hold in their build
-            assert proc.poll() is None and time.monotonic() < end, "the workers never held"
+            assert server.proc.poll() is None and time.monotonic() < end, "the workers never held"
             time.sleep(0.05)  # polling other processes' files, with a deadline
-        workers = psutil.Process(proc.pid).children()
-        proc.send_signal(signal.SIGTERM)
-        _, log = proc.communicate(timeout=WITHIN)
-        assert proc.returncode == 0, log
+        workers = psutil.Process(server.proc.pid).children()
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.wait_exit(WITHIN)
+        log = server.text()
+        assert code == 0, log
         assert "Traceback" not in log, log
         _, alive = psutil.wait_procs(workers, timeout=10)
         assert not alive, alive
     finally:
         gate.touch()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
+        server.close()

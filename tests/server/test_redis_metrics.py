@@ -23,7 +23,7 @@ import orjson
 import pytest
 import redis
 
-from tests.reliability._deadline import PausableProxy, Serve, pipeline_config
+from tests.reliability._deadline import DeadlineServe, PausableProxy, pipeline_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -121,7 +121,7 @@ def test_command_metrics_count_ok_timeout_pool_timeout_and_error(
     proxy.pause()  # from the start: the slow resource's first command never gets a reply
     path = tmp_path / "config.json"
     path.write_bytes(orjson.dumps(_config(redis_addr, proxy.addr, _closed_port(), prefix)))
-    server = Serve(path, "--request-timeout-ms", str(REQUEST_TIMEOUT_MS))
+    server = DeadlineServe(path, "--request-timeout-ms", str(REQUEST_TIMEOUT_MS))
     stuck: list[httpx.Response] = []
     holder = threading.Thread(target=lambda: stuck.append(_post(server.url, "/execute/slow")))
     try:

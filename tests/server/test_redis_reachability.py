@@ -10,8 +10,6 @@ label names); ``ping_at_start: true`` keeps the fail-fast start.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.reliability._deadline import ROOT, Serve, pipeline_config
+from tests._serve import run_cli
+from tests.reliability._deadline import DeadlineServe, pipeline_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -66,7 +65,7 @@ def test_unreachable_redis_starts_degrades_and_is_reported(tmp_path: Path, redis
         },
         "up": {"type": "redis_connection", "params": {"addr": redis_addr, "metrics_name": "cache"}},
     }
-    server = Serve(_write(tmp_path, _config(resources)))
+    server = DeadlineServe(_write(tmp_path, _config(resources)))
     try:
         reply = httpx.post(
             f"{server.url}/execute", content=b'{"common": {"uid": "u1"}}', timeout=10
@@ -103,17 +102,8 @@ def test_ping_at_start_keeps_the_fail_fast_start(tmp_path: Path) -> None:
         }
     }
     config = _write(tmp_path, _config(resources))
-    code = "import sys; from pineapple.cli import main; sys.exit(main())"
-    argv = [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"]
-    proc = subprocess.Popen(
-        [*argv, "--no-watch"], stderr=subprocess.PIPE, text=True, cwd=ROOT, env=None
-    )
-    try:
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    assert proc.returncode != 0
+    done = run_cli("serve", str(config), "--addr", "127.0.0.1:0", "--no-watch", timeout=30)
+    err = done.stderr
+    assert done.returncode != 0
     assert "listening on" not in err
     assert f"cannot reach Redis at {DOWN}" in err

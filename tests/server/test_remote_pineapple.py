@@ -7,8 +7,6 @@ and without it the calling server refuses to start.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.reliability._deadline import ROOT, Serve, pipeline_config
+from tests._serve import run_cli
+from tests.reliability._deadline import DeadlineServe, pipeline_config
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +29,7 @@ def _write(path: Path, config: dict[str, Any]) -> Path:
 
 def _downstream_config() -> dict[str, Any]:
     """Copies the request's ``user`` to ``greeting`` and each item's ``item`` to ``label``."""
-    ops = {
+    ops: dict[str, dict[str, Any]] = {
         "common": {
             "type_name": "transform_copy",
             "direction": "common_to_common",
@@ -80,13 +79,13 @@ def _upstream_config(port: int, **params: Any) -> dict[str, Any]:
 
 
 def test_calls_a_second_server_on_loopback_with_allow_private(tmp_path: Path) -> None:
-    downstream = Serve(_write(tmp_path / "down.json", _downstream_config()))
-    upstream: Serve | None = None
+    downstream = DeadlineServe(_write(tmp_path / "down.json", _downstream_config()))
+    upstream: DeadlineServe | None = None
     try:
         port = urlsplit(downstream.url).port
         assert port is not None
         config = _upstream_config(port, allow_private=True, timeout=5.0)
-        upstream = Serve(_write(tmp_path / "up.json", config))
+        upstream = DeadlineServe(_write(tmp_path / "up.json", config))
         body = {"common": {"uid": "u7"}, "items": [{"id": "a"}, {"id": "b"}]}
         for _ in range(3):  # the pooled connection is reused across requests
             reply = httpx.post(f"{upstream.url}/execute", content=orjson.dumps(body), timeout=10)
@@ -105,13 +104,17 @@ def test_calls_a_second_server_on_loopback_with_allow_private(tmp_path: Path) ->
 def test_the_callers_deadline_bounds_a_slow_downstream(tmp_path: Path) -> None:
     slow = _downstream_config()
     slow["pipeline_config"]["operators"]["cpu"]["iterations"] = 2000  # ~4 ms per item
-    downstream = Serve(_write(tmp_path / "down.json", slow), "--request-timeout-ms", "20000")
-    upstream: Serve | None = None
+    downstream = DeadlineServe(
+        _write(tmp_path / "down.json", slow), "--request-timeout-ms", "20000"
+    )
+    upstream: DeadlineServe | None = None
     try:
         port = urlsplit(downstream.url).port
         assert port is not None
         config = _upstream_config(port, allow_private=True, timeout=30.0)
-        upstream = Serve(_write(tmp_path / "up.json", config), "--request-timeout-ms", "500")
+        upstream = DeadlineServe(
+            _write(tmp_path / "up.json", config), "--request-timeout-ms", "500"
+        )
         items = [{"id": str(i)} for i in range(5000)]  # ~20 s of downstream work
         body = orjson.dumps({"common": {"uid": "u"}, "items": items})
         started = time.monotonic()
@@ -128,16 +131,9 @@ def test_the_callers_deadline_bounds_a_slow_downstream(tmp_path: Path) -> None:
 
 def test_loopback_is_refused_without_allow_private(tmp_path: Path) -> None:
     config = _write(tmp_path / "up.json", _upstream_config(8080))
-    code = "import sys; from pineapple.cli import main; sys.exit(main())"
-    argv = [sys.executable, "-c", code, "serve", str(config), "--addr", "127.0.0.1:0"]
-    proc = subprocess.Popen([*argv, "--no-watch"], stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    assert proc.returncode != 0
+    done = run_cli("serve", str(config), "--addr", "127.0.0.1:0", "--no-watch", timeout=30)
+    err = done.stderr
+    assert done.returncode != 0
     assert "listening on" not in err
     assert "transform_by_remote_pineapple" in err
     assert 'host "127.0.0.1"' in err and "allow_private" in err

@@ -86,7 +86,7 @@ def test_an_emptied_table_is_refused_while_requests_keep_being_served(
     assert status["version"] == 1
     valid = condition(status, "Valid")
     assert valid["status"] == "False" and "max_change_ratio" in valid["message"]
-    if not server.workers:  # the supervisor's refusals are not in a worker's /metrics yet
+    if not server.supervised:  # the supervisor's refusals are not in a worker's /metrics yet
         metrics = server.http.get("/metrics").text
         for check in ("min_rows", "max_change_ratio"):
             family = "pineapple_resource_validation_failures_total"

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .test_e2e import ServeProcess
+from .._serve import Serve
 from .test_shared_workers import (
     _config,
     _fill,
@@ -30,7 +30,7 @@ SLOW_INTERVAL = 600  # only the admin calls of a test refresh the table
 
 
 class Served:
-    def __init__(self, server: ServeProcess, db: Path, config: Path, shared: Path) -> None:
+    def __init__(self, server: Serve, db: Path, config: Path, shared: Path) -> None:
         self.server, self.db, self.config, self.shared = server, db, config, shared
 
     @property

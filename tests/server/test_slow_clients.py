@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
+from .._serve import Serve
 from ._modes import MODES, WORKERS, serving
 from ._rawhttp import RawConnection
-from .test_e2e import ServeProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -41,7 +41,7 @@ LOG_WITHIN = 30.0
 HELD_SECONDS = 3.0  # with no write timeout, the slow reader still holds its connection
 
 
-def _address(server: ServeProcess) -> tuple[str, int]:
+def _address(server: Serve) -> tuple[str, int]:
     parts = urlsplit(server.url)
     assert parts.hostname is not None and parts.port is not None
     return parts.hostname, parts.port
@@ -125,7 +125,7 @@ def _read_slowly(sock: socket.socket, got: bytearray, until: float, done: thread
         done.set()
 
 
-def _cut_lines(server: ServeProcess) -> list[str]:
+def _cut_lines(server: Serve) -> list[str]:
     return [line for line in server.log if "response not written within" in line]
 
 

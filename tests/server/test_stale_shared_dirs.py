@@ -25,8 +25,9 @@ from server.workers.supervisor._stale_dirs import (
     remove_stale_dirs,
 )
 
-from .test_e2e import ServeProcess
-from .test_shared_workers import _config, _fill, _wait_workers, _workers
+from .._serve import Serve
+from .pod import serve_plugin
+from .test_shared_workers import _config, _fill, _wait_workers
 
 DEADLINE = 20.0
 
@@ -144,31 +145,18 @@ def test_a_killed_supervisors_directory_is_removed_by_the_next_one(tmp_path: Pat
     shared = tmp_path / "shm"
     shared.mkdir()
     args = ("--workers", "2", "--shared-dir", str(shared))
-    first = ServeProcess(config, tmp_path / "closes.log", *args)
-    workers: list[psutil.Process] = []
-    try:
+    with serve_plugin(config, tmp_path / "closes.log", *args) as first:  # kills its workers
         _wait_workers(first, 2)
-        workers = _workers(first)
+        workers = first.workers()
         (left,) = shared.iterdir()
         first.proc.kill()  # SIGKILL: no clean-up runs
         first.proc.wait(timeout=DEADLINE)
         psutil.wait_procs(workers, timeout=DEADLINE)  # they exit once their parent is gone
         assert left.exists()
-    finally:
-        for child in workers:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        first.close()
-    second = ServeProcess(config, tmp_path / "closes.log", *args)
-    try:
+    with serve_plugin(config, tmp_path / "closes.log", *args) as second:
         assert not left.exists()  # swept before the new supervisor listens
         assert len(list(shared.iterdir())) == 1
         assert any(f"removed {left}" in line for line in second.log)
-    finally:
-        for child in _workers(second):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                child.kill()
-        second.close()
 
 
 @pytest.mark.e2e
@@ -181,8 +169,8 @@ def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path
     shared = tmp_path / "shm"
     shared.mkdir()
     args = ("--workers", "2", "--shared-dir", str(shared), "--no-watch")
-    first = ServeProcess(config, tmp_path / "closes.log", *args)
-    second: ServeProcess | None = None
+    first = serve_plugin(config, tmp_path / "closes.log", *args)
+    second: Serve | None = None
     try:
         first_pids = _wait_workers(first, 2)
         (first_store,) = shared.iterdir()
@@ -194,7 +182,7 @@ def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path
             owner.truncate()
         # A directory whose text names a live pid here, but whose lock nobody holds.
         orphan = _dir(shared, "pineapple-orphan", f"1 12345 {LOCK_MARK}\n")
-        second = ServeProcess(config, tmp_path / "closes.log", *args)
+        second = serve_plugin(config, tmp_path / "closes.log", *args)
         _wait_workers(second, 2)
         assert first_store.exists() and (first_store / "control.sock").exists()
         assert not orphan.exists()
@@ -207,7 +195,7 @@ def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path
         assert reload.status_code == 200 and reload.json()["result"] == "unchanged"
         os.kill(min(first_pids), signal.SIGKILL)
         end = time.monotonic() + DEADLINE
-        while min(first_pids) in {p.pid for p in _workers(first)} or len(_workers(first)) < 2:
+        while min(first_pids) in {p.pid for p in first.workers()} or len(first.workers()) < 2:
             assert time.monotonic() < end, "".join(first.log)
             time.sleep(0.05)  # polling another process's state, with a deadline
         body = {"common": {"cat": "c1"}, "items": []}
@@ -217,7 +205,4 @@ def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path
         assert first.proc.poll() is None and second.proc.poll() is None
     finally:
         for server in [first] if second is None else [first, second]:
-            for child in _workers(server):
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    child.kill()
             server.close()
