@@ -218,23 +218,40 @@ def apply_output(
 
 
 def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, Any]]:
+    """The items whose index is not in ``removed`` (a set of indices into ``items``).
+
+    Compiled, the indices are unboxed once each: their range in one pass, a
+    keep-mask in another (a set lookup per item would box every index).
+    """
     n = len(items)
-    if len(removed) > PIECE:
-        ends = [(min(part), max(part)) for part in batches(removed)]
-        lo, hi = min(end[0] for end in ends), max(end[1] for end in ends)
-    else:
-        lo, hi = min(removed), max(removed)
+    lo, hi = _index_range(removed)
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
     if hi == n - 1 and hi - lo + 1 == len(removed):  # a tail: truncation
         return items[:lo]
+    keep = [True] * n
+    for part in batches(removed) if len(removed) > PIECE else (removed,):
+        for j in part:  # bounded: len(removed) indices, PIECE a piece
+            keep[j] = False
     kept: list[dict[str, Any]] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
         for i in range(a, b):
-            if i not in removed:
+            if keep[i]:
                 kept.append(items[i])
     return kept
+
+
+def _index_range(indices: set[int]) -> tuple[int, int]:
+    """``(min(indices), max(indices))`` of a non-empty set, piece by piece past ``PIECE``."""
+    lo = hi = next(iter(indices))
+    for part in batches(indices) if len(indices) > PIECE else (indices,):
+        for j in part:  # bounded: len(indices) indices, PIECE a piece
+            if j < lo:
+                lo = j
+            if j > hi:
+                hi = j
+    return lo, hi
 
 
 def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, Any]]:
