@@ -96,7 +96,7 @@ class TransformNormalize(Operator):
             if fspan == 0:
                 out.set_column(self.dst, [0.0] * len(vals))
             else:
-                out.set_column(self.dst, _scaled_floats(vals, flo, fspan))
+                out.set_column(self.dst, _scaled(vals, flo, fspan, floats=True))
             return
         numbers("transform_normalize", self.src, vals)
         lo, hi = min(vals), max(vals)
@@ -107,27 +107,23 @@ class TransformNormalize(Operator):
             out.set_column(self.dst, _scaled(vals, lo, span))
 
 
-def _scaled(vals: list[Any], lo: Any, span: float) -> list[float]:
-    """``(v - lo) / span`` of every value, piece by piece past ``PIECE`` (compiled: a C loop)."""
+def _scaled(vals: list[Any], lo: Any, span: float, floats: bool = False) -> list[Any]:
+    """``(v - lo) / span`` of every value, piece by piece past ``PIECE`` (the GIL may pass
+    between two); ``floats``: every value and ``lo`` are floats (compiled: native arithmetic)."""
     n = len(vals)
     if n <= PIECE:
-        return [(v - lo) / span for v in vals]
-    col: list[float] = []
-    for a, b in spans(n):  # bounded: n / PIECE pieces; the GIL may pass between two
-        col += [(vals[i] - lo) / span for i in range(a, b)]
-    return col
-
-
-def _scaled_floats(vals: list[Any], lo: float, span: float) -> list[Any]:
-    """:func:`_scaled` of values that are all floats (compiled: unboxed once each)."""
-    floats = cast(list[float], vals)
-    n = len(floats)
-    if n <= PIECE:
-        return [(v - lo) / span for v in floats]
+        return _scaled_piece(vals, lo, span, floats)
     col: list[Any] = []
-    for a, b in spans(n):  # bounded: n / PIECE pieces; the GIL may pass between two
-        col += [(floats[i] - lo) / span for i in range(a, b)]
+    for a, b in spans(n):  # bounded: n / PIECE pieces
+        col += _scaled_piece(vals[a:b], lo, span, floats)
     return col
+
+
+def _scaled_piece(vals: list[Any], lo: Any, span: float, floats: bool) -> list[Any]:
+    if floats:
+        flo: float = lo
+        return [(v - flo) / span for v in cast(list[float], vals)]
+    return [(v - lo) / span for v in vals]
 
 
 register_operator(SCHEMA, TransformNormalize)
