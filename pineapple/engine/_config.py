@@ -7,6 +7,7 @@ here runs on the request path. Messages follow the public Pine engines
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +163,11 @@ def _shape_error(where: str, exc: pydantic.ValidationError) -> ConfigError:
     return config_error(f"{where}: {'; '.join(parts)}")
 
 
+def _names(fields: list[str]) -> tuple[str, ...]:
+    """Field names, interned: a row key that is the same object is found without comparing text."""
+    return tuple(map(sys.intern, fields))
+
+
 def _operator(name: str, raw: Any) -> OperatorConfig:
     if not isinstance(raw, Mapping):
         raise config_error(f"operator {name!r}: must be a JSON object")
@@ -176,12 +182,12 @@ def _operator(name: str, raw: Any) -> OperatorConfig:
         name=name,
         type_name=model.type_name,
         params={k: v for k, v in raw.items() if k not in RESERVED_KEYS},
-        common_input=tuple(meta.common_input),
-        common_input_skip=tuple(meta.common_input_skip),
-        common_input_template=tuple(meta.common_input_template),
-        common_output=tuple(meta.common_output),
-        item_input=tuple(meta.item_input),
-        item_output=tuple(meta.item_output),
+        common_input=_names(meta.common_input),
+        common_input_skip=_names(meta.common_input_skip),
+        common_input_template=_names(meta.common_input_template),
+        common_output=_names(meta.common_output),
+        item_input=_names(meta.item_input),
+        item_output=_names(meta.item_output),
         skip=skips,
         recall=model.recall,
         sources=tuple(model.sources),

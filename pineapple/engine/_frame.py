@@ -14,11 +14,11 @@ holds the GIL for more than one piece.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ._io import OperatorInput, OperatorOutput
-from ._pieces import PIECE, batches, pieces, spans
+from ._pieces import PIECE, batches, spans
 from ._step import Step
 from ._template import resolve_templates
 
@@ -123,26 +123,20 @@ def _bad_float(v: Any) -> bool:
     return type(v) is float and not _isfinite(v)
 
 
-def _first_bad(values: Sequence[Any]) -> int:
-    """Index of the first NaN/Inf in ``values``, or -1."""
-    if len(values) > PIECE:
-        bad = (_first_bad(part) for part in pieces(values))
-        for start, i in enumerate(bad):  # bounded: len(values) / PIECE pieces
-            if i >= 0:
-                return start * PIECE + i
-        return -1
-    types = set(map(type, values))
-    if float not in types:
-        return -1
-    if types <= {float, int}:
-        try:
-            if _isfinite(math.fsum(values)):
-                return -1
-        except OverflowError:
-            pass
-    for i, v in enumerate(values):
-        if type(v) is float and not _isfinite(v):
-            return i
+def _first_bad(values: list[Any]) -> int:
+    """Index of the first NaN/Inf float in ``values``, or -1.
+
+    A plain loop: compiled, a type test and a native comparison per value
+    (the float is unboxed once); past :data:`PIECE` values, piece by piece.
+    """
+    n = len(values)
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for i in range(a, b):
+            v = values[i]
+            if type(v) is float:
+                f: float = v
+                if f - f != 0.0:  # inf - inf and nan - nan are nan; every finite f gives 0
+                    return i
     return -1
 
 
@@ -224,23 +218,40 @@ def apply_output(
 
 
 def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, Any]]:
+    """The items whose index is not in ``removed`` (a set of indices into ``items``).
+
+    Compiled, the indices are unboxed once each: their range in one pass, a
+    keep-mask in another (a set lookup per item would box every index).
+    """
     n = len(items)
-    if len(removed) > PIECE:
-        ends = [(min(part), max(part)) for part in batches(removed)]
-        lo, hi = min(end[0] for end in ends), max(end[1] for end in ends)
-    else:
-        lo, hi = min(removed), max(removed)
+    lo, hi = _index_range(removed)
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
     if hi == n - 1 and hi - lo + 1 == len(removed):  # a tail: truncation
         return items[:lo]
+    keep = [True] * n
+    for part in batches(removed) if len(removed) > PIECE else (removed,):
+        for j in part:  # bounded: len(removed) indices, PIECE a piece
+            keep[j] = False
     kept: list[dict[str, Any]] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
         for i in range(a, b):
-            if i not in removed:
+            if keep[i]:
                 kept.append(items[i])
     return kept
+
+
+def _index_range(indices: set[int]) -> tuple[int, int]:
+    """``(min(indices), max(indices))`` of a non-empty set, piece by piece past ``PIECE``."""
+    lo = hi = next(iter(indices))
+    for part in batches(indices) if len(indices) > PIECE else (indices,):
+        for j in part:  # bounded: len(indices) indices, PIECE a piece
+            if j < lo:
+                lo = j
+            if j > hi:
+                hi = j
+    return lo, hi
 
 
 def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, Any]]:
@@ -249,31 +260,28 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
         raise FrameError(f"SetItemOrder length {len(order)} does not match item count {n}")
     if n == 0:
         return items
+    # One pass: a permutation of range(n) has n distinct in-range indices
+    # (``seen`` marks the taken ones); the first that is not stops it.
+    reordered: list[dict[str, Any]] = []
+    seen = [False] * n
+    valid = True
     try:
-        # A permutation of range(n) has n distinct in-range indices; the
-        # subscripts check the range (negative ones are caught below).
-        reordered: list[dict[str, Any]] = []
         for a, b in spans(n) if n > PIECE else ((0, n),):
             for k in range(a, b):
-                reordered.append(items[order[k]])
-        valid = _in_range_and_distinct(order, n)
-    except (IndexError, TypeError):
+                j = order[k]
+                if j < 0 or j >= n or seen[j]:
+                    valid = False
+                    break
+                seen[j] = True
+                reordered.append(items[j])
+            if not valid:
+                break
+    except TypeError:  # a non-integer index
         valid = False
     if not valid:
         _check_permutation(order, n)
+        raise FrameError(f"SetItemOrder is not a permutation of [0, {n})")
     return reordered
-
-
-def _in_range_and_distinct(order: list[int], n: int) -> bool:
-    """No index below 0 and ``n`` distinct ones (with ``len(order) == n``: a permutation)."""
-    if n <= PIECE:
-        return min(order) >= 0 and len(set(order)) == n
-    seen: set[int] = set()
-    for part in pieces(order):  # bounded: n / PIECE pieces
-        if min(part) < 0:
-            return False
-        seen.update(part)
-    return len(seen) == n
 
 
 def _check_permutation(order: list[int], n: int) -> None:

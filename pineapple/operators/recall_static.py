@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from .._context import Context
@@ -27,6 +28,11 @@ SCHEMA = OperatorSchema(
 )
 
 
+def _interned(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its string keys interned (same keys, order and values)."""
+    return {sys.intern(k) if type(k) is str else k: v for k, v in row.items()}
+
+
 def _finite(row: dict[str, Any]) -> bool:
     return all(type(v) is not float or math.isfinite(v) for v in row.values())
 
@@ -47,7 +53,8 @@ class RecallStatic(Operator):
                 raise ValueError(
                     f"recall_static: items[{i}] must be an object, got {go_type_name(row)}"
                 )
-        self.items: list[dict[str, Any]] = raw
+        # Interned keys: the engine looks fields up by its interned names (``_config``).
+        self.items: list[dict[str, Any]] = [_interned(row) for row in raw]
         self.checked = all(_finite(row) for row in raw)
         self.fields: frozenset[str] = (
             frozenset(raw[0]).intersection(*raw[1:]) if raw else frozenset()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from .._context import Context
 from .._params import ParamSpec
@@ -12,7 +12,6 @@ from ..engine import (
     OperatorInput,
     OperatorOutput,
     OperatorSchema,
-    pieces,
     register_operator,
 )
 from ..engine._gofmt import go_type_name
@@ -31,19 +30,43 @@ SCHEMA = OperatorSchema(
 
 
 def numbers(op: str, field: str, values: list[Any]) -> list[Any]:
-    """``values`` when every one is an int or float (bools are not numbers); else raises."""
-    if len(values) <= PIECE:
-        kinds = set(map(type, values))
-    else:
-        kinds = set()
-        for part in pieces(values):  # bounded: len(values) / PIECE pieces
-            kinds.update(map(type, part))
-    if kinds <= {float, int}:
-        return values
-    for i, v in enumerate(values):
-        if type(v) is not float and type(v) is not int:
-            raise TypeError(f"{op}: item[{i}].{field}: cannot convert {go_type_name(v)} to float64")
+    """``values`` when every one is an int or float (bools are not numbers); else raises.
+
+    A plain loop (compiled: one type test per value), piece by piece past ``PIECE``.
+    """
+    n = len(values)
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for i in range(a, b):
+            v = values[i]
+            if type(v) is not float and type(v) is not int:
+                raise TypeError(
+                    f"{op}: item[{i}].{field}: cannot convert {go_type_name(v)} to float64"
+                )
     return values
+
+
+def float_range(values: list[Any]) -> tuple[float, float] | None:
+    """``(min(values), max(values))`` when every value is a float (else None), in one pass.
+
+    The same choice as ``min``/``max`` (the first of equal values wins, a NaN
+    is never below or above another value): compiled, native comparisons.
+    """
+    n = len(values)
+    if n == 0 or type(values[0]) is not float:
+        return None
+    lo: float = values[0]
+    hi = lo
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for i in range(a, b):
+            v = values[i]
+            if type(v) is not float:
+                return None
+            f: float = v
+            if f < lo:
+                lo = f
+            if f > hi:
+                hi = f
+    return lo, hi
 
 
 class TransformNormalize(Operator):
@@ -65,7 +88,17 @@ class TransformNormalize(Operator):
         for field, kind in ((self.src, "item_input"), (self.dst, "item_output")):
             if not field:
                 raise ValueError(f"transform_normalize: $metadata.{kind} needs one field")
-        vals = numbers("transform_normalize", self.src, inp.column(self.src))
+        vals = inp.column(self.src)
+        floats = float_range(vals)
+        if floats is not None:  # the usual case: native arithmetic when compiled
+            flo, fhi = floats
+            fspan = fhi - flo
+            if fspan == 0:
+                out.set_column(self.dst, [0.0] * len(vals))
+            else:
+                out.set_column(self.dst, _scaled(vals, flo, fspan, floats=True))
+            return
+        numbers("transform_normalize", self.src, vals)
         lo, hi = min(vals), max(vals)
         span = float(hi - lo)
         if span == 0:
@@ -74,15 +107,23 @@ class TransformNormalize(Operator):
             out.set_column(self.dst, _scaled(vals, lo, span))
 
 
-def _scaled(vals: list[Any], lo: Any, span: float) -> list[float]:
-    """``(v - lo) / span`` of every value, piece by piece past ``PIECE`` (compiled: a C loop)."""
+def _scaled(vals: list[Any], lo: Any, span: float, floats: bool = False) -> list[Any]:
+    """``(v - lo) / span`` of every value, piece by piece past ``PIECE`` (the GIL may pass
+    between two); ``floats``: every value and ``lo`` are floats (compiled: native arithmetic)."""
     n = len(vals)
     if n <= PIECE:
-        return [(v - lo) / span for v in vals]
-    col: list[float] = []
-    for a, b in spans(n):  # bounded: n / PIECE pieces; the GIL may pass between two
-        col += [(vals[i] - lo) / span for i in range(a, b)]
+        return _scaled_piece(vals, lo, span, floats)
+    col: list[Any] = []
+    for a, b in spans(n):  # bounded: n / PIECE pieces
+        col += _scaled_piece(vals[a:b], lo, span, floats)
     return col
+
+
+def _scaled_piece(vals: list[Any], lo: Any, span: float, floats: bool) -> list[Any]:
+    if floats:
+        flo: float = lo
+        return [(v - flo) / span for v in cast(list[float], vals)]
+    return [(v - lo) / span for v in vals]
 
 
 register_operator(SCHEMA, TransformNormalize)
