@@ -154,7 +154,8 @@ def mapped_borrow() -> list[Result]:
     table = build_feed_table(["id", "cat", "score"], [rows], "id", ["cat"])
     with tempfile.TemporaryDirectory() as tmp:
         store = SharedStore.create(Path(tmp))
-        PublishingFetcher(lambda: table, store, "feed_data-b", FEED_CODEC)()
+        publisher = PublishingFetcher(lambda: table, store, "feed_data-b", FEED_CODEC)
+        publisher.commit(publisher())  # staged, then named in the manifest
         rm = _manager(MappedFetcher(store, "feed_data-b", FEED_CODEC))
         try:
             t = interleaved_stmts(
