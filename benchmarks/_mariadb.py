@@ -21,7 +21,9 @@ __all__ = [
     "dsn",
     "feed_params",
     "feed_table",
+    "rows_read",
     "unreachable",
+    "userstat_on",
 ]
 
 MYSQL: dict[str, Any] = {
@@ -101,3 +103,32 @@ def feed_table(rows: int, tag: str = "") -> Iterator[str]:
         with conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS `{name}`")
         conn.close()
+
+
+@contextmanager
+def userstat_on(conn: Any) -> Iterator[None]:
+    """MariaDB's ``userstat`` on while the block runs (the global setting restored after):
+    ``information_schema.TABLE_STATISTICS`` counts the rows read per table."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@global.userstat")
+        row = cur.fetchone()
+        before = int(row[0]) if row else 0
+        cur.execute("SET GLOBAL userstat = 1")
+    try:
+        yield
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(f"SET GLOBAL userstat = {before}")
+
+
+def rows_read(conn: Any, table: str) -> int:
+    """MariaDB's own count of the rows read from ``table`` (of the connection's database)
+    while ``userstat`` was on: ``ROWS_READ / rows`` is the number of full reads."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT ROWS_READ FROM information_schema.TABLE_STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            (table,),
+        )
+        row = cur.fetchone()
+    return int(row[0]) if row else 0

@@ -35,7 +35,7 @@ import orjson
 import psutil
 
 from ._configs import feed_config
-from ._mariadb import connect, feed_table, unreachable
+from ._mariadb import connect, feed_table, rows_read, unreachable, userstat_on
 from ._measure import Result, invalid_closed_loop, median
 from ._procs import free_port, load, post, serve_pineapple
 from ._proctree import cpu_seconds
@@ -134,36 +134,15 @@ def worker_throughput(rounds: int = 4, seconds: float = 4.0) -> list[Result]:
 @contextlib.contextmanager
 def _table_statistics() -> Iterator[Any]:
     """A connection with ``userstat`` on (restored on exit)."""
-    conn = connect()
-    with conn.cursor() as cur:
-        cur.execute("SELECT @@global.userstat")
-        row = cur.fetchone()
-        before = int(row[0]) if row else 0
-        cur.execute("SET GLOBAL userstat = 1")
-    try:
+    with contextlib.closing(connect()) as conn, userstat_on(conn):
         yield conn
-    finally:
-        with conn.cursor() as cur:
-            cur.execute(f"SET GLOBAL userstat = {before}")
-        conn.close()
-
-
-def _rows_read(conn: Any, table: str) -> int:
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT ROWS_READ FROM information_schema.TABLE_STATISTICS "
-            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
-            (table,),
-        )
-        row = cur.fetchone()
-    return int(row[0]) if row else 0
 
 
 def _settled(conn: Any, table: str, since: int, rows: int) -> float:
     """Full reads since ``since`` after SETTLE_SECONDS (by then every worker has
     started or refreshed, so a worker reading on its own would have been counted)."""
     time.sleep(SETTLE_SECONDS)
-    return (_rows_read(conn, table) - since) / rows
+    return (rows_read(conn, table) - since) / rows
 
 
 def _result(answer: bytes) -> Any:
@@ -192,7 +171,7 @@ def _reload_reads(
         extra = ["--workers", str(workers), "--shared-dir", str(folder)]
         with serve_pineapple(config, port, extra, timeout=300):
             time.sleep(SETTLE_SECONDS)  # the start and its one read are over
-            base = _rows_read(conn, table)
+            base = rows_read(conn, table)
             data["pipeline_config"]["operators"]["keep_top"]["top_n"] = 21  # the feed is kept
             config.write_bytes(orjson.dumps(data))
             reload_status, reloaded = post(port, "/admin/reload")
@@ -227,11 +206,11 @@ def database_reads(workers: int = 4) -> list[Result]:
     ):
         config = Path(d) / "config.json"
         config.write_bytes(orjson.dumps(feed_config(table)))
-        base = _rows_read(conn, table)
+        base = rows_read(conn, table)
         extra = ["--workers", str(workers), "--shared-dir", d]
         with serve_pineapple(config, port, extra, timeout=300):
             at_start = _settled(conn, table, base, READ_ROWS)
-            base = _rows_read(conn, table)
+            base = rows_read(conn, table)
             status, answer = post(port, "/admin/resources/feed/refresh?force=1")
             refreshed = _settled(conn, table, base, READ_ROWS)
         reload_reads, reload_said, reload_invalid = _reload_reads(conn, table, workers, Path(d))

@@ -16,6 +16,8 @@ import pytest
 
 from pineapple import DeadlineExceededError
 from pineapple.operators._lua import LuaBackend, LuaScriptError, LuaState, available_backends
+from pineapple.operators._lua._sandbox import MAX_MEMORY
+from pineapple.operators._lua._state import DEFAULT_LOAD_TIMEOUT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -96,9 +98,16 @@ def test_a_memory_error_calls_no_handler_as_in_lua51() -> None:
     assert sandboxed.execute(chunk) == raw.execute(chunk) == (False, "not enough memory", False)
 
 
-def _state(script: str) -> LuaState:
+def _state(
+    script: str,
+    operator: str = "guarded",
+    *,
+    max_memory: int = MAX_MEMORY,
+    load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+) -> LuaState:
+    """A state of ``script``'s common-mode ``f`` (one output) on Lua 5.1."""
     return LuaState(
-        operator="guarded",
+        operator=operator,
         script=script,
         function="f",
         item_mode=False,
@@ -106,6 +115,8 @@ def _state(script: str) -> LuaState:
         item_fields=(),
         outputs=1,
         backend=_lua51(),
+        max_memory=max_memory,
+        load_timeout=load_timeout,
     )
 
 
@@ -176,33 +187,13 @@ TOP_LEVELS = {
 def test_an_endless_top_level_does_not_load(script: str, needle: str) -> None:
     started = time.monotonic()
     with pytest.raises(LuaScriptError, match='failed to load script of operator "top"') as info:
-        LuaState(
-            operator="top",
-            script=script,
-            function="f",
-            item_mode=False,
-            common_fields=(),
-            item_fields=(),
-            outputs=1,
-            backend=_lua51(),
-            max_memory=32 << 20,
-            load_timeout=0.3,
-        )
+        _state(script, "top", max_memory=32 << 20, load_timeout=0.3)
     assert time.monotonic() - started < 3.0
     assert needle in str(info.value)
 
 
 @needs_lua51
 def test_a_top_level_that_ends_in_time_loads() -> None:
-    state = LuaState(
-        operator="top",
-        script="local x = 0 for i = 1, 1e5 do x = x + i end\nfunction f() return x end",
-        function="f",
-        item_mode=False,
-        common_fields=(),
-        item_fields=(),
-        outputs=1,
-        backend=_lua51(),
-        load_timeout=5.0,
-    )
+    script = "local x = 0 for i = 1, 1e5 do x = x + i end\nfunction f() return x end"
+    state = _state(script, "top", load_timeout=5.0)
     assert state.call_common(0, [], [], time.monotonic() + 5.0) == [5000050000]

@@ -30,10 +30,13 @@ def types_table(mysql_conn: Conn, mysql_table: str) -> str:
     return mysql_table
 
 
-def _load(dsn: str, table: str, loader: str) -> resources.FeedTable:
-    fetcher = resources.FeedDataFetcher(
-        {"mysql_dsn": dsn, "table": table, "loader": loader, "index_columns": ["c_enum"]}
-    )
+def _load(
+    dsn: str, table: str, loader: str, index_columns: tuple[str, ...] = ("c_enum",)
+) -> resources.FeedTable:
+    params: dict[str, object] = {"mysql_dsn": dsn, "table": table, "loader": loader}
+    if index_columns:
+        params["index_columns"] = list(index_columns)
+    fetcher = resources.FeedDataFetcher(params)
     try:
         value = fetcher()
     finally:
@@ -85,17 +88,7 @@ def test_a_zero_date_anywhere_in_a_column_is_null(
         )
         cur.execute(f"INSERT INTO `{mysql_table}` VALUES (5000, '0000-00-00', 0)")
     for loader in ("process", "thread"):
-        table = _load_plain(mysql_dsn, mysql_table, loader)
+        table = _load(mysql_dsn, mysql_table, loader, index_columns=())
         assert table.column("d")[4999] == "2026-01-02"
         assert table.column("t")[4999] == "2026-01-02T03:04:05"
         assert (table.column("d")[5000], table.column("t")[5000]) == (None, None)
-
-
-def _load_plain(dsn: str, table: str, loader: str) -> resources.FeedTable:
-    fetcher = resources.FeedDataFetcher({"mysql_dsn": dsn, "table": table, "loader": loader})
-    try:
-        value = fetcher()
-    finally:
-        fetcher.close()
-    assert isinstance(value, resources.FeedTable)
-    return value

@@ -6,17 +6,18 @@ processes and real MariaDB. Reads of what is served after an action wait for it
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pymysql
 import pytest
+
+from benchmarks._mariadb import rows_read, userstat_on
 
 from .pod import (
     WAIT,
@@ -67,32 +68,6 @@ def test_a_broken_source_shows_in_every_status_and_the_admin_answer_matches(
             cur.execute(f"DROP TABLE IF EXISTS `{gone}`")
 
 
-@contextlib.contextmanager
-def _table_statistics(conn: Any) -> Iterator[Callable[[str], int]]:
-    """``rows_read(table)``: MariaDB's own count of the rows read from ``table``
-    (``information_schema.TABLE_STATISTICS``, on while the block runs)."""
-    with conn.cursor() as cur:
-        cur.execute("SELECT @@userstat")
-        (was,) = cur.fetchone()
-        cur.execute("SET GLOBAL userstat = 1")
-
-    def rows_read(table: str) -> int:
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT ROWS_READ FROM information_schema.TABLE_STATISTICS "
-                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
-                (table,),
-            )
-            row = cur.fetchone()
-        return 0 if row is None else int(row[0])
-
-    try:
-        yield rows_read
-    finally:
-        with conn.cursor() as cur:
-            cur.execute(f"SET GLOBAL userstat = {int(was)}")
-
-
 @pytest.mark.xdist_group("userstat")  # it turns a global MariaDB setting on and back
 def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
     serve: Callable[..., Server], mysql_conn: Any, mysql_dsn: str, mysql_table: str
@@ -105,22 +80,32 @@ def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
     config = feed_config(mysql_dsn, mysql_table, interval=600)
     config["resource_config"]["feed"]["params"]["version_query"] = f"SELECT v FROM `{version}`"
     try:
-        with _table_statistics(mysql_conn) as rows_read:
-            before = rows_read(mysql_table)
+        with userstat_on(mysql_conn):
+            before = rows_read(mysql_conn, mysql_table)
             server = serve(config)
-            assert rows_read(mysql_table) - before == 10  # one full read, whatever the mode
+            assert (
+                rows_read(mysql_conn, mysql_table) - before == 10
+            )  # one full read, whatever the mode
             config["pipeline_config"]["operators"]["recall"]["max_size"] = 99_999
             reloaded = server.reload(config)  # the feed entry is unchanged
             assert reloaded.json()["result"] == "ok", reloaded.text
             assert server.admin("refresh").json()["result"] == "not_modified"
-            assert rows_read(mysql_table) - before == 10  # the reload read none of it
+            assert rows_read(mysql_conn, mysql_table) - before == 10  # the reload read none of it
             with mysql_conn.cursor() as cur:
                 cur.execute(f"UPDATE `{version}` SET v = 2")
             assert server.admin("refresh").json()["result"] == "swapped"
-            assert rows_read(mysql_table) - before == 20  # a new version: one read
+            assert rows_read(mysql_conn, mysql_table) - before == 20  # a new version: one read
     finally:
         with mysql_conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS `{version}`")
+
+
+def _one_row_feed(tmp_path: Path) -> dict[str, Any]:
+    """A config whose recall serves the one row of the ``json_file`` resource ``feed``."""
+    feed = tmp_path / "feed.json"
+    feed.write_text('[{"id": 1, "score": 1.0}]')
+    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
+    return pipeline_config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
 
 
 def _pins_logged(server: Server) -> int:
@@ -130,10 +115,7 @@ def _pins_logged(server: Server) -> int:
 def test_one_pin_for_the_pod_and_a_changed_entry_drops_it(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
-    feed = tmp_path / "feed.json"
-    feed.write_text('[{"id": 1, "score": 1.0}]')
-    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
-    config = pipeline_config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+    config = _one_row_feed(tmp_path)
     server = serve(config)
     assert server.admin("pin").status_code == 200
     second = server.admin("pin")
@@ -173,10 +155,7 @@ def test_a_first_value_refused_at_start_says_that_nothing_serves(
 def test_admin_routes_need_the_token_and_never_show_it(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
-    feed = tmp_path / "feed.json"
-    feed.write_text('[{"id": 1, "score": 1.0}]')
-    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
-    config = pipeline_config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+    config = _one_row_feed(tmp_path)
     token = "s3cret-admin-token"
     server = serve(config, env={"PINEAPPLE_ADMIN_TOKEN": token})
     for path in ("/admin/reload", "/admin/resources/feed/pin"):
@@ -265,10 +244,7 @@ def test_a_pin_that_lands_while_the_source_is_read_wins_everywhere(
 def test_a_bad_reload_is_refused_once_and_the_served_config_stays(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
-    feed = tmp_path / "feed.json"
-    feed.write_text('[{"id": 1, "score": 1.0}]')
-    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
-    config = pipeline_config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+    config = _one_row_feed(tmp_path)
     server = serve(config)
     before = server.http.get("/config").json()
     bad = dict(config, pipeline_config={"operators": {"x": {"type_name": "no_such_operator"}}})

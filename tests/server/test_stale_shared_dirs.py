@@ -136,14 +136,20 @@ def test_a_new_store_sweeps_its_parent_and_marks_itself(tmp_path: Path) -> None:
     assert not store.path.exists() and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.e2e
-def test_a_killed_supervisors_directory_is_removed_by_the_next_one(tmp_path: Path) -> None:
+def _pod_files(tmp_path: Path) -> tuple[Path, Path]:
+    """A config serving a 30-row SQLite feed, and an empty ``--shared-dir``, under ``tmp_path``."""
     db = tmp_path / "feed.db"
     _fill(db, 0, 30)
     config = tmp_path / "pineapple.json"
     config.write_text(json.dumps(_config(db)))
     shared = tmp_path / "shm"
     shared.mkdir()
+    return config, shared
+
+
+@pytest.mark.e2e
+def test_a_killed_supervisors_directory_is_removed_by_the_next_one(tmp_path: Path) -> None:
+    config, shared = _pod_files(tmp_path)
     args = ("--workers", "2", "--shared-dir", str(shared))
     with serve_plugin(config, tmp_path / "closes.log", *args) as first:  # kills its workers
         _wait_workers(first, 2)
@@ -162,12 +168,7 @@ def test_a_killed_supervisors_directory_is_removed_by_the_next_one(tmp_path: Pat
 @pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_two_supervisors_on_one_shared_dir_keep_each_others_store(tmp_path: Path) -> None:
-    db = tmp_path / "feed.db"
-    _fill(db, 0, 30)
-    config = tmp_path / "pineapple.json"
-    config.write_text(json.dumps(_config(db)))
-    shared = tmp_path / "shm"
-    shared.mkdir()
+    config, shared = _pod_files(tmp_path)
     args = ("--workers", "2", "--shared-dir", str(shared), "--no-watch")
     first = serve_plugin(config, tmp_path / "closes.log", *args)
     second: Serve | None = None
