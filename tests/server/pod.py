@@ -70,11 +70,6 @@ class Server(Serve):
         super().__init__(config, "--no-watch", *mode, *args, env=cli_env(env))
         self.http = httpx.Client(base_url=self.url, timeout=WAIT)
 
-    def logged(self, text: str) -> int:
-        """How many log lines contain ``text`` (the log is read by a thread, so a line may
-        follow the HTTP answer that caused it: wait for it with :func:`wait_until`)."""
-        return sum(text in line for line in list(self.log))
-
     def items(self) -> list[dict[str, Any]]:
         response = self.http.post("/execute", content=b'{"common": {}, "items": []}')
         assert response.status_code == 200, response.text

@@ -7,6 +7,7 @@ processes and real MariaDB. Reads of what is served after an action wait for it
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable
@@ -108,8 +109,7 @@ def _one_row_feed(tmp_path: Path) -> dict[str, Any]:
     return pipeline_config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
 
 
-def _pins_logged(server: Server) -> int:
-    return server.logged("json_file/feed: pinned (")
+_PINNED = re.escape("json_file/feed: pinned (")
 
 
 def test_one_pin_for_the_pod_and_a_changed_entry_drops_it(
@@ -122,7 +122,7 @@ def test_one_pin_for_the_pod_and_a_changed_entry_drops_it(
     assert second.status_code == 409, second.text
     assert "'feed' is pinned (pinned by an admin at" in second.json()["error"]
     assert condition(second.json()["resource"], "Pinned")["status"] == "True"
-    wait_until("the pin is logged", lambda: _pins_logged(server) >= 1)
+    server.wait_line(_PINNED, WAIT)  # the pin is logged
     # A reload that keeps the entry keeps the pin.
     config["pipeline_config"]["operators"]["recall"]["$metadata"]["common_output"] = []
     config["_PINEAPPLE_VERSION"] = 2
@@ -135,8 +135,8 @@ def test_one_pin_for_the_pod_and_a_changed_entry_drops_it(
         status = server.status_anywhere()
         assert condition(status, "Pinned")["status"] == "False", status
     assert server.admin("pin").status_code == 200
-    wait_until("the second pin is logged", lambda: _pins_logged(server) >= 2)
-    assert _pins_logged(server) == 2  # one line per pin, whatever the process model
+    server.wait_line(_PINNED, WAIT, times=2)  # the second pin is logged
+    assert server.count(_PINNED) == 2  # one line per pin, whatever the process model
 
 
 def test_a_first_value_refused_at_start_says_that_nothing_serves(
@@ -258,8 +258,9 @@ def test_a_bad_reload_is_refused_once_and_the_served_config_stays(
         assert body["last_reload_error"]["step"] == "engine"
         assert body["reload_attempts"] == before["reload_attempts"] + 1
     assert server.items() == [{"id": 1, "score": 1.0}]
-    wait_until("the refusal is logged", lambda: server.logged("config reload (admin)") >= 1)
-    assert server.logged("config reload (admin)") == 1  # logged once
+    refusal = re.escape("config reload (admin)")
+    server.wait_line(refusal, WAIT)  # the refusal is logged
+    assert server.count(refusal) == 1  # logged once
     restored = server.reload(config)
     assert restored.json()["result"] == "unchanged", restored.text
     ready = httpx.get(f"{server.url}/readyz", timeout=WAIT)
