@@ -87,12 +87,13 @@ static void want(struct conn *c, unsigned events) {
     if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0) die("epoll_ctl");
 }
 
-static void broken(struct conn *c, int stopping) {
-    if (!stopping) errors++;
+/* A broken connection is an error; it is opened again (at most MAX_RECONNECTS in a run). */
+static void broken(struct conn *c) {
+    errors++;
     epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     c->fd = -1;
-    if (!stopping && reconnects++ < MAX_RECONNECTS && open_conn(c) < 0) errors++;
+    if (reconnects++ < MAX_RECONNECTS && open_conn(c) < 0) errors++;
 }
 
 /* Write what is left of the request; 1 once it is all out. */
@@ -124,30 +125,30 @@ static void readable(struct conn *c) {
     for (;;) {
         if (c->cap - c->len < 65536) {
             size_t cap = c->cap * 2;
-            if (cap > MAX_ANSWER + 65536) { broken(c, 0); return; }
+            if (cap > MAX_ANSWER + 65536) { broken(c); return; }
             char *grown = realloc(c->buf, cap);
             if (grown == NULL) die("realloc");
             c->buf = grown;
             c->cap = cap;
         }
         ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
-        if (n == 0) { broken(c, 0); return; }
+        if (n == 0) { broken(c); return; }
         if (n < 0) {
             if (errno == EAGAIN) return;
-            broken(c, 0);
+            broken(c);
             return;
         }
         c->len += (size_t)n;
         int status = 0;
         long whole = whole_answer(c, &status);
-        if (whole < 0) { broken(c, 0); return; }
+        if (whole < 0) { broken(c); return; }
         if (whole > 0) {
             if (status == 200) count++; else errors++;
             memmove(c->buf, c->buf + whole, c->len - (size_t)whole);
             c->len -= (size_t)whole;
             c->sent = 0;
             int out = send_rest(c);
-            if (out < 0) { broken(c, 0); return; }
+            if (out < 0) { broken(c); return; }
             if (out == 0) { want(c, EPOLLIN | EPOLLOUT); return; }
         }
     }
@@ -214,12 +215,12 @@ int main(int argc, char **argv) {
             struct conn *c = events[i].data.ptr;
             if (c->fd < 0) continue;
             if (events[i].events & (EPOLLERR | EPOLLHUP) && !(events[i].events & EPOLLIN)) {
-                broken(c, 0);
+                broken(c);
                 continue;
             }
             if (events[i].events & EPOLLOUT) {
                 int out = send_rest(c);
-                if (out < 0) { broken(c, 0); continue; }
+                if (out < 0) { broken(c); continue; }
                 if (out == 1) want(c, EPOLLIN);
             }
             if (c->fd >= 0 && events[i].events & EPOLLIN) readable(c);
