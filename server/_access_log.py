@@ -12,7 +12,8 @@ for it. A request that ended before a status was sent (the client left, or
 the app raised) is logged with status 0 or 500.
 
 Without the flag the app is served unwrapped: the access log costs nothing
-when it is off.
+when it is off. ``/execute`` requests answered by the protocol itself
+(``server/_direct.py``) log the same line through :func:`log_request`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["ACCESS_LOGGER", "AccessLog"]
+__all__ = ["ACCESS_LOGGER", "AccessLog", "log_request"]
 
 ACCESS_LOGGER = "pineapple.access"
 """The access log's logger name."""
@@ -56,13 +57,15 @@ class AccessLog:
             status = status or 500
             raise
         finally:
-            _record(scope, status, (_monotonic() - started) * 1000)
+            millis = (_monotonic() - started) * 1000
+            log_request(scope.get("client"), scope["method"], scope["path"], status, millis)
 
 
-def _record(scope: Scope, status: int, millis: float) -> None:
-    client = scope.get("client")
+def log_request(
+    client: tuple[str, int] | None, method: str, path: str, status: int, millis: float
+) -> None:
+    """The access log's line for one answered request (``path`` without its query)."""
     peer = client[0] if client else "-"
-    method, path = scope["method"], scope["path"]
     _log.info(
         '%s "%s %s" %d %.1fms',
         peer,

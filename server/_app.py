@@ -20,11 +20,12 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ._config import Config
+from ._direct import DirectRoute
 from ._execute import ExecuteEndpoint, is_execute_path
 from ._routes import JSONResponse, routes
 from ._service import Service
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "direct_route"]
 
 
 class _App(Starlette):
@@ -87,3 +88,11 @@ def create_app(config: Config | Service) -> Starlette:
     app.execute = execute
     app.state.service = service
     return app
+
+
+def direct_route(app: Starlette, access_log: bool) -> DirectRoute | None:
+    """How connections answer ``/execute`` of ``app`` themselves (``server/_direct.py``);
+    None for an app that is not :func:`create_app`'s."""
+    if not isinstance(app, _App):
+        return None
+    return DirectRoute(app.execute, app.execute.observer, app, access_log=access_log)

@@ -55,6 +55,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ._direct import DirectRoute
 from ._read_timeouts import ReadTimeoutProtocol, ReadTimeouts, _address
 
 __all__ = ["IDLE_GRACE_SECONDS", "PROBE_PATHS", "ConnectionRules", "Drain", "serving_protocol"]
@@ -103,14 +104,19 @@ class ConnectionRules:
 
 
 def serving_protocol(
-    timeouts: ReadTimeouts, rules: ConnectionRules, drain: Drain
+    timeouts: ReadTimeouts, rules: ConnectionRules, drain: Drain, route: DirectRoute | None = None
 ) -> type[ServingProtocol]:
-    """The HTTP protocol class to give ``uvicorn.Config(http=...)``."""
+    """The HTTP protocol class to give ``uvicorn.Config(http=...)``.
+
+    ``route``: small ``/execute`` requests are answered by the protocol
+    (``server/_direct.py``); None sends every request to the app.
+    """
 
     class _Bound(ServingProtocol):
         limits = timeouts
         connection_rules = rules
         server_drain = drain
+        direct = route
 
     return _Bound
 
@@ -142,8 +148,10 @@ class ServingProtocol(ReadTimeoutProtocol):
             super().on_headers_complete()
         if self.connection_rules.write_seconds > 0:
             self._headers_at = self.loop.time()
-        if self.server_drain.started and self.cycle is not None:
-            self.cycle.keep_alive = False
+        if self.server_drain.started:
+            self._close_direct_after_answer()
+            if self.cycle is not None:
+                self.cycle.keep_alive = False
 
     def _is_probe(self) -> bool:
         target: bytes = self.url
@@ -153,6 +161,7 @@ class ServingProtocol(ReadTimeoutProtocol):
 
     def drain(self) -> None:
         """Answer what is under way (and queued) with ``Connection: close``."""
+        self._close_direct_after_answer()
         if self.cycle is not None and not self.cycle.response_complete:
             self.cycle.keep_alive = False
         for cycle, _app in self.pipeline:  # bounded: the requests queued on this connection

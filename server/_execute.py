@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 import anyio.to_thread
 import orjson
@@ -23,6 +25,7 @@ from anyio import CapacityLimiter
 from starlette.types import Message, Receive, Scope, Send
 
 from ._service import Service
+from ._snapshot import Snapshot
 
 __all__ = ["ExecuteEndpoint", "error_body", "is_execute_path"]
 
@@ -36,6 +39,9 @@ _ALLOW = (b"allow", b"POST")
 def error_body(message: str) -> bytes:
     """``{"error": message}`` as JSON bytes (the server's own refusals)."""
     return orjson.dumps({"error": message})
+
+
+_NO_CONFIG = error_body("no config is being served")
 
 
 class _TooLarge(Exception):
@@ -109,18 +115,10 @@ class ExecuteEndpoint:
             try:
                 snap = self._acquire()
                 if snap is None:
-                    status, out = 503, error_body("no config is being served")
+                    status, out = 503, _NO_CONFIG
                 else:
-                    group = _group(scope["path"])
-                    ctx = snap.context
-                    if self._timeout is not None:
-                        ctx = ctx.with_deadline(started + self._timeout)
-                    args = (
-                        (snap.engine, ctx, body)
-                        if group is None
-                        else (snap.engine, ctx, body, group)
-                    )
                     try:
+                        args = _args(snap, body, scope["path"], started, self._timeout)
                         # A large body runs off the loop even for a non-blocking engine:
                         # parsing and copying its items would stall every other request.
                         if snap.blocking or len(body) > self._inline_bytes:
@@ -128,8 +126,7 @@ class ExecuteEndpoint:
                         else:
                             status, out = self._respond(*args)
                     except Exception as exc:
-                        _log.exception("/execute failed unexpectedly (snapshot %d)", snap.serial)
-                        status, out = 500, error_body(f"internal error: {type(exc).__name__}")
+                        status, out = _failed(snap, exc)
                     finally:
                         snap.release()
             finally:
@@ -143,6 +140,43 @@ class ExecuteEndpoint:
         )
         await send({"type": "http.response.body", "body": out})
         self._observe(status, _monotonic() - started)
+
+    @property
+    def inline_bytes(self) -> int:
+        """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
+        return self._inline_bytes
+
+    @property
+    def observer(self) -> Callable[[int, float], None]:
+        """What counts one answered ``/execute`` (its status and seconds)."""
+        return self._observe
+
+    def answer_inline(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
+        """Answer a complete ``POST`` body on the event loop, now; None when it must not.
+
+        For ``server/_direct.py``, which calls it only for bodies of at most
+        ``Config.inline_body_bytes``: None means the serving snapshot's engine
+        may block (the request then goes through this ASGI app instead, which
+        runs it off the loop). The body is counted in progress while it runs.
+        """
+        try:
+            self._hold(len(body))
+        except _Busy:
+            return 503, self._busy
+        try:
+            snap = self._acquire()
+            if snap is None:
+                return 503, _NO_CONFIG
+            try:
+                if snap.blocking:
+                    return None
+                return self._respond(*_args(snap, body, path, started, self._timeout))
+            except Exception as exc:
+                return _failed(snap, exc)
+            finally:
+                snap.release()
+        finally:
+            self._inflight -= len(body)
 
     def _hold(self, size: int) -> None:
         """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
@@ -188,6 +222,23 @@ class ExecuteEndpoint:
         except BaseException:
             self._inflight -= sum(map(len, chunks))  # what _hold counted: no leak on any exit
             raise
+
+
+def _args(
+    snap: Snapshot, body: bytes, path: str, started: float, timeout: float | None
+) -> tuple[Any, ...]:
+    """The responder's arguments: the engine, the context with its deadline, the body, the group."""
+    ctx = snap.context
+    if timeout is not None:
+        ctx = ctx.with_deadline(started + timeout)
+    group = _group(path)
+    return (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
+
+
+def _failed(snap: Snapshot, exc: Exception) -> tuple[int, bytes]:
+    """The 500 of a responder that raised (logged with its traceback)."""
+    _log.error("/execute failed unexpectedly (snapshot %d)", snap.serial, exc_info=exc)
+    return 500, error_body(f"internal error: {type(exc).__name__}")
 
 
 def _group(path: str) -> str | None:

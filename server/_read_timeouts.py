@@ -70,6 +70,8 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
+from ._direct import TIMER_EARLY, DirectProtocol
+
 __all__ = ["ReadTimeoutProtocol", "ReadTimeouts", "TimeoutKind", "protocol_class"]
 
 TimeoutKind = Literal["header", "read"]
@@ -78,9 +80,6 @@ TimeoutKind = Literal["header", "read"]
 _log = logging.getLogger("pineapple.server")
 
 _BODY = b"Request Timeout"
-
-_EARLY = 0.001
-"""A timer may fire this much before its time (uvloop rounds delays to milliseconds)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def protocol_class(timeouts: ReadTimeouts) -> type[asyncio.Protocol]:
     return _Bound
 
 
-class ReadTimeoutProtocol(HttpToolsProtocol):
+class ReadTimeoutProtocol(DirectProtocol):
     """uvicorn's httptools protocol with a header and a read deadline per request.
 
     Use :func:`protocol_class`, which binds ``limits``.
@@ -190,7 +189,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         if due is None:
             return
         when, kind = due
-        if when > self.loop.time() + _EARLY:  # a later request's, or the read deadline
+        if when > self.loop.time() + TIMER_EARLY:  # a later request's, or the read deadline
             self._arm(when)
             return
         transport = self.transport
@@ -204,6 +203,8 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
 
     def _nothing_being_answered(self) -> bool:
         """Whether a 408 may be written now: no response of this connection is under way."""
+        if self._direct_under_way():  # begun, headers complete, nothing written yet
+            return True
         cycle: RequestResponseCycle | None = self.cycle  # None before the first request
         if cycle is None:
             return True

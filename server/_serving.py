@@ -22,7 +22,7 @@ import uvicorn
 from pineapple import PineappleError
 
 from ._access_log import AccessLog
-from ._app import create_app
+from ._app import create_app, direct_route
 from ._build_error import BuildError
 from ._config import Config, parse_addr
 from ._config_read import example_request, read_config_file
@@ -144,9 +144,10 @@ def uvicorn_config(config: Config, service: Service, drain: Drain) -> uvicorn.Co
     )
     rules = ConnectionRules(write_seconds=config.write_timeout_ms / 1000)
     app = create_app(service)
+    direct = direct_route(app, access_log=config.access_log)
     return uvicorn.Config(
         AccessLog(app) if config.access_log else app,
-        http=serving_protocol(timeouts, rules, drain),
+        http=serving_protocol(timeouts, rules, drain, direct),
         lifespan="on",
         # The peer is never rewritten from proxy headers (not even with env
         # FORWARDED_ALLOW_IPS): _admin reads X-Forwarded-For from --trust-proxy peers only.

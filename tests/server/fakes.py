@@ -7,6 +7,7 @@ so that an in-flight request can be observed across a swap or a shutdown.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -173,3 +174,38 @@ def items_resource(label: str, tag: str, **params: Any) -> dict[str, Any]:
 
 def dump(config: Mapping[str, Any]) -> bytes:
     return orjson.dumps(config, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+
+
+class FakeTransport(asyncio.Transport):
+    """What an HTTP protocol writes, and whether it closed (no socket), for in-process tests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = asyncio.Event()
+        self.protocol: asyncio.BaseProtocol | None = None
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 4242), "sockname": ("127.0.0.1", 80)}.get(name, default)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed.set()
+
+    def is_closing(self) -> bool:
+        return self.closed.is_set()
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        assert self.protocol is not None
+        return self.protocol
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass

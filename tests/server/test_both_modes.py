@@ -20,6 +20,7 @@ import pytest
 
 from benchmarks._mariadb import rows_read, userstat_on
 
+from ._rawhttp import RawConnection
 from .pod import (
     WAIT,
     Server,
@@ -265,3 +266,64 @@ def test_a_bad_reload_is_refused_once_and_the_served_config_stays(
     assert restored.json()["result"] == "unchanged", restored.text
     ready = httpx.get(f"{server.url}/readyz", timeout=WAIT)
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+
+def test_execute_on_one_connection_answers_the_same_whether_the_protocol_or_the_app_takes_it(
+    serve: Callable[..., Server],
+) -> None:
+    """Small ``/execute`` requests are answered by the protocol (``server/_direct.py``), a
+    chunked one by the app: pipelined on one keep-alive connection, the answers come in
+    order, with the same bytes but the date; then an HTTP/1.0 request ends the connection."""
+    config = {
+        "_PINEAPPLE_VERSION": 1,
+        "pipeline_config": {
+            "operators": {
+                "static": {
+                    "type_name": "recall_static",
+                    "items": [{"id": "a"}, {"id": "b"}],
+                    "$metadata": {
+                        "common_input": [],
+                        "common_output": [],
+                        "item_input": [],
+                        "item_output": ["id"],
+                    },
+                }
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["static"]}},
+        "flow_contract": {
+            "common_input": [],
+            "item_input": [],
+            "common_output": [],
+            "item_output": ["id"],
+        },
+    }
+    server = serve(config, "--access-log")
+    body = b'{"common": {}, "items": []}'
+    direct = b"POST /execute HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
+    )
+    chunked = (
+        b"POST /execute HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    )
+    host, port = server.addr.rsplit(":", 1)
+    conn = RawConnection(host, int(port))
+    try:
+        conn.sock.sendall(direct + chunked + direct)
+        answers = [conn.read() for _ in range(3)]
+        conn.sock.sendall(direct.replace(b"HTTP/1.1", b"HTTP/1.0"))
+        last = conn.read()
+        with pytest.raises(EOFError):
+            conn.read()
+    finally:
+        conn.close()
+    expected = b'{"common":{},"items":[{"id":"a"},{"id":"b"}]}\n'
+    for answer in (*answers, last):
+        assert answer.status == 200 and answer.body == expected
+        assert answer.headers["content-type"] == "application/json"
+    undated = [{k: v for k, v in a.headers.items() if k != "date"} for a in (*answers, last)]
+    assert undated[0] == undated[1] == undated[2]  # the protocol's bytes are the app's
+    assert undated[3] == {**undated[0], "connection": "close"}
+    server.wait_line(r'"POST /execute" 200', 10, times=4)  # each answer logged, either path

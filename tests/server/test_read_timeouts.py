@@ -23,6 +23,8 @@ from uvicorn.server import ServerState
 from server._connections import Drain, ServingProtocol
 from server._read_timeouts import ReadTimeoutProtocol, ReadTimeouts, TimeoutKind, protocol_class
 
+from .fakes import FakeTransport
+
 OK = b"HTTP/1.1 200 OK\r\n"
 
 
@@ -55,41 +57,6 @@ def test_the_first_deadline_is_the_nearer_enabled_one(header: int, read: int, fi
     assert ReadTimeouts(header, read).first_seconds == first
 
 
-class _Transport(asyncio.Transport):
-    """What the protocol writes, and whether it closed (no socket)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = bytearray()
-        self.closed = asyncio.Event()
-        self.protocol: asyncio.BaseProtocol | None = None
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"peername": ("127.0.0.1", 4242), "sockname": ("127.0.0.1", 80)}.get(name, default)
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.written += data
-
-    def close(self) -> None:
-        self.closed.set()
-
-    def is_closing(self) -> bool:
-        return self.closed.is_set()
-
-    def get_protocol(self) -> asyncio.BaseProtocol:
-        assert self.protocol is not None
-        return self.protocol
-
-    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
-        self.protocol = protocol
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
 async def _respond(send: Any) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"ok"})
@@ -100,12 +67,12 @@ async def _answer(scope: Any, receive: Any, send: Any) -> None:
     await _respond(send)
 
 
-def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, _Transport]:
+def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, FakeTransport]:
     config = uvicorn.Config(app, lifespan="off", log_config=None, server_header=False)
     cls = protocol_class(timeouts)
     protocol = cls(config=config, server_state=ServerState(), app_state={})  # type: ignore[call-arg]
     assert isinstance(protocol, ReadTimeoutProtocol)
-    transport = _Transport()
+    transport = FakeTransport()
     transport.set_protocol(protocol)
     protocol.connection_made(transport)
     return protocol, transport
@@ -174,7 +141,7 @@ def test_keep_alive_requests_share_one_timer() -> None:
     asyncio.run(scenario())
 
 
-async def _cut_after(protocol: ReadTimeoutProtocol, transport: _Transport, data: bytes) -> float:
+async def _cut_after(protocol: ReadTimeoutProtocol, transport: FakeTransport, data: bytes) -> float:
     """Send ``data``; seconds until the protocol closes the connection."""
     started = protocol.loop.time()
     protocol.data_received(data)
