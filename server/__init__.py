@@ -14,6 +14,7 @@ Layers (each imports only the ones above it):
     _decisions                   Decisions: every decision and status routes and signals ask for
     _watcher, _service           the directory watcher; the service that owns all of it
     _execute, _routes            HTTP: /execute, the other routes
+    _direct                      small /execute requests answered by the protocol itself
     _app, _serving               the Starlette app; serving one process on a bound socket
     workers/                     ``--workers N``: ``supervisor/`` and ``worker/`` (a path
                                  says which process runs a line), ``_store``,
