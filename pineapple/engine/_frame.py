@@ -15,14 +15,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from ._io import OperatorInput, OperatorOutput
 from ._pieces import PIECE, batches, spans
 from ._step import Step
 from ._template import resolve_templates
 
-__all__ = ["FrameError", "apply_output", "build_common", "check_items", "project", "step_input"]
+__all__ = [
+    "SOURCE_FIELD",
+    "FrameError",
+    "apply_output",
+    "build_common",
+    "check_items",
+    "project",
+    "step_input",
+]
+
+SOURCE_FIELD: Final = "_source"
+"""The item field that names the recall step an item came from (written on every added item)."""
 
 _EMPTY: Mapping[str, Any] = {}
 _isfinite = math.isfinite
@@ -204,7 +215,7 @@ def apply_output(
             count = len(added)
             for a, b in spans(count) if count > PIECE else ((0, count),):
                 for i in range(a, b):
-                    added[i]["_source"] = name
+                    added[i][SOURCE_FIELD] = name
         before = len(items)
         items.extend(added)
         after = len(items)
@@ -212,8 +223,8 @@ def apply_output(
         for f in out.added_fields:
             if get(f, 0) >= before:
                 present[f] = after
-        if step.recall and get("_source", 0) >= before:
-            present["_source"] = after
+        if step.recall and get(SOURCE_FIELD, 0) >= before:
+            present[SOURCE_FIELD] = after
     return items
 
 
