@@ -123,11 +123,19 @@ def _all_contain(rows: list[dict[str, Any]], field: str, start: int, end: int) -
 
 
 def _set_column(rows: list[dict[str, Any]], field: str, values: list[Any]) -> None:
-    """``rows[i][field] = values[i]`` for every row (the lengths are equal)."""
+    """``rows[i][field] = values[i]`` for every row (the lengths are equal).
+
+    Past :data:`PIECE` rows, piece by piece (slices share the rows). The loop
+    walks both lists at once: compiled, no bounds-checked index per value (a
+    positional ``zip`` is what mypyc compiles so; the lengths are checked).
+    """
     n = len(rows)
-    for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            rows[i][field] = values[i]
+    if n > PIECE:
+        for a, b in spans(n):
+            _set_column(rows[a:b], field, values[a:b])
+        return
+    for row, v in zip(rows, values):  # noqa: B905  (bounded: n <= PIECE rows)
+        row[field] = v
 
 
 def _bad_float(v: Any) -> bool:
@@ -138,16 +146,21 @@ def _first_bad(values: list[Any]) -> int:
     """Index of the first NaN/Inf float in ``values``, or -1.
 
     A plain loop: compiled, a type test and a native comparison per value
-    (the float is unboxed once); past :data:`PIECE` values, piece by piece.
+    (the float is unboxed once); past :data:`PIECE` values, piece by piece
+    (a slice each).
     """
     n = len(values)
-    for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            v = values[i]
-            if type(v) is float:
-                f: float = v
-                if f - f != 0.0:  # inf - inf and nan - nan are nan; every finite f gives 0
-                    return i
+    if n > PIECE:
+        for a, b in spans(n):
+            bad = _first_bad(values[a:b])
+            if bad >= 0:
+                return a + bad
+        return -1
+    for i, v in enumerate(values):  # bounded: n <= PIECE values
+        if type(v) is float:
+            f: float = v
+            if f - f != 0.0:  # inf - inf and nan - nan are nan; every finite f gives 0
+                return i
     return -1
 
 
@@ -278,8 +291,7 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
     valid = True
     try:
         for a, b in spans(n) if n > PIECE else ((0, n),):
-            for k in range(a, b):
-                j = order[k]
+            for j in order[a:b] if n > PIECE else order:  # compiled: no index per value
                 if j < 0 or j >= n or seen[j]:
                     valid = False
                     break
