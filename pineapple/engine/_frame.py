@@ -36,6 +36,8 @@ SOURCE_FIELD: Final = "_source"
 """The item field that names the recall step an item came from (written on every added item)."""
 
 _EMPTY: Mapping[str, Any] = {}
+_ABSENT: Final = object()
+"""What ``dict.get`` returns for a missing key where None is a value."""
 _isfinite = math.isfinite
 
 
@@ -332,7 +334,16 @@ def project(
         return rc, [{} for _ in range(n)]
     rows: list[dict[str, Any]] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            row = items[i]
-            rows.append({f: row[f] for f in item_out if f in row})
+        for row in items[a:b] if n > PIECE else items:  # compiled: no index per row
+            rows.append(_projected(row, item_out))
     return rc, rows
+
+
+def _projected(row: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The ``fields`` that ``row`` has, in that order (one lookup each)."""
+    out: dict[str, Any] = {}
+    for f in fields:  # bounded: the contract's item_output
+        v = row.get(f, _ABSENT)
+        if v is not _ABSENT:
+            out[f] = v
+    return out
