@@ -15,16 +15,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from ._io import OperatorInput, OperatorOutput
 from ._pieces import PIECE, batches, spans
 from ._step import Step
 from ._template import resolve_templates
 
-__all__ = ["FrameError", "apply_output", "build_common", "check_items", "project", "step_input"]
+__all__ = [
+    "SOURCE_FIELD",
+    "FrameError",
+    "apply_output",
+    "build_common",
+    "check_items",
+    "project",
+    "step_input",
+]
+
+SOURCE_FIELD: Final = "_source"
+"""The item field that names the recall step an item came from (written on every added item)."""
 
 _EMPTY: Mapping[str, Any] = {}
+_ABSENT: Final = object()
+"""What ``dict.get`` returns for a missing key where None is a value."""
 _isfinite = math.isfinite
 
 
@@ -112,11 +125,19 @@ def _all_contain(rows: list[dict[str, Any]], field: str, start: int, end: int) -
 
 
 def _set_column(rows: list[dict[str, Any]], field: str, values: list[Any]) -> None:
-    """``rows[i][field] = values[i]`` for every row (the lengths are equal)."""
+    """``rows[i][field] = values[i]`` for every row (the lengths are equal).
+
+    Past :data:`PIECE` rows, piece by piece (slices share the rows). The loop
+    walks both lists at once: compiled, no bounds-checked index per value (a
+    positional ``zip`` is what mypyc compiles so; the lengths are checked).
+    """
     n = len(rows)
-    for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            rows[i][field] = values[i]
+    if n > PIECE:
+        for a, b in spans(n):
+            _set_column(rows[a:b], field, values[a:b])
+        return
+    for row, v in zip(rows, values):  # noqa: B905  (bounded: n <= PIECE rows)
+        row[field] = v
 
 
 def _bad_float(v: Any) -> bool:
@@ -127,16 +148,21 @@ def _first_bad(values: list[Any]) -> int:
     """Index of the first NaN/Inf float in ``values``, or -1.
 
     A plain loop: compiled, a type test and a native comparison per value
-    (the float is unboxed once); past :data:`PIECE` values, piece by piece.
+    (the float is unboxed once); past :data:`PIECE` values, piece by piece
+    (a slice each).
     """
     n = len(values)
-    for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            v = values[i]
-            if type(v) is float:
-                f: float = v
-                if f - f != 0.0:  # inf - inf and nan - nan are nan; every finite f gives 0
-                    return i
+    if n > PIECE:
+        for a, b in spans(n):
+            bad = _first_bad(values[a:b])
+            if bad >= 0:
+                return a + bad
+        return -1
+    for i, v in enumerate(values):  # bounded: n <= PIECE values
+        if type(v) is float:
+            f: float = v
+            if f - f != 0.0:  # inf - inf and nan - nan are nan; every finite f gives 0
+                return i
     return -1
 
 
@@ -204,7 +230,7 @@ def apply_output(
             count = len(added)
             for a, b in spans(count) if count > PIECE else ((0, count),):
                 for i in range(a, b):
-                    added[i]["_source"] = name
+                    added[i][SOURCE_FIELD] = name
         before = len(items)
         items.extend(added)
         after = len(items)
@@ -212,8 +238,8 @@ def apply_output(
         for f in out.added_fields:
             if get(f, 0) >= before:
                 present[f] = after
-        if step.recall and get("_source", 0) >= before:
-            present["_source"] = after
+        if step.recall and get(SOURCE_FIELD, 0) >= before:
+            present[SOURCE_FIELD] = after
     return items
 
 
@@ -267,8 +293,7 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
     valid = True
     try:
         for a, b in spans(n) if n > PIECE else ((0, n),):
-            for k in range(a, b):
-                j = order[k]
+            for j in order[a:b] if n > PIECE else order:  # compiled: no index per value
                 if j < 0 or j >= n or seen[j]:
                     valid = False
                     break
@@ -309,7 +334,16 @@ def project(
         return rc, [{} for _ in range(n)]
     rows: list[dict[str, Any]] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            row = items[i]
-            rows.append({f: row[f] for f in item_out if f in row})
+        for row in items[a:b] if n > PIECE else items:  # compiled: no index per row
+            rows.append(_projected(row, item_out))
     return rc, rows
+
+
+def _projected(row: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The ``fields`` that ``row`` has, in that order (one lookup each)."""
+    out: dict[str, Any] = {}
+    for f in fields:  # bounded: the contract's item_output
+        v = row.get(f, _ABSENT)
+        if v is not _ABSENT:
+            out[f] = v
+    return out

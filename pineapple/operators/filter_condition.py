@@ -55,10 +55,9 @@ class FilterCondition(Operator):
 
 def _matches(col: list[Any], want: str, start: int, end: int, drop: list[int]) -> None:
     """Append to ``drop`` the index of every value of ``col[start:end]`` whose text is ``want``."""
-    for i in range(start, end):
-        v = col[i]
+    for i, v in enumerate(col if start == 0 and end == len(col) else col[start:end]):
         if v == want if type(v) is str else format_value(v) == want:
-            drop.append(i)
+            drop.append(start + i)
 
 
 register_operator(SCHEMA, FilterCondition)

@@ -87,8 +87,8 @@ def _all_str(values: list[Any]) -> bool:
     """
     n = len(values)
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            if type(values[i]) is not str:
+        for v in values[a:b] if n > PIECE else values:  # compiled: no index per value
+            if type(v) is not str:
                 return False
     return True
 

@@ -13,6 +13,10 @@ from ..engine._gofmt import go_type_name
 
 __all__ = ["SCHEMA", "RecallStatic"]
 
+_ROOM = 6
+"""Placeholders per template: a row of five fields then grows to the table of eleven
+(CPython 3.11: 21 entries), room for ``_source`` and nine more fields on each copy."""
+
 SCHEMA = OperatorSchema(
     name="recall_static",
     kind="recall",
@@ -31,6 +35,29 @@ SCHEMA = OperatorSchema(
 def _interned(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its string keys interned (same keys, order and values)."""
     return {sys.intern(k) if type(k) is str else k: v for k, v in row.items()}
+
+
+def _with_room(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` (equal: the same keys, order and values) in a table with room for more fields.
+
+    The engine writes ``_source`` on every recalled item and later operators
+    add their fields: a copy of a dict has the table of the dict it copies,
+    and a table full of the row's own fields is rebuilt on the first write to
+    each copy. Placeholders added and popped again leave the table grown
+    (popping never shrinks it), so copies take those writes in place.
+    """
+    roomy = dict(row)
+    placeholders = 0
+    j = 0
+    while placeholders < _ROOM:  # bounded: _ROOM placeholders, a skip per key of the row
+        key = f"\0{j}"
+        j += 1
+        if key not in roomy:
+            roomy[key] = None
+            placeholders += 1
+    for _ in range(placeholders):  # the last keys in, the first out: the placeholders
+        roomy.popitem()
+    return roomy
 
 
 def _finite(row: dict[str, Any]) -> bool:
@@ -54,7 +81,7 @@ class RecallStatic(Operator):
                     f"recall_static: items[{i}] must be an object, got {go_type_name(row)}"
                 )
         # Interned keys: the engine looks fields up by its interned names (``_config``).
-        self.items: list[dict[str, Any]] = [_interned(row) for row in raw]
+        self.items: list[dict[str, Any]] = [_with_room(_interned(row)) for row in raw]
         self.checked = all(_finite(row) for row in raw)
         self.fields: frozenset[str] = (
             frozenset(raw[0]).intersection(*raw[1:]) if raw else frozenset()
@@ -70,9 +97,8 @@ class RecallStatic(Operator):
         for field, value in self.set_common.items():
             out.set_common(field, value)
         if self.items:
-            out.add_items(
-                list(map(dict.copy, self.items)), checked=self.checked, fields=self.fields
-            )
+            copies = [row.copy() for row in self.items]  # bounded: the configured items
+            out.add_items(copies, checked=self.checked, fields=self.fields)
 
 
 register_operator(SCHEMA, RecallStatic)

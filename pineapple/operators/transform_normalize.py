@@ -36,11 +36,10 @@ def numbers(op: str, field: str, values: list[Any]) -> list[Any]:
     """
     n = len(values)
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            v = values[i]
+        for i, v in enumerate(values[a:b] if n > PIECE else values):  # compiled: no index
             if type(v) is not float and type(v) is not int:
                 raise TypeError(
-                    f"{op}: item[{i}].{field}: cannot convert {go_type_name(v)} to float64"
+                    f"{op}: item[{a + i}].{field}: cannot convert {go_type_name(v)} to float64"
                 )
     return values
 
@@ -57,8 +56,7 @@ def float_range(values: list[Any]) -> tuple[float, float] | None:
     lo: float = values[0]
     hi = lo
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
-            v = values[i]
+        for v in values[a:b] if n > PIECE else values:  # compiled: no index per value
             if type(v) is not float:
                 return None
             f: float = v

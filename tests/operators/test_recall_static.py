@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from pineapple import RegistryError
@@ -26,3 +28,16 @@ def test_bad_items(items: object, message: str) -> None:
     with pytest.raises(RegistryError) as info:
         run("recall_static", {"items": items})
     assert message in str(info.value)
+
+
+def test_templates_are_the_rows_with_room_for_the_engine_writes() -> None:
+    from pineapple.operators.recall_static import _with_room
+
+    row = {"a": 1.0, "b": "x", "c": None, "\x000": 2, "e": [1]}
+    roomy = _with_room(row)
+    assert roomy == row and list(roomy) == list(row)
+    copy = roomy.copy()
+    size = sys.getsizeof(copy)
+    for f in ("_source", "f1", "f2", "f3", "f4"):
+        copy[f] = 0.0
+    assert sys.getsizeof(copy) == size  # written in place: the table did not grow

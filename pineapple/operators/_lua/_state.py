@@ -393,7 +393,7 @@ class LuaState:
                     col.extend(part if hi > lo else (part,))
         except UnicodeDecodeError as exc:
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
-        if set(map(type, col)) <= PLAIN_TYPES:
+        if PLAIN_TYPES.issuperset(map(type, col)):  # stops at the first other type
             return col
         backend = self._backend
         for i, value in enumerate(col):
