@@ -95,4 +95,4 @@ def direct_route(app: Starlette, access_log: bool) -> DirectRoute | None:
     None for an app that is not :func:`create_app`'s."""
     if not isinstance(app, _App):
         return None
-    return DirectRoute(app.execute, app.execute.observer, app, access_log=access_log)
+    return DirectRoute(app.execute, app, access_log=access_log)

@@ -137,8 +137,7 @@ class ServingProtocol(ReadTimeoutProtocol):
     def on_headers_complete(self) -> None:
         limit = self.limit_concurrency
         # uvicorn's own test, then (at the cap only) whether this is a probe.
-        full = limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
-        if full and self._is_probe():
+        if self._at_connection_cap() and self._is_probe():
             self.limit_concurrency = None  # uvicorn's 503 past the cap skips probes
             try:
                 super().on_headers_complete()

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import time
 from asyncio import TimerHandle
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -83,8 +83,6 @@ class DirectRoute:
     """What a connection needs to answer ``/execute`` itself."""
 
     execute: ExecuteEndpoint
-    observe: Callable[[int, float], None]
-    """Count one answered ``/execute``: its status and seconds (``Metrics.observe_execute``)."""
     app: _Middlewares
     """The app (``_App``): with user middleware, every request goes to it."""
     access_log: bool = False
@@ -171,7 +169,7 @@ class DirectProtocol(HttpToolsProtocol):
         else:
             transport.close()
         seconds = _monotonic() - started
-        route.observe(status, seconds)
+        route.execute.observe(status, seconds)
         if route.access_log:
             log_request(self.client, "POST", path, status, seconds * 1000)
 
@@ -182,6 +180,11 @@ class DirectProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     # -- for the layers above ----------------------------------------------------------------
+
+    def _at_connection_cap(self) -> bool:
+        """uvicorn's own test for its 503: open connections or tasks at ``limit_concurrency``."""
+        limit = self.limit_concurrency
+        return limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
 
     def _direct_under_way(self) -> bool:
         """Whether a direct request has its headers and not yet its answer."""
@@ -203,7 +206,6 @@ class DirectProtocol(HttpToolsProtocol):
         if path != _PATH and not path.startswith(_SUBPATH):
             return False
         cycle = self.cycle  # None before the first request; else the latest one's
-        limit = self.limit_concurrency
         if (
             self.parser.get_method() != b"POST"
             or self.expect_100_continue
@@ -215,7 +217,7 @@ class DirectProtocol(HttpToolsProtocol):
             or (cycle is not None and not cycle.response_complete)  # uvicorn queues it
             or self.flow.write_paused
             or self.transport.is_closing()
-            or (limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit))
+            or self._at_connection_cap()  # uvicorn's 503 stays uvicorn's
         ):
             return False
         length = 0

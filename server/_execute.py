@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
@@ -63,7 +62,8 @@ class ExecuteEndpoint:
         self._service = service
         self._metrics = service.metrics
         self._acquire = service.holder.acquire
-        self._observe = service.metrics.observe_execute
+        self.observe = service.metrics.observe_execute
+        """Count one answered ``/execute``: its status and seconds (both paths)."""
         self._respond = service.responder
         config = service.config
         self._limit = config.max_body_bytes
@@ -139,17 +139,12 @@ class ExecuteEndpoint:
             }
         )
         await send({"type": "http.response.body", "body": out})
-        self._observe(status, _monotonic() - started)
+        self.observe(status, _monotonic() - started)
 
     @property
     def inline_bytes(self) -> int:
         """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
         return self._inline_bytes
-
-    @property
-    def observer(self) -> Callable[[int, float], None]:
-        """What counts one answered ``/execute`` (its status and seconds)."""
-        return self._observe
 
     def answer_inline(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
         """Answer a complete ``POST`` body on the event loop, now; None when it must not.
