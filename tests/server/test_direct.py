@@ -216,8 +216,7 @@ def test_a_body_in_many_pieces_and_a_connection_lost_mid_body(pod: Callable[...,
         cut, cut_transport = one.connect()
         cut.data_received(data[:-5])
         cut.connection_lost(None)
-        for p in (protocol,):
-            p.connection_lost(None)
+        protocol.connection_lost(None)
         return whole, execute._inflight, bool(cut_transport.written)
 
     whole, inflight, cut_answered = asyncio.run(scenario())
