@@ -91,7 +91,17 @@ def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
 
             # TABLE_STATISTICS can trail the reads it counts (seen once: 0 rows just
             # after the pod listened, under a loaded make test): wait, bounded, for it.
-            wait_until("the first full read counted", lambda: reads() >= 10)
+            # Seen once more never counted within the wait: then say what stood.
+            try:
+                wait_until("the first full read counted", lambda: reads() >= 10)
+            except AssertionError as missed:
+                with mysql_conn.cursor() as cur:
+                    cur.execute("SELECT @@global.userstat")
+                    userstat = cur.fetchone()
+                raise AssertionError(
+                    f"{missed}: {reads()} rows counted, userstat {userstat}, "
+                    f"feed status {server.status()}"
+                ) from None
             assert reads() == 10  # one full read, whatever the mode
             config["pipeline_config"]["operators"]["recall"]["max_size"] = 99_999
             reloaded = server.reload(config)  # the feed entry is unchanged
