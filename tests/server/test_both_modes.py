@@ -89,19 +89,22 @@ def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
             def reads() -> int:
                 return rows_read(mysql_conn, mysql_table) - before
 
-            # TABLE_STATISTICS can trail the reads it counts (seen once: 0 rows just
-            # after the pod listened, under a loaded make test): wait, bounded, for it.
-            # Seen once more never counted within the wait: then say what stood.
-            try:
-                wait_until("the first full read counted", lambda: reads() >= 10)
-            except AssertionError as missed:
-                with mysql_conn.cursor() as cur:
-                    cur.execute("SELECT @@global.userstat")
-                    userstat = cur.fetchone()
-                raise AssertionError(
-                    f"{missed}: {reads()} rows counted, userstat {userstat}, "
-                    f"feed status {server.status()}"
-                ) from None
+            def wait_for_reads(rows: int, what: str) -> None:
+                # TABLE_STATISTICS can trail the reads it counts (seen once: 0 rows
+                # just after the pod listened, under a loaded make test): wait, bounded,
+                # for it. Seen once more never counted within the wait: say what stood.
+                try:
+                    wait_until(what, lambda: reads() >= rows)
+                except AssertionError as missed:
+                    with mysql_conn.cursor() as cur:
+                        cur.execute("SELECT @@global.userstat")
+                        userstat = cur.fetchone()
+                    raise AssertionError(
+                        f"{missed}: {reads()} rows counted, userstat {userstat}, "
+                        f"feed status {server.status()}"
+                    ) from None
+
+            wait_for_reads(10, "the first full read counted")
             assert reads() == 10  # one full read, whatever the mode
             config["pipeline_config"]["operators"]["recall"]["max_size"] = 99_999
             reloaded = server.reload(config)  # the feed entry is unchanged
@@ -111,7 +114,7 @@ def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
             with mysql_conn.cursor() as cur:
                 cur.execute(f"UPDATE `{version}` SET v = 2")
             assert server.admin("refresh").json()["result"] == "swapped"
-            wait_until("the second full read counted", lambda: reads() >= 20)
+            wait_for_reads(20, "the second full read counted")
             assert reads() == 20  # a new version: one read
     finally:
         with mysql_conn.cursor() as cur:
