@@ -53,6 +53,8 @@ class Result:
 
     On an ``ExecutionError`` the response is the partial result at the
     time of the failure (what the public engines return beside the error).
+    Read-only: items may share their dicts (a flow without item outputs
+    answers one empty dict for every item); copy what you change.
     """
 
     common: dict[str, Any]

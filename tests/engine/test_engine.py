@@ -72,6 +72,17 @@ def test_contract_projection_and_source_field() -> None:
     }
 
 
+def test_a_flow_without_item_outputs_answers_an_empty_object_per_item() -> None:
+    engine = Engine(config({"r": RECALL}))  # no item_output in the contract
+    first = engine.execute(Context(), {"common": {}})
+    assert first == {"common": {}, "items": [{}, {}, {}]}
+    # One shared empty dict (the result is read-only), and no run writes into it.
+    assert len({id(row) for row in first["items"]}) == 1
+    again = engine.execute(Context(), {"common": {}, "items": [{"id": "x"}]})
+    assert again["items"] == [{}, {}, {}, {}]
+    assert first["items"] == [{}, {}, {}]
+
+
 def test_request_is_not_mutated() -> None:
     engine = Engine(
         config(
