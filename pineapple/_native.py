@@ -50,6 +50,7 @@ COMPILED = (
     "pineapple.engine._step",
     "pineapple.engine._template",
     "pineapple.engine.http",
+    "pineapple.operators._lua._values",
     "pineapple.operators.filter_condition",
     "pineapple.operators.filter_truncate",
     "pineapple.operators.merge_dedup",

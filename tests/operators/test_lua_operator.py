@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 import threading
 from typing import Any
@@ -10,8 +11,16 @@ import pytest
 
 from pineapple import RegistryError
 from pineapple.engine import default_operator_registry
+from pineapple.engine._pieces import PIECE
 from pineapple.operators._lua import LuaRuntimeError
 from pineapple.operators._lua._sandbox import LuaBackend
+from pineapple.operators._lua._values import (
+    OTHER,
+    PLAIN,
+    PLAIN_TYPES,
+    WITH_NONE,
+    column_kind,
+)
 
 from ._lua_helpers import each_backend, lua_op, run
 
@@ -353,6 +362,29 @@ def test_large_request_crosses_the_chunk_size(holes: bool) -> None:
     col = (out.column_writes or [])[0][1]
     expected = [-2 if value(i) is None else 2 * i for i in range(n)]
     assert col == expected
+
+
+class _Level(enum.IntEnum):
+    HIGH = 2
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([], PLAIN),
+        ([1.5, 2, "a", True], PLAIN),
+        ([1.5, None, "a"], WITH_NONE),
+        ([None, 1.5, [1]], OTHER),  # the first other type decides, whatever came before
+        ([_Level.HIGH], OTHER),  # exact types only: a subclass is converted (to_lua)
+        ([b"x"], OTHER),
+        ([1.0] * (PIECE + 1) + [None], WITH_NONE),  # past a piece
+        ([1.0] * (PIECE * 2) + [{}], OTHER),
+    ],
+)
+def test_column_kind_is_the_plain_types_test_of_every_value(values: list[Any], kind: int) -> None:
+    assert column_kind(values) == kind
+    plain = {type(v) for v in values} <= PLAIN_TYPES
+    assert kind == (OTHER if not plain else WITH_NONE if None in values else PLAIN)
 
 
 def test_many_fields_use_the_looped_driver() -> None:

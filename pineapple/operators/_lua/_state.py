@@ -32,7 +32,7 @@ from ._sandbox import (
     LuaBackend,
     default_backend,
 )
-from ._values import NEG_ZERO_KEYS, PACK_CHUNK, PLAIN_TYPES, column_to_lua, from_lua, to_lua
+from ._values import NEG_ZERO_KEYS, OTHER, PACK_CHUNK, column_kind, column_to_lua, from_lua, to_lua
 
 __all__ = ["DEFAULT_LOAD_TIMEOUT", "LuaState", "driver_source"]
 
@@ -393,7 +393,7 @@ class LuaState:
                     col.extend(part if hi > lo else (part,))
         except UnicodeDecodeError as exc:
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
-        if PLAIN_TYPES.issuperset(map(type, col)):  # stops at the first other type
+        if column_kind(col) != OTHER:
             return col
         backend = self._backend
         for i, value in enumerate(col):

@@ -23,15 +23,34 @@ one is a :class:`LuaRuntimeError` (``lua: cannot return a Lua function``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
+from ...engine._pieces import PIECE, spans
 from ._errors import LuaRuntimeError
 from ._sandbox import LuaBackend
 
-__all__ = ["NEG_ZERO_KEYS", "PACK_CHUNK", "PLAIN_TYPES", "column_to_lua", "from_lua", "to_lua"]
+__all__ = [
+    "NEG_ZERO_KEYS",
+    "OTHER",
+    "PACK_CHUNK",
+    "PLAIN",
+    "PLAIN_TYPES",
+    "WITH_NONE",
+    "column_kind",
+    "column_to_lua",
+    "from_lua",
+    "to_lua",
+]
 
 PLAIN_TYPES: frozenset[type] = frozenset({float, int, str, bool, type(None)})
 """Types that lupa converts to a Lua value by itself, and back."""
+
+PLAIN: Final = 0
+""":func:`column_kind`: every value of a :data:`PLAIN_TYPES` type, none of them ``None``."""
+WITH_NONE: Final = 1
+""":func:`column_kind`: every value of a :data:`PLAIN_TYPES` type, some ``None``."""
+OTHER: Final = 2
+""":func:`column_kind`: some value of another type."""
 
 _MAX_DEPTH = 64
 
@@ -78,6 +97,27 @@ def _convert_in(rt: Any, value: Any, depth: int) -> Any:
     return str(value)
 
 
+def column_kind(values: list[Any]) -> int:
+    """:data:`PLAIN`, :data:`WITH_NONE` or :data:`OTHER` for a column (exact types, as
+    ``type(v) in PLAIN_TYPES``).
+
+    A plain loop (compiled with the engine core: a type test per value, no
+    call), piece by piece past :data:`PIECE`; it stops at the first other type.
+    """
+    n = len(values)
+    kind = PLAIN
+    for a, b in spans(n) if n > PIECE else ((0, n),):
+        for v in values[a:b] if n > PIECE else values:  # compiled: no index per value
+            t = type(v)
+            if t is float or t is int or t is str or t is bool:
+                continue
+            if v is None:
+                kind = WITH_NONE
+            else:
+                return OTHER
+    return kind
+
+
 def column_to_lua(rt: Any, values: list[Any], pack: Any) -> Any:
     """A Lua array table of ``values`` (``None`` leaves a hole at its position).
 
@@ -87,10 +127,10 @@ def column_to_lua(rt: Any, values: list[Any], pack: Any) -> Any:
     columns with ``None`` go through ``pack`` (in chunks: a C call takes at
     most 8000 arguments).
     """
-    kinds = set(map(type, values))
-    if not kinds <= PLAIN_TYPES:
+    kind = column_kind(values)
+    if kind == OTHER:
         values = [to_lua(rt, v) for v in values]
-    elif type(None) not in kinds:
+    elif kind == PLAIN:
         return rt.table_from(values)
     n = len(values)
     if n <= PACK_CHUNK:
