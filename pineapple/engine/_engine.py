@@ -47,7 +47,7 @@ _clock = time.perf_counter_ns
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
-@dataclass
+@dataclass(init=False)
 class Result:
     """One execution's outcome: the projected response, warnings, and the error if any.
 
@@ -63,6 +63,22 @@ class Result:
     error: ExecutionError | None = None
     trace: list[TraceEntry] | None = None
     """One entry per operator that started, when the run was asked for a trace."""
+
+    def __init__(
+        self,
+        common: dict[str, Any],
+        items: list[dict[str, Any]],
+        warnings: list[str] | None = None,
+        error: ExecutionError | None = None,
+        trace: list[TraceEntry] | None = None,
+    ) -> None:
+        # Written out (``init=False``): the dataclass's generated ``__init__``
+        # would run interpreted on every execution; this one is compiled.
+        self.common = common
+        self.items = items
+        self.warnings = [] if warnings is None else warnings
+        self.error = error
+        self.trace = trace
 
     def response(self) -> dict[str, Any]:
         """``{"common": ..., "items": [...]}``."""

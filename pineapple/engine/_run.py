@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, final
 
 from .._context import Context
 from .._errors import DeadlineExceededError, ExecutionError
@@ -46,17 +46,32 @@ _clock = time.perf_counter_ns
 _NO_OUTPUT = OperatorOutput()  # returned beside an error, never read
 
 
-class Walk(NamedTuple):
-    """What one walk over the steps did (read by the engine's counters)."""
+@final
+class Walk:
+    """What one walk over the steps did (read by the engine's counters).
 
-    items: list[dict[str, Any]]
-    error: ExecutionError | None
-    end: int
-    """Steps processed: skipped, executed or failed (the failed one included)."""
-    skipped: list[int] | None
-    """Slots of the skipped steps, or None when none was skipped."""
-    failed: int
-    """The slot of the step that started and failed, or -1 (none, or a deadline before it)."""
+    A plain class: compiled, it is built without an interpreted ``__new__``
+    (a ``NamedTuple``'s is), once per run.
+    """
+
+    __slots__ = ("end", "error", "failed", "items", "skipped")
+
+    def __init__(
+        self,
+        items: list[dict[str, Any]],
+        error: ExecutionError | None,
+        end: int,
+        skipped: list[int] | None,
+        failed: int,
+    ) -> None:
+        self.items = items
+        self.error = error
+        self.end = end
+        """Steps processed: skipped, executed or failed (the failed one included)."""
+        self.skipped = skipped
+        """Slots of the skipped steps, or None when none was skipped."""
+        self.failed = failed
+        """The slot of the step that started and failed, or -1 (none, or a deadline before it)."""
 
 
 def run_steps(

@@ -14,6 +14,7 @@ from ..engine import (
     register_operator,
     stable_order,
 )
+from ..engine._pieces import PIECE
 from .transform_normalize import numbers
 
 __all__ = ["SCHEMA", "ReorderSort"]
@@ -53,7 +54,11 @@ class ReorderSort(Operator):
         if not self.field:
             raise ValueError("reorder_sort: $metadata.item_input needs one field")
         vals = numbers("reorder_sort", self.field, inp.column(self.field))
-        out.set_item_order(stable_order(vals, reverse=self.descending))
+        if n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
+            order = sorted(range(n), key=vals.__getitem__, reverse=self.descending)
+        else:
+            order = stable_order(vals, reverse=self.descending)
+        out.set_item_order(order)
 
 
 register_operator(SCHEMA, ReorderSort)
