@@ -79,7 +79,9 @@ def stable_order(keys: Sequence[Any], *, reverse: bool = False, size: int = PIEC
     runs at a time in pieces of at most ``size`` (see :func:`_merge`). ``keys``
     must be totally ordered (numbers without NaN, or strings). Descending order
     is the ascending order of the reversed indices, reversed: equal keys keep
-    their input order, as with ``sorted``.
+    their input order, as with ``sorted``. A compiled caller may make the
+    one-piece call itself (``reorder_sort`` does, to spare this interpreted
+    frame; its test checks both paths agree): keep the two alike.
     """
     n = len(keys)
     key: Callable[[int], Any] = keys.__getitem__
