@@ -209,8 +209,8 @@ class DirectProtocol(HttpToolsProtocol):
         if (
             self.parser.get_method() != b"POST"
             or self.expect_100_continue
-            or b"%" in path
-            or b"#" in target
+            or _PERCENT in path
+            or _HASH in target
             or not path.isascii()
             or route.app.user_middleware
             or self.root_path
@@ -289,6 +289,10 @@ class DirectProtocol(HttpToolsProtocol):
 
 TIMER_EARLY = 0.001
 """A timer may fire this much before its time (uvloop rounds delays to milliseconds)."""
+
+_PERCENT, _HASH = ord("%"), ord("#")
+"""Bytes looked for as ints: ``b"%" in path`` first tries (and fails) to read ``b"%"``
+as an int, a raised and cleared TypeError each time (~1,700 instructions)."""
 
 _TO_APP = frozenset((b"transfer-encoding", b"upgrade"))
 """Headers whose requests go to the app (a streamed body, a protocol switch)."""

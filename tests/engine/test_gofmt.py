@@ -7,13 +7,15 @@ Expected texts follow Go's rule: ``strconv.FormatFloat(f, 'f', -1, 64)`` for
 
 from __future__ import annotations
 
+import random
+
 import orjson
 import pytest
 
 import pineapple.operators  # noqa: F401  (registers the built-ins)
 from pineapple import Context
 from pineapple.engine import Engine
-from pineapple.engine._gofmt import go_json, json_float
+from pineapple.engine._gofmt import _escaped, _rewritten, go_json, json_float
 from pineapple.engine.http import respond
 
 GO_JSON = [
@@ -70,7 +72,7 @@ def test_go_json_writes_go_text_alone_and_nested(value: float, text: str) -> Non
     assert float(orjson.loads(text)) == value
 
 
-_PAD = "p" * 160  # longer than the outputs go_json scans for risky bytes first
+_PAD = "p" * 300  # a long output
 
 
 @pytest.mark.parametrize(("value", "text"), GO_JSON, ids=[t for _, t in GO_JSON])
@@ -88,6 +90,31 @@ def test_go_json_escapes_as_go_in_short_and_long_outputs(pad: str) -> None:
         f'["{pad}","\\u003ca\\u0026b\\u003e\\u2028\\u2029\u2026 1.0, 1e-6 1e+20"]'.encode()
     )
     assert go_json([pad, 1e-5, 2.0]) == f'["{pad}",0.00001,2]'.encode()
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> object:
+    """A JSON value of the numbers above, ints, and strings of the bytes go_json looks for."""
+    kind = rng.randrange(6 if depth < 3 else 3)  # bounded: three levels of nesting
+    if kind == 0:
+        return rng.choice(GO_JSON)[0]
+    if kind == 1:
+        return rng.choice([0, 1, -1, 7, 2**53, -(2**63), 2**64 - 1, 2**64, -(2**70)])
+    if kind == 2:
+        pieces = ["1.0", ".0", "1e-6", "e+16", "e+20", "-", "+", ".", "<", ">", "&", "x"]
+        pieces += ["\u2028", "\u2029", "\u2026", "e"]
+        return "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+    if kind == 3:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {f"k{i}": _random_value(rng, depth + 1) for i in range(rng.randint(0, 4))}
+
+
+def test_go_json_fast_paths_agree_with_rewriting_everything() -> None:
+    # Seeded: go_json's shortcuts (no number or escape byte; no suspect number text)
+    # must give what rewriting every number and escaping always gives.
+    rng = random.Random(23)
+    for _ in range(3_000):  # bounded: 3,000 values of at most three levels
+        value = _random_value(rng)
+        assert go_json(value) == _escaped(_rewritten(value)), value
 
 
 def test_go_json_never_raises_on_numbers() -> None:
