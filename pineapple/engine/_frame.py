@@ -227,7 +227,7 @@ def apply_output(
                 for f, v in row.items():
                     if _bad_float(v):
                         raise FrameError(f"added item write: {_nan(f)}")
-        if step.recall:
+        if step.recall and out.added_source != step.name:
             name = step.name
             count = len(added)
             for a, b in spans(count) if count > PIECE else ((0, count),):
@@ -236,11 +236,10 @@ def apply_output(
         before = len(items)
         items.extend(added)
         after = len(items)
-        get = present.get
         for f in out.added_fields:
-            if get(f, 0) >= before:
+            if present.get(f, 0) >= before:
                 present[f] = after
-        if step.recall and get(SOURCE_FIELD, 0) >= before:
+        if step.recall and present.get(SOURCE_FIELD, 0) >= before:
             present[SOURCE_FIELD] = after
     return items
 

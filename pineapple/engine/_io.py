@@ -122,6 +122,7 @@ class OperatorOutput:
     __slots__ = (
         "added_fields",
         "added_items",
+        "added_source",
         "column_writes",
         "common_writes",
         "finite_added",
@@ -137,6 +138,7 @@ class OperatorOutput:
         self.column_writes: list[tuple[str, list[Any]]] | None = None
         self.added_items: list[dict[str, Any]] | None = None
         self.added_fields: frozenset[str] = frozenset()
+        self.added_source: str | None = None
         self.finite_added = True
         self.removed: set[int] | None = None
         self.item_order: list[int] | None = None
@@ -179,22 +181,28 @@ class OperatorOutput:
         *,
         checked: bool = False,
         fields: frozenset[str] = frozenset(),
+        source: str | None = None,
     ) -> None:
         """Append new items (recall); the dicts belong to the engine afterwards.
 
         Optional promises that spare the engine per-value work:
         ``checked=True``: the values hold no NaN or infinity (e.g. validated
         when the config was loaded); ``fields``: keys that every one of these
-        items has.
+        items has; ``source``: the ``_source`` every one of them holds already
+        (a recall step's items get its name there; the engine writes it only
+        where this is not the step's name).
         """
         if self.added_items is None:
             self.added_items = list(items)
             self.finite_added = checked
             self.added_fields = fields
+            self.added_source = source
         else:
             self.added_items.extend(items)
             self.finite_added = self.finite_added and checked
             self.added_fields = self.added_fields & fields
+            if self.added_source != source:
+                self.added_source = None
 
     def remove_item(self, index: int) -> None:
         """Remove the item at ``index`` (indices refer to the input order)."""

@@ -94,6 +94,8 @@ class RecallStatic(Operator):
         self.rows: list[dict[str, Any]] = [_interned(row) for row in raw]
         self.items: list[dict[str, Any]] = []
         """The templates (``prepare``): each row with ``_source``, roomy (``_with_room``)."""
+        self.source = ""
+        """The ``_source`` the templates hold (``prepare``)."""
         self.checked = all(_finite(row) for row in raw)
         self.fields: frozenset[str] = (
             frozenset(raw[0]).intersection(*raw[1:]) if raw else frozenset()
@@ -106,7 +108,7 @@ class RecallStatic(Operator):
         self.set_common: dict[str, Any] = common or {}
 
     def prepare(self) -> None:
-        source = sys.intern(self.name)
+        self.source = source = sys.intern(self.name)
         self.items = [_with_room(row, source) for row in self.rows]
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
@@ -114,7 +116,7 @@ class RecallStatic(Operator):
             out.set_common(field, value)
         if self.items:
             copies = [row.copy() for row in self.items]  # bounded: the configured items
-            out.add_items(copies, checked=self.checked, fields=self.fields)
+            out.add_items(copies, checked=self.checked, fields=self.fields, source=self.source)
 
 
 register_operator(SCHEMA, RecallStatic)

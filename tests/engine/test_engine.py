@@ -72,6 +72,35 @@ def test_contract_projection_and_source_field() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("promises", "answer"),
+    [
+        ([None], ["p", "p"]),  # no promise: written
+        (["p"], ["p", "kept"]),  # the step's name promised: trusted, not written
+        (["other"], ["p", "p"]),  # another name: written over
+        (["p", "x"], ["p", "p"]),  # two calls that disagree: no promise left
+        (["p", "p"], ["p", "kept"]),
+    ],
+)
+def test_a_recall_steps_source_is_written_unless_its_items_promise_it(
+    promises: list[str | None], answer: list[str]
+) -> None:
+    def run(self: Any, ctx: Any, inp: OperatorInput, out: OperatorOutput) -> None:
+        out.add_items([{"id": 0, "_source": "p"}], source=promises[0])
+        for promised in promises[1:]:
+            out.add_items([{"id": 1, "_source": "kept"}], source=promised)
+        if len(promises) == 1:
+            out.add_items([{"id": 1, "_source": "kept"}], source=promises[0])
+
+    _Probe.run = run
+    cfg = config(
+        {"p": op("probe", recall=True, meta={"item_output": ["id"]})},
+        contract={"item_output": ["_source"]},
+    )
+    got = Engine(cfg, registry=_registry("recall")).execute(None, {"common": {}})
+    assert [row["_source"] for row in got["items"]] == answer
+
+
 def test_a_flow_without_item_outputs_answers_an_empty_object_per_item() -> None:
     engine = Engine(config({"r": RECALL}))  # no item_output in the contract
     first = engine.execute(Context(), {"common": {}})
