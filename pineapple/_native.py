@@ -59,6 +59,8 @@ COMPILED = (
     "pineapple.operators.transform_copy",
     "pineapple.operators.transform_dispatch",
     "pineapple.operators.transform_normalize",
+    "server._gometrics",
+    "server._request_metrics",
 )
 """The compiled group (``setup.py`` reads this tuple; keep it a literal)."""
 
