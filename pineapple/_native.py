@@ -111,7 +111,11 @@ def _pure_reason() -> str | None:
         return "not compiled (no build manifest)"
     if set(built) != set(COMPILED):
         return "the build compiled another set of modules"
-    stale = sorted(m for m, digest in source_hashes().items() if built[m] != digest)
+    try:
+        hashes = source_hashes()
+    except OSError as exc:  # a source of the group is not there to check
+        return f"a compiled module's source is unreadable: {exc}"
+    stale = sorted(m for m, digest in hashes.items() if built[m] != digest)
     if stale:
         warnings.warn(
             f"{', '.join(stale)}: source changed since the build; running the pure-Python "

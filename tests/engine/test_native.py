@@ -198,6 +198,11 @@ def _package_copy(tmp: Path) -> Path:
     shutil.copytree(REPO / "pineapple", tmp / "pineapple", ignore=shutil.ignore_patterns("*.pyc"))
     for lib in REPO.glob("pineapple_core__mypyc*.so"):
         shutil.copy(lib, tmp)
+    for module in _native.COMPILED:  # the group's sources outside the package (server/...)
+        source = _native.source_path(module).relative_to(REPO)
+        if source.parts[0] != "pineapple":
+            (tmp / source).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / source, tmp / source)
     return tmp
 
 
@@ -242,6 +247,10 @@ def test_the_environment_and_a_missing_manifest_select_the_source(tmp_path: Path
     told = _which(root, PINEAPPLE_PURE_PYTHON="1")
     assert (told["compiled"], told["reason"]) == (False, "PINEAPPLE_PURE_PYTHON=1")
     assert told["file"].endswith(".py")
+    (root / "server" / "_gometrics.py").unlink()  # a source of the group missing: not trusted
+    missing = _which(root, PINEAPPLE_PURE_PYTHON="0")
+    assert missing["compiled"] is False
+    assert missing["reason"].startswith("a compiled module's source is unreadable: "), missing
     (root / "pineapple" / _native.MANIFEST).unlink()
     unbuilt = _which(root, PINEAPPLE_PURE_PYTHON="0")
     assert unbuilt["compiled"] is False
