@@ -190,11 +190,11 @@ def go_json(v: Any) -> bytes:
     except TypeError:  # an int beyond 64 bits, the only number orjson refuses
         out = _rewritten(v)
     else:
-        number = _DOT in out or _PLUS in out or _MINUS in out
-        if not number and not _escapes(out):
+        if _DOT in out or _PLUS in out or _MINUS in out:
+            if _suspect(out):
+                out = _rewritten(v)
+        elif not _escapes(out):
             return out  # no number to rewrite, nothing to escape: the usual short answer
-        if number and _suspect(out):
-            out = _rewritten(v)
     return _escaped(out) if _escapes(out) else out
 
 
@@ -209,10 +209,10 @@ def _escapes(out: bytes) -> bool:
 
 
 def _escaped(out: bytes) -> bytes:
-    """``out`` with what Go escapes in JSON strings escaped as Go does."""
-    if out.find(b"<") >= 0 or out.find(b">") >= 0 or out.find(b"&") >= 0:
-        out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-    if out.find(b"\xe2\x80") >= 0:
+    """``out`` (where :func:`_escapes` found a candidate) with what Go escapes in JSON
+    strings escaped as Go does."""
+    out = out.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    if _E2 in out:
         out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
     return out
 

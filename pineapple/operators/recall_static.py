@@ -94,8 +94,6 @@ class RecallStatic(Operator):
         self.rows: list[dict[str, Any]] = [_interned(row) for row in raw]
         self.items: list[dict[str, Any]] = []
         """The templates (``prepare``): each row with ``_source``, roomy (``_with_room``)."""
-        self.source = ""
-        """The ``_source`` the templates hold (``prepare``)."""
         self.checked = all(_finite(row) for row in raw)
         self.fields: frozenset[str] = (
             frozenset(raw[0]).intersection(*raw[1:]) if raw else frozenset()
@@ -108,7 +106,7 @@ class RecallStatic(Operator):
         self.set_common: dict[str, Any] = common or {}
 
     def prepare(self) -> None:
-        self.source = source = sys.intern(self.name)
+        source = sys.intern(self.name)
         self.items = [_with_room(row, source) for row in self.rows]
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
@@ -116,7 +114,7 @@ class RecallStatic(Operator):
             out.set_common(field, value)
         if self.items:
             copies = [row.copy() for row in self.items]  # bounded: the configured items
-            out.add_items(copies, checked=self.checked, fields=self.fields, source=self.source)
+            out.add_items(copies, checked=self.checked, fields=self.fields, source=self.name)
 
 
 register_operator(SCHEMA, RecallStatic)
