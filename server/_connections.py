@@ -181,6 +181,7 @@ class ServingProtocol(ReadTimeoutProtocol):
         cycle = self.cycle
         idle = (cycle is None or cycle.response_complete) and not self._begun
         if idle and not self.transport.is_closing() and self.transport.get_protocol() is self:
+            self.write_held()
             self.transport.close()
 
     # -- write deadline ---------------------------------------------------------------------

@@ -10,9 +10,12 @@ whole by the parser, the engine runs inline on the loop anyway. So
 from the parser's own callbacks: it keeps the body as the parser delivers
 it, and when the message is complete runs
 :meth:`~server._execute.ExecuteEndpoint.answer_inline` (the same body count,
-snapshot borrow, deadline, responder and 500 as the ASGI endpoint) and
-writes the status line, uvicorn's default headers, the endpoint's two
-headers and the body in one write, byte for byte what the ASGI path sends.
+snapshot borrow, deadline, responder and 500 as the ASGI endpoint). The
+status line, uvicorn's default headers, the endpoint's two headers and the
+body, byte for byte what the ASGI path sends, leave in one write at the end
+of the loop's turn with the turn's other answers (``server/_answer_batch.py``:
+held at most about half a millisecond and 64 KiB; an answer with
+``Connection: close`` is written at once).
 
 A request is answered directly when, at its headers: it is ``POST`` to
 ``/execute`` or ``/execute/{group}`` (a query string allowed; no
@@ -46,7 +49,10 @@ Guarantees:
   framed by ``Content-Length``); its body count and snapshot borrow live and
   end inside ``answer_inline``, so a connection lost mid-body leaks nothing.
 - Answers keep the connection's order: a direct request starts only when no
-  earlier one is under way, and ends within its last callback.
+  earlier one is under way, and ends within its last callback; its answer,
+  if held, is written before anything else the connection writes or closes
+  with (the app's answers, a 400, a 408, a close), and dropped when the
+  connection is lost.
 """
 
 from __future__ import annotations
@@ -54,12 +60,13 @@ from __future__ import annotations
 import time
 from asyncio import TimerHandle
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ._access_log import log_request
+from ._answer_batch import HOLD_BYTES, AnswerBatch
 from ._execute import ExecuteEndpoint
 
 __all__ = ["TIMER_EARLY", "DirectProtocol", "DirectRoute"]
@@ -87,6 +94,8 @@ class DirectRoute:
     """The app (``_App``): with user middleware, every request goes to it."""
     access_log: bool = False
     """Log each direct answer as ``--access-log`` does."""
+    batch: AnswerBatch = field(default_factory=AnswerBatch, compare=False)
+    """The answers held to the end of the loop's turn (one event loop's connections)."""
 
 
 class DirectProtocol(HttpToolsProtocol):
@@ -108,6 +117,8 @@ class DirectProtocol(HttpToolsProtocol):
     _idle_since = 0.0
     """Loop time of the latest direct answer; 0: a request has begun since."""
     _idle_timer: TimerHandle | None = None
+    _held = b""
+    """Keep-alive answers written at the end of the loop's turn (``server/_answer_batch.py``)."""
 
     # -- parser callbacks -------------------------------------------------------------------
 
@@ -125,6 +136,7 @@ class DirectProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         if not self._take_directly():
+            self.write_held()  # the app's answer comes after them
             self._build_scope()
             super().on_headers_complete()
 
@@ -145,39 +157,63 @@ class DirectProtocol(HttpToolsProtocol):
         chunks = self._direct_chunks
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         started = self._direct_started
+        batch = route.batch
+        if batch.holding:
+            batch.before_run(_monotonic())
         answer = route.execute.answer_inline(body, path, started)
         if answer is None:
+            self.write_held()
             self._to_app(body)
             return
         status, out = answer
         keep_alive = self._direct_keep_alive
-        transport = self.transport
-        transport.write(
-            b"".join(
-                (
-                    STATUS_LINE[status],
-                    _default_headers(self.server_state.default_headers),
-                    _CONTENT % len(out),
-                    _END_KEEP if keep_alive else _END_CLOSE,
-                    out,
-                )
+        whole = b"".join(
+            (
+                STATUS_LINE[status],
+                _default_headers(self.server_state.default_headers),
+                _CONTENT % len(out),
+                _END_KEEP if keep_alive else _END_CLOSE,
+                out,
             )
         )
         self.server_state.total_requests += 1
+        now = _monotonic()
+        seconds = batch.latest_run = now - started
         if keep_alive:
             self._idle()
+            self._hold(whole, batch, now)
         else:
-            transport.close()
-        seconds = _monotonic() - started
+            self.write_held()
+            self.transport.write(whole)
+            self.transport.close()
         route.execute.observe(status, seconds)
         if route.access_log:
             log_request(self.client, "POST", path, status, seconds * 1000)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._held = b""
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
         super().connection_lost(exc)
+
+    # -- what writes or closes before the held answers are written ---------------------------
+
+    def send_400_response(self, msg: str) -> None:
+        self.write_held()
+        super().send_400_response(msg)
+
+    def handle_websocket_upgrade(self) -> None:
+        self.write_held()
+        super().handle_websocket_upgrade()
+
+    def timeout_keep_alive_handler(self) -> None:
+        self.write_held()
+        super().timeout_keep_alive_handler()
+
+    def shutdown(self) -> None:
+        self.write_held()
+        super().shutdown()
 
     # -- for the layers above ----------------------------------------------------------------
 
@@ -189,6 +225,30 @@ class DirectProtocol(HttpToolsProtocol):
     def _direct_under_way(self) -> bool:
         """Whether a direct request has its headers and not yet its answer."""
         return self._direct_path is not None
+
+    def write_held(self) -> None:
+        """Write this connection's held answers now, if any (``server/_answer_batch.py``)."""
+        held = self._held
+        if held:
+            self._held = b""
+            transport = self.transport
+            if not transport.is_closing():
+                transport.write(held)
+
+    def _hold(self, answer: bytes, batch: AnswerBatch, now: float) -> None:
+        """Hold a keep-alive answer to the end of the loop's turn (or write it, past a bound)."""
+        held = self._held
+        if held:  # an earlier answer of this read: this connection is in the batch already
+            if len(held) + len(answer) <= HOLD_BYTES:
+                self._held = held + answer
+                return
+            self.write_held()
+        if len(answer) <= HOLD_BYTES:
+            self._held = answer
+            if batch.hold(self, self.loop, now):
+                return
+            self._held = b""
+        self.transport.write(answer)
 
     def _close_direct_after_answer(self) -> None:
         """Answer the direct request under way (if any) with ``Connection: close``."""

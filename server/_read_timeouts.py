@@ -195,6 +195,7 @@ class ReadTimeoutProtocol(DirectProtocol):
         transport = self.transport
         if transport.is_closing() or transport.get_protocol() is not self:
             return
+        self.write_held()  # answers ready before this request's deadline go first
         answered = self._begun and self._nothing_being_answered()
         if answered:
             transport.write(self._response_408())

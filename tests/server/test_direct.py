@@ -5,7 +5,8 @@ Each test drives the protocol class ``pineapple serve`` runs (from
 fake transport: which requests are answered inside ``data_received`` (no task:
 the direct path) and which go to the ASGI app (a task), that both give the same
 bytes, that a connection keeps its answers in order whichever path each
-takes, and that the keep-alive, drain, read-deadline, metric and access-log
+takes (direct answers are held to the end of the loop's turn:
+``server/_answer_batch.py``), and that the keep-alive, drain, read-deadline, metric and access-log
 rules hold on the direct path. The process-level behaviour, in one process
 and with ``--workers 2``, is in ``tests/server/test_both_modes.py``.
 """
@@ -21,6 +22,7 @@ import pytest
 from uvicorn.server import ServerState
 
 import server
+from server._answer_batch import HOLD_BYTES
 from server._connections import Drain
 from server._service import Service
 from server._serving import uvicorn_config
@@ -105,7 +107,7 @@ async def _settle(protocol: Any, transport: FakeTransport, count: int) -> None:
     raise AssertionError(f"not {count} answers: {bytes(transport.written)!r}")
 
 
-def test_a_small_execute_is_answered_inside_data_received_with_the_apps_bytes(
+def test_a_small_execute_is_answered_without_a_task_at_the_turns_end_with_the_apps_bytes(
     pod: Callable[..., _Pod],
 ) -> None:
     one = pod()
@@ -114,6 +116,8 @@ def test_a_small_execute_is_answered_inside_data_received_with_the_apps_bytes(
         protocol, transport = one.connect()
         protocol.data_received(_request())
         assert not protocol.tasks  # answered already: no ASGI task
+        assert transport.written == b""  # held to the end of the loop's turn
+        await asyncio.sleep(0)
         direct = bytes(transport.written)
         app_protocol, app_transport = one.connect()
         app_protocol.data_received(_chunked())
@@ -152,7 +156,7 @@ def test_which_requests_the_protocol_answers_itself(
     async def scenario() -> bytes:
         protocol, transport = one.connect()
         protocol.data_received(request_bytes)
-        assert (not protocol.tasks and bool(transport.written)) is direct
+        assert (not protocol.tasks) is direct
         await _settle(protocol, transport, 1)
         protocol.connection_lost(None)
         return bytes(transport.written)
@@ -212,6 +216,7 @@ def test_a_body_in_many_pieces_and_a_connection_lost_mid_body(pod: Callable[...,
         data = _request()
         for i in range(len(data)):
             protocol.data_received(data[i : i + 1])
+        await asyncio.sleep(0)
         whole = bytes(transport.written)
         cut, cut_transport = one.connect()
         cut.data_received(data[:-5])
@@ -328,3 +333,101 @@ def test_direct_answers_are_counted_and_logged(
     text = one.service.metrics.render().decode()
     assert 'pineapple_http_requests_total{method="POST",route="/execute",status="200"} 1.0' in text
     assert 'pineapple_http_requests_total{method="POST",route="/execute",status="404"} 1.0' in text
+
+
+def test_the_answers_of_one_turn_leave_together_after_its_reads(pod: Callable[..., _Pod]) -> None:
+    """Three connections read in one turn: no answer is written before the last read."""
+    one = pod()
+    log: list[str] = []
+
+    class _Logged(FakeTransport):
+        def write(self, data: bytes | bytearray | memoryview) -> None:
+            log.append("write")
+            super().write(data)
+
+    async def scenario() -> list[bytes]:
+        connections = []
+        for _ in range(3):
+            protocol, _plain = one.connect()
+            transport = _Logged()
+            transport.set_protocol(protocol)
+            protocol.connection_made(transport)
+            connections.append((protocol, transport))
+        for protocol, _transport in connections:
+            protocol.data_received(_request())
+            log.append("read")
+        await asyncio.sleep(0)
+        for protocol, _transport in connections:
+            protocol.connection_lost(None)
+        return [bytes(transport.written) for _protocol, transport in connections]
+
+    written = asyncio.run(scenario())
+    assert log == ["read"] * 3 + ["write"] * 3
+    assert len(set(written)) == 1 and written[0].endswith(b"\r\n\r\n" + ANSWER_BODY)
+
+
+@pytest.mark.parametrize(
+    ("after", "last"),
+    [
+        (b"NOT HTTP\r\n\r\n", b"HTTP/1.1 400 "),  # uvicorn's 400, written inside the read
+        (_request(BODY, "/execute", "Connection: close"), b"HTTP/1.1 200 "),  # written at once
+    ],
+)
+def test_a_held_answer_is_written_before_what_its_connection_writes_next(
+    pod: Callable[..., _Pod], after: bytes, last: bytes
+) -> None:
+    one = pod()
+
+    async def scenario() -> tuple[list[bytes], bool]:
+        protocol, transport = one.connect()
+        protocol.data_received(_request() + after)
+        written = bytes(transport.written)  # before the turn's end: nothing waits behind
+        protocol.connection_lost(None)
+        return _answers(written), transport.is_closing()
+
+    answers, closed = asyncio.run(scenario())
+    assert len(answers) == 2 and closed
+    assert answers[0].endswith(ANSWER_BODY) and b"connection: close" not in answers[0]
+    assert answers[1].startswith(last) and b"connection: close\r\n" in answers[1]
+
+
+def test_a_connection_lost_before_the_turns_end_drops_its_held_answer(
+    pod: Callable[..., _Pod],
+) -> None:
+    one = pod()
+    execute = one.ucfg.loaded_app.execute
+
+    async def scenario() -> tuple[bytes, bytes]:
+        lost, lost_transport = one.connect()
+        kept, kept_transport = one.connect()
+        lost.data_received(_request())
+        kept.data_received(_request())
+        lost.connection_lost(None)
+        await asyncio.sleep(0)
+        kept.connection_lost(None)
+        return bytes(lost_transport.written), bytes(kept_transport.written)
+
+    lost_written, kept_written = asyncio.run(scenario())
+    assert lost_written == b"" and kept_written.endswith(ANSWER_BODY)
+    assert execute._inflight == 0
+
+
+def test_an_answer_past_the_hold_bytes_is_written_at_once(pod: Callable[..., _Pod]) -> None:
+    big = b'{"common": {}, "items": [{"id": "%s"}]}' % (b"x" * HOLD_BYTES)
+    one = pod(inline_body_bytes=2 * HOLD_BYTES)
+
+    async def scenario() -> tuple[bytes, bytes]:
+        protocol, transport = one.connect()
+        small, small_transport = one.connect()
+        small.data_received(_request())
+        protocol.data_received(_request(big))
+        written, held = bytes(transport.written), bytes(small_transport.written)
+        await asyncio.sleep(0)
+        assert small_transport.written.endswith(ANSWER_BODY)
+        for p in (protocol, small):
+            p.connection_lost(None)
+        return written, held
+
+    written, held = asyncio.run(scenario())
+    assert written.startswith(b"HTTP/1.1 200 ") and len(written) > HOLD_BYTES
+    assert held == b""  # the small one still waited for the turn's end
