@@ -59,6 +59,7 @@ COMPILED = (
     "pineapple.operators.transform_copy",
     "pineapple.operators.transform_dispatch",
     "pineapple.operators.transform_normalize",
+    "server._answer_batch",
     "server._gometrics",
     "server._request_metrics",
 )

@@ -14,7 +14,7 @@ snapshot borrow, deadline, responder and 500 as the ASGI endpoint). The
 status line, uvicorn's default headers, the endpoint's two headers and the
 body, byte for byte what the ASGI path sends, leave in one write at the end
 of the loop's turn with the turn's other answers (``server/_answer_batch.py``:
-held at most about half a millisecond and 64 KiB; an answer with
+held at most about half a millisecond, 64 KiB a turn; an answer with
 ``Connection: close`` is written at once).
 
 A request is answered directly when, at its headers: it is ``POST`` to
@@ -52,7 +52,7 @@ Guarantees:
   earlier one is under way, and ends within its last callback; its answer,
   if held, is written before anything else the connection writes or closes
   with (the app's answers, a 400, a 408, a close), and dropped when the
-  connection is lost.
+  connection is closing by the end of the turn.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from typing import ClassVar, Protocol
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ._access_log import log_request
-from ._answer_batch import HOLD_BYTES, AnswerBatch
+from ._answer_batch import AnswerBatch
 from ._execute import ExecuteEndpoint
 
 __all__ = ["TIMER_EARLY", "DirectProtocol", "DirectRoute"]
@@ -117,8 +117,6 @@ class DirectProtocol(HttpToolsProtocol):
     _idle_since = 0.0
     """Loop time of the latest direct answer; 0: a request has begun since."""
     _idle_timer: TimerHandle | None = None
-    _held = b""
-    """Keep-alive answers written at the end of the loop's turn (``server/_answer_batch.py``)."""
 
     # -- parser callbacks -------------------------------------------------------------------
 
@@ -136,7 +134,7 @@ class DirectProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         if not self._take_directly():
-            self.write_held()  # the app's answer comes after them
+            self.write_held()  # the app's answer comes after those held
             self._build_scope()
             super().on_headers_complete()
 
@@ -158,11 +156,10 @@ class DirectProtocol(HttpToolsProtocol):
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         started = self._direct_started
         batch = route.batch
-        if batch.holding:
-            batch.before_run(_monotonic())
+        batch.before_run()
         answer = route.execute.answer_inline(body, path, started)
         if answer is None:
-            self.write_held()
+            batch.write()  # the app's answer comes after those held
             self._to_app(body)
             return
         status, out = answer
@@ -178,20 +175,21 @@ class DirectProtocol(HttpToolsProtocol):
         )
         self.server_state.total_requests += 1
         now = _monotonic()
-        seconds = batch.latest_run = now - started
+        transport = self.transport
         if keep_alive:
             self._idle()
-            self._hold(whole, batch, now)
+            if not batch.hold(transport, whole, self.loop, started, now):
+                transport.write(whole)
         else:
-            self.write_held()
-            self.transport.write(whole)
-            self.transport.close()
+            batch.write()
+            transport.write(whole)
+            transport.close()
+        seconds = now - started
         route.execute.observe(status, seconds)
         if route.access_log:
             log_request(self.client, "POST", path, status, seconds * 1000)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._held = b""
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
@@ -227,28 +225,11 @@ class DirectProtocol(HttpToolsProtocol):
         return self._direct_path is not None
 
     def write_held(self) -> None:
-        """Write this connection's held answers now, if any (``server/_answer_batch.py``)."""
-        held = self._held
-        if held:
-            self._held = b""
-            transport = self.transport
-            if not transport.is_closing():
-                transport.write(held)
-
-    def _hold(self, answer: bytes, batch: AnswerBatch, now: float) -> None:
-        """Hold a keep-alive answer to the end of the loop's turn (or write it, past a bound)."""
-        held = self._held
-        if held:  # an earlier answer of this read: this connection is in the batch already
-            if len(held) + len(answer) <= HOLD_BYTES:
-                self._held = held + answer
-                return
-            self.write_held()
-        if len(answer) <= HOLD_BYTES:
-            self._held = answer
-            if batch.hold(self, self.loop, now):
-                return
-            self._held = b""
-        self.transport.write(answer)
+        """Write the answers held to the end of the loop's turn now (``server/_answer_batch.py``),
+        before this connection writes or closes with anything else."""
+        route = self.direct
+        if route is not None:
+            route.batch.write()
 
     def _close_direct_after_answer(self) -> None:
         """Answer the direct request under way (if any) with ``Connection: close``."""
