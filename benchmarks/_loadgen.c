@@ -12,7 +12,9 @@
  *   loadgen PORT BODY_FILE CONCURRENCY SECONDS OUT_JSON [PATH]
  *
  * Writes {"count", "errors", "seconds", "cpu_seconds", "backlog": 0} to
- * OUT_JSON, as the Python generator does. An error is an answer other than
+ * OUT_JSON, as the Python generator does, and "sleeps": how many times it
+ * waited for the server (voluntary context switches: each is a wake-up the
+ * server's write paid for). An error is an answer other than
  * 200, a broken or closed connection, or an answer past MAX_ANSWER bytes; a
  * broken connection is opened again (at most MAX_RECONNECTS in a run).
  *
@@ -235,8 +237,10 @@ int main(int argc, char **argv) {
     double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     FILE *out = fopen(argv[5], "w");
     if (out == NULL) die(argv[5]);
-    fprintf(out, "{\"count\": %ld, \"errors\": %ld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, \"backlog\": 0}\n",
-            count, errors, elapsed, cpu);
+    fprintf(out,
+            "{\"count\": %ld, \"errors\": %ld, \"seconds\": %.6f, \"cpu_seconds\": %.6f, "
+            "\"backlog\": 0, \"sleeps\": %ld}\n",
+            count, errors, elapsed, cpu, (long)ru.ru_nvcsw);
     fclose(out);
     return 0;
 }

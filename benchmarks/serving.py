@@ -12,6 +12,9 @@ process's user+system time over each round, from /proc), ours against a
 raw ASGI app (no Starlette) that answers the same bytes under the same
 uvicorn settings; the median of the rounds. Target: at most 1.3x. CPU per
 request, not QPS: what other processes take from the cores matters less.
+The detail also gives how often the load generator slept waiting for an
+answer, per request: each of those wake-ups is paid inside the server's
+``write()``, so a server whose answers leave one at a time pays more.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def serving(rounds: int = 3, seconds: float = 4.0) -> list[Result]:
         qps: dict[str, list[float]] = {"ours": [], "bare": [], "raw": []}
         cpu: dict[str, list[float]] = {"ours": [], "bare": [], "raw": []}
         per_request: dict[str, list[float]] = {"ours": [], "raw": []}
+        woken: dict[str, list[float]] = {"ours": [], "raw": []}
         with (
             serve_bare(response, bare_port) as bare_proc,
             serve_bare(response, raw_port, raw=True) as raw_proc,
@@ -77,6 +81,7 @@ def serving(rounds: int = 3, seconds: float = 4.0) -> list[Result]:
                     cpu[side].append(got["cpu_seconds"] / got["seconds"])
                     if side in per_request and got["count"]:
                         per_request[side].append(used / got["count"])
+                        woken[side].append(got["sleeps"] / got["count"])
     ours_us, raw_us = median(per_request["ours"]) * 1e6, median(per_request["raw"]) * 1e6
     cpu_row = Result(
         23,
@@ -84,7 +89,9 @@ def serving(rounds: int = 3, seconds: float = 4.0) -> list[Result]:
         ours_us / raw_us,
         CPU_LIMIT,
         f"ours {ours_us:.1f} us vs raw ASGI {raw_us:.1f} us of server CPU per request "
-        f"({median(qps['ours']):,.0f} vs {median(qps['raw']):,.0f} QPS); concurrency 16",
+        f"({median(qps['ours']):,.0f} vs {median(qps['raw']):,.0f} QPS); load generator woken "
+        f"{median(woken['ours']):.2f} vs {median(woken['raw']):.2f} times a request; "
+        "concurrency 16",
     )
     ours, bare = median(qps["ours"]), median(qps["bare"])
     return [
