@@ -18,6 +18,7 @@ import pymysql
 __all__ = [
     "INDEX_COLUMNS",
     "MYSQL",
+    "USERSTAT_LOCK",
     "dsn",
     "feed_params",
     "feed_table",
@@ -105,20 +106,39 @@ def feed_table(rows: int, tag: str = "") -> Iterator[str]:
         conn.close()
 
 
+USERSTAT_LOCK = "pineapple.userstat"
+"""The MariaDB named lock held by every :func:`userstat_on` block (one at a time)."""
+
+
 @contextmanager
-def userstat_on(conn: Any) -> Iterator[None]:
+def userstat_on(conn: Any, wait_seconds: float = 300.0) -> Iterator[None]:
     """MariaDB's ``userstat`` on while the block runs (the global setting restored after):
-    ``information_schema.TABLE_STATISTICS`` counts the rows read per table."""
+    ``information_schema.TABLE_STATISTICS`` counts the rows read per table.
+
+    The setting is global, so blocks of other connections and processes (a
+    test on another xdist worker, a benchmark) would restore it under each
+    other: each block holds the named lock :data:`USERSTAT_LOCK` on ``conn``,
+    waiting at most ``wait_seconds`` for it (then a ``TimeoutError``).
+    """
     with conn.cursor() as cur:
-        cur.execute("SELECT @@global.userstat")
-        row = cur.fetchone()
-        before = int(row[0]) if row else 0
-        cur.execute("SET GLOBAL userstat = 1")
+        cur.execute("SELECT GET_LOCK(%s, %s)", (USERSTAT_LOCK, wait_seconds))
+        got = cur.fetchone()
+    if not got or got[0] != 1:
+        raise TimeoutError(f"MariaDB lock {USERSTAT_LOCK!r} still held after {wait_seconds:g} s")
     try:
-        yield
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@global.userstat")
+            row = cur.fetchone()
+            before = int(row[0]) if row else 0
+            cur.execute("SET GLOBAL userstat = 1")
+        try:
+            yield
+        finally:
+            with conn.cursor() as cur:
+                cur.execute(f"SET GLOBAL userstat = {before}")
     finally:
         with conn.cursor() as cur:
-            cur.execute(f"SET GLOBAL userstat = {before}")
+            cur.execute("SELECT RELEASE_LOCK(%s)", (USERSTAT_LOCK,))
 
 
 def rows_read(conn: Any, table: str) -> int:

@@ -70,7 +70,6 @@ def test_a_broken_source_shows_in_every_status_and_the_admin_answer_matches(
             cur.execute(f"DROP TABLE IF EXISTS `{gone}`")
 
 
-@pytest.mark.xdist_group("userstat")  # it turns a global MariaDB setting on and back
 def test_a_reload_that_keeps_a_version_query_entry_reads_none_of_its_table(
     serve: Callable[..., Server], mysql_conn: Any, mysql_dsn: str, mysql_table: str
 ) -> None:
