@@ -41,7 +41,10 @@ uvicorn internals relied on, beside those of ``_read_timeouts`` and
 ``url``, ``headers`` and ``expect_100_continue``; ``on_headers_complete``,
 ``on_body`` and ``on_message_complete`` taking a request to the app;
 ``on_response_complete``; ``STATUS_LINE``; ``parser``, ``root_path``,
-``tasks``, ``connections``, ``flow.write_paused``.
+``tasks``, ``connections``, ``flow.write_paused``; and, as the protocol's
+own writes and closes outside a response (each writes the held answers
+first), ``send_400_response``, ``handle_websocket_upgrade``,
+``timeout_keep_alive_handler`` and ``shutdown``.
 
 Guarantees:
 - Event loop only (parser callbacks), no lock. A direct request holds nothing
@@ -159,7 +162,7 @@ class DirectProtocol(HttpToolsProtocol):
         batch.before_run()
         answer = route.execute.answer_inline(body, path, started)
         if answer is None:
-            batch.write()  # the app's answer comes after those held
+            self.write_held()  # the app's answer comes after those held
             self._to_app(body)
             return
         status, out = answer
@@ -181,7 +184,7 @@ class DirectProtocol(HttpToolsProtocol):
             if not batch.hold(transport, whole, self.loop, started, now):
                 transport.write(whole)
         else:
-            batch.write()
+            self.write_held()
             transport.write(whole)
             transport.close()
         seconds = now - started

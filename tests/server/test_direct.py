@@ -59,11 +59,11 @@ class _Pod:
         self.ucfg.load()
         self.state = ServerState()
 
-    def connect(self) -> tuple[Any, FakeTransport]:
+    def connect(self, transport: FakeTransport | None = None) -> tuple[Any, FakeTransport]:
         protocol = self.ucfg.http_protocol_class(  # type: ignore[call-arg]
             config=self.ucfg, server_state=self.state, app_state={}
         )
-        transport = FakeTransport()
+        transport = transport or FakeTransport()
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
         return protocol, transport
@@ -346,13 +346,7 @@ def test_the_answers_of_one_turn_leave_together_after_its_reads(pod: Callable[..
             super().write(data)
 
     async def scenario() -> list[bytes]:
-        connections = []
-        for _ in range(3):
-            protocol, _plain = one.connect()
-            transport = _Logged()
-            transport.set_protocol(protocol)
-            protocol.connection_made(transport)
-            connections.append((protocol, transport))
+        connections = [one.connect(_Logged()) for _ in range(3)]
         for protocol, _transport in connections:
             protocol.data_received(_request())
             log.append("read")
