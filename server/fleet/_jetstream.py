@@ -74,6 +74,7 @@ from ._store import (
     check_record,
 )
 from ._transfer import DIGEST_PREFIX, Download, digest_of
+from ._watch_thread import WatchThread
 
 __all__ = ["CHUNK_BYTES", "RECORD_BUCKET_BYTES", "JetStreamStore"]
 
@@ -613,8 +614,8 @@ def _entry_record(entry: KeyValue.Entry) -> Record:
     )
 
 
-class _JetStreamWatch:
-    """A thread delivering one ``KeyWatcher``'s updates to a callback (never on the loop)."""
+class _JetStreamWatch(WatchThread):
+    """Pulls one ``KeyWatcher``'s updates from the loop and delivers them (never on the loop)."""
 
     def __init__(
         self,
@@ -624,29 +625,18 @@ class _JetStreamWatch:
         on_change: Callable[[Record], None],
         top: int,
     ) -> None:
+        super().__init__(bucket, on_change, join_seconds=WATCH_PULL_SECONDS + store.timeout + 1)
         self._store = store
-        self._bucket = bucket
         self._watcher = watcher
         self._top = top
         """The bucket's last revision before the watch began: up to it, current values."""
-        self._on_change = on_change
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"fleet-watch-{bucket}", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
+    def stopping(self) -> None:
         with contextlib.suppress(TimeoutError, nats.errors.Error, RuntimeError):
             self._store._loop.call(self._watcher.stop(), self._store.timeout)  # type: ignore[no-untyped-call]
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=WATCH_PULL_SECONDS + self._store.timeout + 1)
 
-    def _run(self) -> None:
-        while not self._stopped.is_set():
+    def follow(self) -> None:
+        while not self.stopped.is_set():
             try:
                 entry = self._store._loop.call(
                     self._watcher.updates(WATCH_PULL_SECONDS),  # type: ignore[no-untyped-call]
@@ -657,19 +647,13 @@ class _JetStreamWatch:
             except RuntimeError:
                 return  # the loop stopped: the store closed
             except Exception as exc:
-                _log.warning("fleet watch of %s in %s: %s", self._bucket, self._store.url, exc)
-                self._stopped.wait(WATCH_PULL_SECONDS)
+                _log.warning("fleet watch of %s in %s: %s", self.bucket, self._store.url, exc)
+                self.stopped.wait(WATCH_PULL_SECONDS)
                 continue
             if entry is None:
                 continue  # nats-py's mark after the first values (it moves with new changes)
             if not isinstance(entry, KeyValue.Entry):
                 return  # stopped
             record = _entry_record(entry)
-            if record.deleted and record.revision <= self._top:
-                continue  # a key deleted before the watch began: not a current value
-            if self._stopped.is_set():
-                return
-            try:
-                self._on_change(record)
-            except Exception:
-                _log.exception("fleet watch of %s: the callback failed", self._bucket)
+            if not (record.deleted and record.revision <= self._top):
+                self.deliver(record)  # (a key deleted before the watch began is no value)
