@@ -28,6 +28,7 @@ __all__ = [
     "Closable",
     "CodecHooks",
     "FetcherHooks",
+    "admitted_upstream",
     "call_hook",
     "hook_names",
     "hook_of",
@@ -92,6 +93,13 @@ def hook_names(protocol: type) -> tuple[str, ...]:
 
 FETCHER_HOOKS = hook_names(FetcherHooks)
 """``("cancel", "carry_over", "close", "commit", "discard")``: what a wrapper forwards."""
+
+
+def admitted_upstream(fetcher: object) -> bool:
+    """True when ``fetcher`` declares ``admitted_upstream = True``: its values were validated
+    and fitted in a budget by another process (a worker mapping what its supervisor
+    published), so the Manager neither validates nor budgets them."""
+    return getattr(fetcher, "admitted_upstream", False) is True
 
 
 def hook_of(owner: object, name: str) -> Callable[..., Any] | None:
