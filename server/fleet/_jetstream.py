@@ -156,6 +156,8 @@ class JetStreamStore:
         self._watches: list[_JetStreamWatch] = []
         self._watches_lock = threading.Lock()
         self._closed = False
+        self.reconnections = 0
+        """How often the connection came back (written on the loop; read by watch threads)."""
         self._loop = LoopThread(f"fleet-nats {self.url}")
         self._up = self._loop.call(self._event(), timeout)
         self._connector = self._loop.submit(self._connect())
@@ -175,6 +177,7 @@ class JetStreamStore:
                 _log.warning("fleet store %s: disconnected; reconnecting", self.url)
 
         async def reconnected() -> None:
+            self.reconnections += 1  # each watch opens its watcher again (_JetStreamWatch)
             self._up.set()
             _log.info("fleet store %s: reconnected", self.url)
 
@@ -415,18 +418,24 @@ class JetStreamStore:
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> _JetStreamWatch:
         check_key(bucket, "x")
 
+        top, watcher = self.open_watcher(bucket)
+        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
+        with self._watches_lock:
+            self._watches.append(watch)
+        watch.start()
+        return watch
+
+    def open_watcher(self, bucket: str) -> tuple[int, KeyValue.KeyWatcher]:
+        """nats-py's watcher of every key of ``bucket`` (current values first), and the
+        bucket's last revision before it began."""
+
         async def work() -> tuple[int, KeyValue.KeyWatcher]:
             js, stream = await self._kv(bucket)
             top = int((await js.stream_info(stream)).state.last_seq)
             kv = await js.key_value(bucket)
             return top, await kv.watchall()
 
-        top, watcher = self._call("watch", bucket, work)
-        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
-        with self._watches_lock:
-            self._watches.append(watch)
-        watch.start()
-        return watch
+        return self._call("watch", bucket, work)
 
     # objects
 
@@ -615,7 +624,13 @@ def _entry_record(entry: KeyValue.Entry) -> Record:
 
 
 class _JetStreamWatch(WatchThread):
-    """Pulls one ``KeyWatcher``'s updates from the loop and delivers them (never on the loop)."""
+    """Pulls nats-py's watcher updates from the loop and delivers them (never on the loop).
+
+    After the connection comes back it opens a new watcher (the server may
+    have lost the old consumer): its current values are delivered where they
+    are newer than what this watch delivered of their key, so a pod catches
+    up at once; changes in between are folded into each key's latest.
+    """
 
     def __init__(
         self,
@@ -628,15 +643,36 @@ class _JetStreamWatch(WatchThread):
         super().__init__(bucket, on_change, join_seconds=WATCH_PULL_SECONDS + store.timeout + 1)
         self._store = store
         self._watcher = watcher
+        self._reconnections = store.reconnections
         self._top = top
         """The bucket's last revision before the watch began: up to it, current values."""
+        self._delivered: dict[str, int] = {}
+        """``key -> revision`` last delivered (as many entries as the bucket has keys)."""
 
     def stopping(self) -> None:
+        self._stop_watcher()
+
+    def _stop_watcher(self) -> None:
         with contextlib.suppress(TimeoutError, nats.errors.Error, RuntimeError):
             self._store._loop.call(self._watcher.stop(), self._store.timeout)  # type: ignore[no-untyped-call]
 
+    def _reopen(self) -> None:
+        """A new watcher after a reconnection (retried on the next pull when it fails)."""
+        reconnections = self._store.reconnections
+        try:
+            top, watcher = self._store.open_watcher(self.bucket)
+        except FleetError as exc:
+            _log.warning("fleet watch of %s: reopening: %s", self.bucket, exc)
+            self.stopped.wait(WATCH_PULL_SECONDS)
+            return
+        self._stop_watcher()
+        self._watcher, self._top, self._reconnections = watcher, top, reconnections
+
     def follow(self) -> None:
         while not self.stopped.is_set():
+            if self._store.reconnections != self._reconnections:
+                self._reopen()
+                continue
             try:
                 entry = self._store._loop.call(
                     self._watcher.updates(WATCH_PULL_SECONDS),  # type: ignore[no-untyped-call]
@@ -653,7 +689,15 @@ class _JetStreamWatch(WatchThread):
             if entry is None:
                 continue  # nats-py's mark after the first values (it moves with new changes)
             if not isinstance(entry, KeyValue.Entry):
-                return  # stopped
+                continue  # a stopped watcher's end (a reopened one replaced it)
             record = _entry_record(entry)
-            if not (record.deleted and record.revision <= self._top):
-                self.deliver(record)  # (a key deleted before the watch began is no value)
+            if (
+                record.deleted
+                and record.revision <= self._top
+                and record.key not in self._delivered
+            ):
+                continue  # a key deleted before the watch began, never seen: no current value
+            if record.revision <= self._delivered.get(record.key, 0):
+                continue  # delivered already (a reopened watcher starts at current values)
+            self._delivered[record.key] = record.revision
+            self.deliver(record)
