@@ -49,6 +49,7 @@ from ._errors import (
 )
 from ._store import (
     BUCKET_HISTORY,
+    MAX_RECORD_BYTES,
     FleetLimits,
     ObjectInfo,
     Record,
@@ -217,18 +218,24 @@ class DirectoryStore:
 
     def _read_record(self, key: str, path: Path) -> Record | None:
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as src:
+                data = src.read(_RECORD_HEADER_MAX + MAX_RECORD_BYTES + 1)
         except FileNotFoundError:
             return None  # pruned meanwhile
         header, _, value = data.partition(b"\n")
-        doc = orjson.loads(header[:_RECORD_HEADER_MAX])
-        return Record(
-            key=key,
-            value=value,
-            revision=int(doc["revision"]),
-            time=float(doc["time"]),
-            deleted=bool(doc["deleted"]),
-        )
+        try:
+            if len(header) > _RECORD_HEADER_MAX or len(value) > MAX_RECORD_BYTES:
+                raise ValueError("longer than a record")
+            doc = orjson.loads(header)
+            return Record(
+                key=key,
+                value=value,
+                revision=int(doc["revision"]),
+                time=float(doc["time"]),
+                deleted=bool(doc["deleted"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            raise FleetError(f"{self.url}: record {path.name} of {key}: damaged ({exc})") from None
 
     def _revisions(self, key_dir: Path) -> list[int]:
         try:
@@ -282,10 +289,8 @@ class DirectoryStore:
 
     def delete(self, bucket: str, key: str) -> None:
         check_key(bucket, key)
-        with self._locked(bucket, "delete") as folder:
-            current = self._latest(folder, key)
-            if current is not None and not current.deleted:
-                self._append(bucket, folder, key, b"", deleted=True)
+        with self._locked(bucket, "delete") as folder:  # a marker, as JetStream writes one
+            self._append(bucket, folder, key, b"", deleted=True)
 
     def _key_names(self, folder: Path) -> list[str]:
         return sorted(_unhex(p.name) for p in (folder / "keys").iterdir())
