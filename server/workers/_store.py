@@ -37,6 +37,8 @@ Guarantees:
 - A failed publish (``SnapshotWriteError``, e.g. ``/dev/shm`` full) leaves the
   manifest and the last good snapshot as they were, and the fetch fails: the
   supervisor's Manager keeps its last good value and retries with backoff.
+  So does a manifest that would be over ``MANIFEST_MAX_BYTES`` (which every
+  reader refuses): it is never written, so a config cannot wedge the pod.
 - Besides one entry per shared resource, the manifest holds entries whose keys
   start with ``_`` (an entry key starts with a type name): ``_config`` (the
   config bytes the supervisor accepted, its generation and hash) and
@@ -396,10 +398,13 @@ class SharedStore:
             raise SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
+        data = orjson.dumps(manifest)
+        if len(data) > MANIFEST_MAX_BYTES:  # no reader would take it: the old one stays
+            raise OSError(f"it would be {len(data)} bytes, over {MANIFEST_MAX_BYTES}")
         tmp = self.manifest_path.with_name(".manifest.json.tmp")
         try:
             with open(tmp, "wb") as out:
-                out.write(orjson.dumps(manifest))
+                out.write(data)
             os.rename(tmp, self.manifest_path)
         except OSError:
             tmp.unlink(missing_ok=True)
