@@ -26,7 +26,7 @@ import pytest
 
 from pineapple._error_text import MAX_ERROR_BYTES
 from server.workers._control import CONTROL_MAX_BYTES
-from server.workers._store import MANIFEST_MAX_BYTES
+from server.workers._store_format import MANIFEST_MAX_BYTES
 
 from .fakes import unified_config
 from .pod import WAIT, Server, children, wait_until
