@@ -112,8 +112,8 @@ def _shared_config(tmp_path: Path, count: int) -> dict[str, Any]:
 def test_a_flood_of_status_reads_never_makes_readyz_fail(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
-    server = serve(_shared_config(tmp_path, 4))
-    readers, probes = 16, 52
+    server = serve(_shared_config(tmp_path, 60))  # ~50 KB of status: each read is work
+    readers, probes = 32, 52
     answers: list[int] = []
     answered = threading.Lock()
     flooding = threading.Barrier(readers + 1, timeout=WAIT)
