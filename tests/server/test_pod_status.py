@@ -100,7 +100,7 @@ def test_a_status_too_large_to_post_is_posted_as_an_error(
     path = tmp_path / "status.json"
     StatusBoard(path, source).post()
     assert path.stat().st_size <= 256
-    with pytest.raises(Refused, match="the pod's status is \\d+ bytes, over 256") as caught:
+    with pytest.raises(Refused, match=r"the pod's status is \d+ bytes, over 256") as caught:
         StatusReader(path).resources()
     assert caught.value.status == 507
     assert StatusReader(path).config() == {"halted": None}  # readiness still reads it
