@@ -10,11 +10,13 @@ take them, and a status of any size is served (the channel caps a message at
 
 The supervisor posts the status (:meth:`StatusBoard.post`) after every
 decision (reload, refresh, rollback, pin, unpin), before it answers the
-worker that asked, and every ``SWEEP_SECONDS`` of its supervision loop (a
-background refresh, a condition that flips with time). A post whose status
+worker that asked, and every ``POST_SECONDS`` on the board's own thread (a
+background refresh, a condition that flips with time), apart from the
+supervision loop, which a slow status never holds up. A post whose status
 did not change only stamps the file's time: so the file's age says when the
-supervisor last ran its loop, and a worker answers ``/readyz`` 503 (``no
-supervisor``) once it is over ``STATUS_STALE_SECONDS`` (stopped, or gone).
+supervisor last posted, and a worker answers ``/readyz`` 503 (``no
+supervisor``) once it is over ``STATUS_STALE_SECONDS`` (stopped, gone, or
+its status stuck).
 
 Bounds: a status over ``STATUS_MAX_BYTES`` is posted as an error saying so
 (its resources left out); a reader reads at most that many bytes.
@@ -24,6 +26,8 @@ Guarantees:
   and writes it under the lock: a status posted after a decision is never
   replaced by one computed before it. The file is written under a temporary
   name and renamed over the old one (atomic): a reader sees a whole post.
+- The board's thread (:meth:`StatusBoard.start`) waits at most
+  ``POST_SECONDS`` between posts and ends within one wait of :meth:`StatusBoard.stop`.
 - ``StatusReader._cached`` is one tuple (the file's identity, its parsed
   body) replaced whole; two threads may parse the same post twice, never
   mix two.
@@ -46,6 +50,7 @@ from .._atomic_file import write_atomically
 from .._decisions import Refused
 
 __all__ = [
+    "POST_SECONDS",
     "STATUS_FILE",
     "STATUS_MAX_BYTES",
     "STATUS_STALE_SECONDS",
@@ -57,6 +62,8 @@ STATUS_FILE = "status.json"
 """The file's name in the store's directory."""
 STATUS_MAX_BYTES = 64 * 1024 * 1024
 """A status larger than this is posted as an error (about 70,000 shared resources)."""
+POST_SECONDS = 0.5
+"""How often the supervisor posts the status (or stamps it, unchanged)."""
 STATUS_STALE_SECONDS = 5.0
 """A status older than this means no supervisor runs its loop: ``/readyz`` is 503."""
 
@@ -74,6 +81,27 @@ class StatusBoard:
         self._lock = threading.Lock()
         self._posted: bytes | None = None
         self._failing = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pineapple-status", daemon=True)
+
+    def start(self) -> None:
+        """Post now, then every ``POST_SECONDS`` on the board's thread until :meth:`stop`."""
+        self.post()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop posting; returns within one wait (the file stays until the store goes)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=POST_SECONDS * 4)
+
+    def _run(self) -> None:
+        # Bounded: one post per POST_SECONDS; ends on stop().
+        while not self._stop.wait(POST_SECONDS):
+            try:
+                self.post()
+            except Exception:  # a status that cannot be made: stale, so "no supervisor"
+                _log.exception("cannot post the pod's status")
 
     def post(self) -> None:
         """Write the status if it changed, else stamp the file's time; never raises OSError

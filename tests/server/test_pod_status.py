@@ -104,3 +104,20 @@ def test_a_status_too_large_to_post_is_posted_as_an_error(
         StatusReader(path).resources()
     assert caught.value.status == 507
     assert StatusReader(path).config() == {"halted": None}  # readiness still reads it
+
+
+def test_the_board_posts_on_its_own_thread_until_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "status.json"
+    source = _Source()
+    board = StatusBoard(path, source)
+    board.start()
+    try:
+        assert source.asked == 1  # posted at once: a worker started next reads it
+        _age(path, STATUS_STALE_SECONDS + 1)
+        deadline = time.monotonic() + 10
+        while time.time() - path.stat().st_mtime > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the board's next stamp, bounded
+        assert StatusReader(path).config() == {"halted": None}
+    finally:
+        board.stop()
+    assert not board._thread.is_alive()  # stopped within one wait

@@ -21,8 +21,8 @@ answered by :meth:`handle` with the answers of ``server/_decisions.py``): one
 source read, one pin, one log line, whatever worker was asked. The statuses
 of shared resources, the reload record and ``halted`` are posted as the pod's
 status (:attr:`board`), which workers read without asking: after each
-decision and each recorded reload, before the answer, and on the
-supervisor's sweep.
+decision and each recorded reload, before the answer, and every half
+second on the board's thread (``server/workers/_pod_status.py``).
 
 Guarantees:
 - Only the publisher Manager's refresh threads and the reload path write the

@@ -35,8 +35,9 @@ Guarantees:
   (Linux; workers are spawned only from the main thread, which it watches).
 - A worker slot is either running (in ``workers``) or due to start again (in
   ``_due``), never both; only the main thread's supervision loop changes them.
-- Every ``SWEEP_SECONDS`` this loop posts the pod's status (``_pod_status``):
-  workers read it, and its age tells them whether a supervisor still runs.
+- The pod's status is posted for the workers on its board's own thread
+  (``_pod_status``), never by this loop: a slow status cannot hold up the
+  heartbeats; its age tells a worker whether a supervisor still runs.
 - At exit, workers are stopped (SIGTERM, then SIGKILL after the shutdown delay and
   the drain time), and this process closes its copy of the listening socket,
   then the store's directory is deleted. Before that, every ``SWEEP_SECONDS``,
@@ -173,7 +174,7 @@ class Supervisor:
         """Load, start the workers and supervise them until SIGTERM/SIGINT; the exit code."""
         try:
             self.authority.load_initial()
-            self.authority.board.post()  # before any worker reads it
+            self.authority.board.start()  # posted before any worker reads it
             self._control.start()
         except (PineappleError, OSError) as exc:
             _log.error("not serving %s: %s", self.config.path, exc)
@@ -281,13 +282,11 @@ class Supervisor:
             self.workers.append(worker)
 
     def _sweep(self) -> None:
-        """Post the pod's status; remove the shared snapshots no config names and no worker
-        needs any more."""
+        """Remove the shared snapshots no config names and no worker needs any more."""
         now = time.monotonic()
         if now - self._swept < SWEEP_SECONDS:
             return  # beats wake the loop more often than a sweep is worth
         self._swept = now
-        self.authority.board.post()  # its time stamp says this loop runs (``_pod_status``)
         try:
             self.store.sweep()
         except (PineappleError, OSError, ValueError) as exc:  # ValueError: a bad manifest
@@ -326,6 +325,7 @@ class Supervisor:
         if self._watcher is not None:
             self._watcher.stop()
         self._control.stop()
+        self.authority.board.stop()
         deadline = (
             time.monotonic() + self.config.shutdown_delay_seconds + self.config.drain_seconds + 5
         )
