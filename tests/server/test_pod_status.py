@@ -118,6 +118,12 @@ def test_the_board_posts_on_its_own_thread_until_stopped(tmp_path: Path) -> None
         while time.time() - path.stat().st_mtime > 1 and time.monotonic() < deadline:
             time.sleep(0.05)  # polling the board's next stamp, bounded
         assert StatusReader(path).config() == {"halted": None}
+        source.resources = [{"name": "refreshed", "version": 2}]
+        board.changed()  # as the publisher's metrics say after a background refresh
+        deadline = time.monotonic() + 10
+        while "refreshed" not in StatusReader(path).resources():
+            assert time.monotonic() < deadline, "the change was never posted"
+            time.sleep(0.05)  # polling the board's next wake, bounded
     finally:
         board.stop()
     assert not board._thread.is_alive()  # stopped within one wait

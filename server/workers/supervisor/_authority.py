@@ -51,7 +51,13 @@ from pathlib import Path
 from typing import Any
 
 from pineapple import resource
-from pineapple.resource.lowlevel import LoadedConfig, MemoryBudget, SnapshotWriteError, load_config
+from pineapple.resource.lowlevel import (
+    LoadedConfig,
+    MemoryBudget,
+    RefreshResult,
+    SnapshotWriteError,
+    load_config,
+)
 
 from ..._build import Builder
 from ..._build_error import BuildError
@@ -148,8 +154,9 @@ class ConfigAuthority(ReloadPolicy):
         base = self._base()
         registry = publishing_registry(base, self.store, set() if named is None else named, staging)
         shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
+        noted = _Noted(self.metrics, self.board)  # a refresh's end changes the pod's status
         manager = resource.Manager(
-            registry, self.metrics, start_timeout=self.config.start_timeout, budget=self._budget
+            registry, noted, start_timeout=self.config.start_timeout, budget=self._budget
         )
         try:
             manager.load_from_root_config(
@@ -315,3 +322,25 @@ class ConfigAuthority(ReloadPolicy):
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
         return {"config": config, "resources": statuses}
+
+
+class _Noted:
+    """The publisher's ``ManagerMetrics``: the supervisor's metrics, and a note to the
+    board that a status changed after every fetch attempt (so the workers see it within
+    the board's next wake)."""
+
+    def __init__(self, metrics: ServerMetrics | None, board: StatusBoard) -> None:
+        self._metrics = metrics
+        self._board = board
+
+    def observe_refresh(
+        self, name: str, type_name: str, result: RefreshResult, seconds: float
+    ) -> None:
+        if self._metrics is not None:
+            self._metrics.observe_refresh(name, type_name, result, seconds)
+        self._board.changed()
+
+    def observe_refusal(self, name: str, type_name: str, check: str) -> None:
+        if self._metrics is not None:
+            self._metrics.observe_refusal(name, type_name, check)
+        self._board.changed()
