@@ -21,6 +21,9 @@ Guarantees:
 - An object's ``.info`` is renamed into place after its ``.data``: an object
   listed in ``objects()`` has its bytes. A get verifies size and digest, so a
   file edited or cut on the volume is refused (:class:`DigestMismatchError`).
+- Waits for the lock are bounded by ``timeout``; reads and writes of the
+  volume itself are not (a hung NFS mount hangs them): NATS is the store that
+  answers within its deadline whatever happens to a server.
 - A watch is one thread polling the bucket's counter every
   :data:`POLL_SECONDS` (one small read); when it moved, the records above the
   last seen revision are delivered in revision order.

@@ -30,6 +30,8 @@ Guarantees:
   loop: the callback never runs on the loop (it may call the store).
 - Credentials (``_nats_auth``) are passed to nats-py only; :attr:`url` and
   every message carry the sanitised server list.
+- A store belongs to the process that opened it (its loop thread and socket
+  do not survive a fork): a child process opens its own.
 """
 
 from __future__ import annotations
