@@ -67,6 +67,7 @@ from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError
 
 from .._config_read import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
+from ._publisher import shared_registry
 from .supervisor._staging import Staging
 from .supervisor._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
@@ -574,26 +575,17 @@ def publishing_registry(
     every shared entry whose fetcher is made is added to ``named``; its
     fetcher publishes through ``staging`` (a candidate config's).
     """
-    registry = Registry()
-    for schema in base.all():  # bounded: the registered types
-        factory, codec = base.factory(schema.name), schema.codec
-        if factory is None or codec is None:
-            continue
 
-        def make(
-            params: dict[str, Any],
-            factory: FetcherFactory = factory,
-            codec: SnapshotCodec = codec,
-            type_name: str = schema.name,
-        ) -> Fetcher:
-            key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, codec, staging)
-            if named is not None:
-                named.add(key)
-            return fetcher
+    def wrap(
+        inner: Fetcher, type_name: str, params: dict[str, Any], codec: SnapshotCodec
+    ) -> Fetcher:
+        key = entry_key(type_name, params)
+        fetcher = PublishingFetcher(inner, store, key, codec, staging)
+        if named is not None:
+            named.add(key)
+        return fetcher
 
-        registry.register(schema, make)
-    return registry
+    return shared_registry(base, wrap)
 
 
 def mapped_registry(base: Registry, store: SharedStore) -> Registry:

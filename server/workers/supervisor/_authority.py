@@ -39,7 +39,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import threading
@@ -57,6 +56,7 @@ from ..._decisions import ACTIONS, Action, Refused, act
 from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._control import ControlError
+from .._publisher import start_publisher
 from .._store import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
@@ -137,21 +137,17 @@ class ConfigAuthority(ReloadPolicy):
         store already names waits in ``staging`` until the config is accepted
         (``server/workers/supervisor/_staging.py``).
         """
-        base = self._base()
-        registry = publishing_registry(base, self.store, set() if named is None else named, staging)
-        shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
-        manager = resource.Manager(
-            registry, self.metrics, start_timeout=self.config.start_timeout, budget=self._budget
+        registry = publishing_registry(
+            self._base(), self.store, set() if named is None else named, staging
         )
-        try:
-            manager.load_from_root_config(
-                dataclasses.replace(loaded, entries=shared), carry_over=carry_over
-            )
-            manager.start()
-        except Exception:
-            manager.stop()
-            raise
-        return manager
+        return start_publisher(
+            registry,
+            loaded,
+            metrics=self.metrics,
+            start_timeout=self.config.start_timeout,
+            budget=self._budget,
+            carry_over=carry_over,
+        )
 
     # -- the policy's steps -------------------------------------------------------------
 
