@@ -70,6 +70,7 @@ def start_publisher(
     budget: MemoryBudget,
     carry_over: resource.Manager | None = None,
     allow_partial: bool = False,
+    before_start: Callable[[], None] | None = None,
 ) -> resource.Manager:
     """A started Manager of the entries of ``loaded`` whose type ``registry`` holds.
 
@@ -77,7 +78,8 @@ def start_publisher(
     (and its fetcher resumes change detection from it), a changed one is
     fetched anew. Raises what the start raises (``StartError`` names each
     failed resource) with the new Manager stopped; with ``allow_partial`` a
-    failed first fetch is retried in the background instead.
+    failed first fetch is retried in the background instead. ``before_start``
+    runs once every entry is registered (every fetcher made), before any fetch.
     """
     shared = tuple(e for e in loaded.entries if registry.get(e.type) is not None)
     manager = resource.Manager(registry, metrics, start_timeout=start_timeout, budget=budget)
@@ -85,6 +87,8 @@ def start_publisher(
         manager.load_from_root_config(
             dataclasses.replace(loaded, entries=shared), carry_over=carry_over
         )
+        if before_start is not None:
+            before_start()
         manager.start(allow_partial=allow_partial)
     except Exception:
         manager.stop()
