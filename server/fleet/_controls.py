@@ -35,8 +35,8 @@ from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetStore
 
 __all__ = [
     "CONFIG_KEY",
-    "Pin",
     "ControlError",
+    "Pin",
     "config_rollback",
     "current_pin",
     "kept_generations",
@@ -90,7 +90,12 @@ class Pin:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form (``fleet status --json``)."""
-        return {"generation": self.generation, "reason": self.reason, "by": self.by, "time": self.time}
+        return {
+            "generation": self.generation,
+            "reason": self.reason,
+            "by": self.by,
+            "time": self.time,
+        }
 
 
 def operator_name() -> str:
@@ -196,9 +201,7 @@ def config_rollback(store: FleetStore, revision: int) -> int:
     found = next((r for r in history if r.revision == revision and not r.deleted), None)
     if found is None:
         have = ", ".join(str(r.revision) for r in history if not r.deleted) or "none"
-        raise ControlError(
-            f"config revision {revision} is not kept in {store.url} (kept: {have})"
-        )
+        raise ControlError(f"config revision {revision} is not kept in {store.url} (kept: {have})")
     current = store.get(CONFIG, CONFIG_KEY)
     if current is not None and current.revision == revision:
         return revision

@@ -34,11 +34,15 @@ MAX_RESOURCES = 10_000
 """Most resources ``fleet status`` reads."""
 
 
-def fleet_view(store: FleetStore, *, stale_seconds: float, now: float | None = None) -> dict[str, Any]:
+def fleet_view(
+    store: FleetStore, *, stale_seconds: float, now: float | None = None
+) -> dict[str, Any]:
     """The fleet's state: ``{"store", "config", "resources", "pods", "left_out"}``."""
     now = time.time() if now is None else now
     config = store.get(CONFIG, CONFIG_KEY)
-    resources = [_resource(store, name) for name in sorted(store.keys(ANNOUNCEMENTS))[:MAX_RESOURCES]]
+    resources = [
+        _resource(store, name) for name in sorted(store.keys(ANNOUNCEMENTS))[:MAX_RESOURCES]
+    ]
     serving = {r["name"]: r["serving"] for r in resources if r.get("serving") is not None}
     revision = config.revision if config is not None else None
     pod_ids = sorted(store.keys(PODS))
@@ -104,7 +108,8 @@ def _pod(
     if not isinstance(beat, dict) or not isinstance(beat.get("resources"), dict):
         return {"pod": pod, "error": "malformed heartbeat", "stale": True, "skew": []}
     served = {str(k): v for k, v in beat["resources"].items()}
-    beat_time = beat.get("time") if isinstance(beat.get("time"), int | float) else record.time
+    stamp = beat.get("time")
+    beat_time = float(stamp) if isinstance(stamp, int | float) else record.time
     skew = sorted(n for n, g in serving.items() if n in served and served[n] != g)
     return {
         "pod": pod,
@@ -112,8 +117,8 @@ def _pod(
         "config_revision": beat.get("config_revision"),
         "since": beat.get("since"),
         "time": beat_time,
-        "age": max(0.0, now - float(beat_time)),
-        "stale": now - float(beat_time) > stale_seconds,
+        "age": max(0.0, now - beat_time),
+        "stale": now - beat_time > stale_seconds,
         "skew": skew,
         "config_skew": revision is not None
         and beat.get("config_revision") is not None
@@ -128,11 +133,15 @@ def _clock(t: Any) -> str:
 
 
 def _size(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n = n / 1024  # type: ignore[assignment]
-    return str(n)
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    units = ("KiB", "MiB", "GiB")
+    for index, unit in enumerate(units):  # bounded: three units
+        value /= 1024
+        if value < 1024 or index == len(units) - 1:
+            return f"{value:.1f} {unit}"
+    return f"{n} B"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:

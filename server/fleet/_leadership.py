@@ -11,15 +11,15 @@ The leader renews on its own thread every ``ttl / 3`` seconds, whatever the
 producer's loads are doing (a long first fetch cannot let the lease lapse).
 
 Guarantees:
-- :meth:`Leadership.held` is True only while the last successful acquire or
-  renewal started less than ``ttl * HOLD_FRACTION`` seconds ago (monotonic)
-  and no renewal was refused: the leader stops publishing a quarter of a
-  ``ttl`` before any standby may take over, so a slow or unreachable store
-  never lets two producers publish at once on the lease alone (the
-  announcement's compare-and-set fences the rest, see ``_publishing.py``).
-- A refused renewal (another holder) or a lapsed window sets :attr:`lost`
-  and wakes the producer (``on_lost``); the leadership never becomes held
-  again without a new :meth:`acquire`.
+- :meth:`Leadership.held` is the lease's own ``held()`` (``_lease.py``: True
+  only until ``ttl`` after the start of the last successful acquire or
+  renewal, so never past the ``expires`` a standby compares with) and no
+  renewal was refused. A renewal that fails because the store is slow or
+  down is tried again at the next tick while the lease is still held; once it
+  is not, or once a renewal is refused, :attr:`lost` is set and the producer
+  is woken (``on_lost``). The announcement's compare-and-set fences the rest
+  (``_publishing.py``).
+- The leadership never becomes held again without a new :meth:`acquire`.
 - Every wait is bounded: the renew thread waits ``ttl / 3`` between tries and
   each store call has the store's own deadline; :meth:`stop` joins the thread
   for at most ``ttl`` seconds.
@@ -29,17 +29,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from ._errors import FleetError
 from ._lease import Lease
 from ._store import FleetStore
 
-__all__ = ["HOLD_FRACTION", "Leadership", "retry_seconds"]
-
-HOLD_FRACTION = 0.75
-"""Of a ``ttl`` since its last renewal, how long a leader still publishes."""
+__all__ = ["Leadership", "retry_seconds"]
 
 _log = logging.getLogger("pineapple.fleet")
 
@@ -63,9 +59,6 @@ class Leadership:
         self.ttl = ttl
         self._lease = Lease(store, holder, ttl)
         self._on_lost = on_lost
-        self._lock = threading.Lock()
-        self._renewed_at: float | None = None
-        """Monotonic start of the last successful acquire or renewal (None: not held)."""
         self.lost = threading.Event()
         """Set once a held lease was lost (refused, or not renewed in time)."""
         self._stop = threading.Event()
@@ -73,16 +66,11 @@ class Leadership:
 
     def held(self) -> bool:
         """Whether this replica leads now (see Guarantees)."""
-        with self._lock:
-            at = self._renewed_at
-        if at is None or self.lost.is_set():
-            return False
-        return time.monotonic() - at < self.ttl * HOLD_FRACTION
+        return self._lease.held() and not self.lost.is_set()
 
     def acquire(self) -> bool:
         """Try once to take the lease; on success start renewing it. Never raises a
         store error (an unreachable store: not acquired)."""
-        started = time.monotonic()
         try:
             got = self._lease.acquire()
         except FleetError as exc:
@@ -90,12 +78,10 @@ class Leadership:
             return False
         if not got:
             return False
-        with self._lock:
-            self._renewed_at = started
         self.lost.clear()
-        self._stop.clear()
+        self._stop = threading.Event()  # one per thread: a late old thread never resumes
         self._thread = threading.Thread(
-            target=self._renew_loop, name="pineapple-lease", daemon=True
+            target=self._renew_loop, args=(self._stop,), name="pineapple-lease", daemon=True
         )
         self._thread.start()
         _log.info("leading: took the producer lease as %s (ttl %gs)", self.holder, self.ttl)
@@ -115,26 +101,22 @@ class Leadership:
             stopping.wait(retry)
         return False
 
-    def _renew_loop(self) -> None:
+    def _renew_loop(self, stop: threading.Event) -> None:
         every = self.ttl / 3
-        while not self._stop.wait(every):
-            started = time.monotonic()
+        while not stop.wait(every):
             try:
                 renewed = self._lease.renew()
             except FleetError as exc:
                 _log.warning("cannot renew the producer lease: %s", exc)
-                renewed = None
+                renewed = False
             if renewed:
-                with self._lock:
-                    self._renewed_at = started
                 continue
-            if renewed is False or not self.held():
-                self._lose("refused: another producer took it" if renewed is False else "lapsed")
+            if not self._lease.held():  # refused, or not renewed within its ttl
+                self._lose("another producer took it, or it lapsed")
                 return
+            _log.warning("cannot renew the producer lease yet; trying again in %gs", every)
 
     def _lose(self, why: str) -> None:
-        with self._lock:
-            self._renewed_at = None
         self.lost.set()
         _log.error("lost the producer lease (%s): publishing nothing more", why)
         self._on_lost()
@@ -142,16 +124,14 @@ class Leadership:
     def stop(self, *, release: bool) -> None:
         """Stop renewing; with ``release`` give the lease up at once (SIGTERM), so a
         standby need not wait for it to lapse."""
-        with self._lock:
-            was_held, self._renewed_at = self._renewed_at is not None, None
         self._stop.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(self.ttl)
-        if release and was_held and not self.lost.is_set():
+        if release and self._lease.held():
             try:
                 self._lease.release()
             except FleetError as exc:
-                _log.warning("cannot release the producer lease (it lapses in %gs): %s", self.ttl, exc)
+                _log.warning("cannot release the producer lease (it lapses by itself): %s", exc)
                 return
             _log.info("released the producer lease")

@@ -35,7 +35,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import signal
@@ -55,14 +54,18 @@ from .._config_read import read_config_file
 from .._reload_policy import ReloadOutcome, ReloadPolicy
 from .._watcher import ConfigWatcher
 from ..workers._publisher import start_publisher
+from ._controls import CONFIG_KEY
 from ._leadership import Leadership, retry_seconds
-from ._publishing import Announcer, FleetPublishingFetcher, NotLeaderError, fleet_publishing_registry
+from ._publishing import (
+    Announcer,
+    FleetPublishingFetcher,
+    NotLeaderError,
+    fleet_publishing_registry,
+)
 from ._store import CONFIG, FleetStore
 
-__all__ = ["CONFIG_KEY", "STOP_SECONDS", "Producer", "ProducerAuthority", "producer_id"]
+__all__ = ["STOP_SECONDS", "Producer", "ProducerAuthority", "producer_id"]
 
-CONFIG_KEY = "current"
-"""The key of the fleet's config in the ``CONFIG`` bucket."""
 STOP_SECONDS = 30.0
 """After SIGTERM, the longest the producer waits for its loads to stop before it exits."""
 _FIRST_LOAD_BACKOFF = (1.0, 30.0)
@@ -93,6 +96,10 @@ class ProducerAuthority(ReloadPolicy):
         self._accepted_hash: str | None = None
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self.closing = threading.Event()
+
+    def loaded(self) -> bool:
+        """Whether a config was accepted (its publisher Manager runs)."""
+        return self.publisher is not None
 
     def close(self) -> None:
         """Stop the publisher Manager (cancels a load in flight); forget the config."""
@@ -176,9 +183,8 @@ class ProducerAuthority(ReloadPolicy):
         return f"the fleet's config revision {serial}"
 
     def _kept(self) -> tuple[str, int | None]:
-        return f"refused, the producer keeps producing config revision {self.revision}", (
-            self.revision or None
-        )
+        kept = f"refused, the producer keeps producing config revision {self.revision}"
+        return kept, self.revision or None
 
     def _record(self, outcome: ReloadOutcome, *, quiet: bool = False) -> ReloadOutcome:
         if not quiet:
@@ -251,9 +257,9 @@ class Producer:
         watching = False
         try:
             while not self.stopping.is_set() and self.leading.held():
-                if self.authority.publisher is None and time.monotonic() >= next_try:
+                if not self.authority.loaded() and time.monotonic() >= next_try:
                     outcome = self.authority.reload("start")
-                    if self.authority.publisher is None:
+                    if not self.authority.loaded():
                         next_try = time.monotonic() + backoff
                         _log.error(
                             "the first load failed (%s); trying again in %gs",
@@ -275,8 +281,3 @@ class Producer:
         if not self.stopping.is_set():
             self.leading.stop(release=False)
             _log.warning("standing by again after losing the lease")
-
-
-def content_hash(data: bytes) -> str:
-    """The sha256 of config bytes (as the reload policy names them)."""
-    return hashlib.sha256(data).hexdigest()

@@ -76,9 +76,7 @@ class Announcer:
     every publish). ``workdir``: where snapshots are written before upload.
     """
 
-    def __init__(
-        self, store: FleetStore, workdir: Path, may_publish: Callable[[], bool]
-    ) -> None:
+    def __init__(self, store: FleetStore, workdir: Path, may_publish: Callable[[], bool]) -> None:
         self.store = store
         self.workdir = workdir
         self._may_publish = may_publish
@@ -86,9 +84,21 @@ class Announcer:
         """Announcements made by this producer (for its log and tests)."""
 
     def publish(
-        self, name: str, type_name: str, params_hash: str, codec: SnapshotCodec, value: Any
+        self,
+        name: str,
+        type_name: str,
+        params_hash: str,
+        codec: SnapshotCodec,
+        value: Any,
+        *,
+        fresh: bool = False,
     ) -> Announcement:
         """Publish ``value`` as the next generation of ``name``; its announcement.
+
+        ``fresh``: the first value of a new fetcher (a producer that starts or
+        takes over). When the announced generation has the same params and the
+        same source version (``version_query``'s answer), it holds this data
+        already: it is returned and nothing is published.
 
         ``NotLeaderError`` when the lease is not held, ``RevisionConflictError``
         when another producer announced meanwhile; nothing is announced then.
@@ -96,6 +106,14 @@ class Announcer:
         if not self._may_publish():
             raise NotLeaderError(f"resource {name!r}: not published, this producer is not leading")
         _, last = announced(self.store, name)
+        if fresh and last is not None and _same_source(last, params_hash, value):
+            _log.info(
+                "%s: generation %d already holds source version %s; not announced again",
+                name,
+                last.generation,
+                last.source_version,
+            )
+            return last
         announcement = publish_snapshot(
             self.store,
             name=name,
@@ -116,6 +134,11 @@ class Announcer:
             announcement.digest,
         )
         return announcement
+
+
+def _same_source(last: Announcement, params_hash: str, value: Any) -> bool:
+    version = source_version(value)
+    return version is not None and (last.params_hash, last.source_version) == (params_hash, version)
 
 
 def source_version(value: Any) -> str | None:
@@ -165,7 +188,12 @@ class FleetPublishingFetcher:
             raise PineappleError(f"a {self.type_name} fetcher was never given its resource name")
         try:
             self.announced = self._announcer.publish(
-                self.name, self.type_name, self.params_hash, self.codec, value
+                self.name,
+                self.type_name,
+                self.params_hash,
+                self.codec,
+                value,
+                fresh=self._served is None,
             )
         except BaseException:
             if self._served is not None:  # the next refresh reads the change again
@@ -208,7 +236,9 @@ def fleet_publishing_registry(
     builds the config's entries (the producer binds their names from it).
     """
 
-    def wrap(inner: Fetcher, type_name: str, params: dict[str, Any], codec: SnapshotCodec) -> Fetcher:
+    def wrap(
+        inner: Fetcher, type_name: str, params: dict[str, Any], codec: SnapshotCodec
+    ) -> Fetcher:
         fetcher = FleetPublishingFetcher(
             inner, announcer, type_name, entry_key(type_name, params), codec
         )
