@@ -27,6 +27,8 @@ from ._errors import ObjectMissingError as ObjectMissingError
 from ._errors import RevisionConflictError as RevisionConflictError
 from ._errors import SnapshotTooLargeError as SnapshotTooLargeError
 from ._errors import StoreUnavailableError as StoreUnavailableError
+from ._lease import PRODUCER_LEASE as PRODUCER_LEASE
+from ._lease import Lease as Lease
 from ._open import open_store as open_store
 from ._snapshots import Announcement as Announcement
 from ._snapshots import announced as announced
@@ -51,12 +53,14 @@ __all__ = [
     "LEASES",
     "PINS",
     "PODS",
+    "PRODUCER_LEASE",
     "Announcement",
     "AnnouncementError",
     "DigestMismatchError",
     "FleetError",
     "FleetLimits",
     "FleetStore",
+    "Lease",
     "ObjectInfo",
     "ObjectMissingError",
     "Record",

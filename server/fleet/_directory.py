@@ -335,8 +335,8 @@ class DirectoryStore:
         return self._revision(self._bucket(bucket))
 
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> _DirectoryWatch:
-        self._bucket(bucket)
-        watch = _DirectoryWatch(self, bucket, on_change)
+        seen, records = self.current(bucket)  # before returning: later changes follow
+        watch = _DirectoryWatch(self, bucket, on_change, seen, records)
         with self._watches_lock:
             self._watches.append(watch)
         watch.start()
@@ -353,9 +353,16 @@ class _DirectoryWatch:
     """One polling thread (see the module's Guarantees)."""
 
     def __init__(
-        self, store: DirectoryStore, bucket: str, on_change: Callable[[Record], None]
+        self,
+        store: DirectoryStore,
+        bucket: str,
+        on_change: Callable[[Record], None],
+        seen: int,
+        records: list[Record],
     ) -> None:
         self._store = store
+        self._seen = seen
+        self._first = records
         self._bucket = bucket
         self._on_change = on_change
         self._stopped = threading.Event()
@@ -379,8 +386,8 @@ class _DirectoryWatch:
                 _log.exception("fleet watch of %s: the callback failed", self._bucket)
 
     def _run(self) -> None:
-        seen, records = self._store.current(self._bucket)
-        self._deliver(records)
+        seen = self._seen
+        self._deliver(self._first)
         while not self._stopped.wait(POLL_SECONDS):
             try:
                 top = self._store.revision(self._bucket)

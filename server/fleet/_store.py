@@ -216,6 +216,9 @@ class FleetStore(Protocol):
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> Watch:
         """Call ``on_change`` with every current record, then with every change.
 
+        The current records are read before ``watch`` returns: every change
+        made after it returns is delivered.
+
         Called from the store's own thread, one record at a time, in revision
         order; an exception from ``on_change`` is logged and the watch goes on.
         """
