@@ -12,6 +12,7 @@ process's end of file and ``close`` joins it with a timeout.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -25,8 +26,10 @@ from typing import Any, Self
 
 import orjson
 
-from server.fleet import ANNOUNCEMENTS, Announcement, FleetStore
+from server.fleet import ANNOUNCEMENTS, Announcement, FleetLimits, FleetStore
 from tests._serve import ROOT, cli_env, run_cli
+
+from .conftest import LIMITS
 
 __all__ = [
     "FLEET_CLI",
@@ -35,6 +38,7 @@ __all__ = [
     "announcement",
     "fleet_cli",
     "generations",
+    "limit_flags",
     "wait_until",
     "write_config",
 ]
@@ -57,6 +61,15 @@ if not any(e.name == "fleet" for e in importlib.metadata.entry_points(group=cli.
     cli.add_commands = add_commands
 sys.exit(cli.main())
 """
+
+
+def limit_flags(limits: FleetLimits) -> list[str]:
+    """The ``--fleet-*`` limit flags that give ``limits``."""
+    return [
+        arg
+        for field in dataclasses.fields(limits)
+        for arg in (f"--fleet-{field.name.replace('_', '-')}", str(getattr(limits, field.name)))
+    ]
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float = WAIT) -> None:
@@ -114,6 +127,7 @@ class Publisher:
                 url,
                 "--log-level",
                 "debug",
+                *limit_flags(LIMITS),
                 *args,
             ],
             stdin=subprocess.DEVNULL,

@@ -81,6 +81,8 @@ def test_one_publish_and_one_full_read_per_change_and_none_when_unchanged(
             first = announcement(store, "feed")
             assert first is not None and first.generation == 1
             assert first.type == "feed_data" and first.source_version == "[1]"
+            # The config goes after the announcements it names.
+            wait_until("the config", lambda: store.get(CONFIG, "current") is not None)
             current = store.get(CONFIG, "current")
             assert current is not None and current.value == data  # the config it was given
             assert announcement(store, "flags") is None  # static: no codec, not loaded
