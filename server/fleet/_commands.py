@@ -34,7 +34,7 @@ from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._log_format import LOG_FORMATS, configure_logging
-from ._controls import Pin, config_rollback, pin, rollback, unpin
+from ._controls import Pin, config_rollback, pin, previous_generation, unpin
 from ._errors import FleetError, StoreUnavailableError
 from ._flags import add_store_flags, open_store_of
 from ._fleet_view import fleet_view, render
@@ -259,12 +259,14 @@ def fleet_rollback_command(args: argparse.Namespace) -> int:
     The generation before: the kept one below the pinned generation, else
     below the announced one. A generation the store no longer keeps is refused.
     """
-    return _act(
-        args,
-        lambda store: _pinned(
-            rollback(store, args.resource, args.generation, reason=args.reason), args
-        ),
-    )
+
+    def act(store: FleetStore) -> str:
+        generation = args.generation or previous_generation(store, args.resource)
+        return _pinned(
+            pin(store, args.resource, generation, reason=args.reason or "rollback"), args
+        )
+
+    return _act(args, act)
 
 
 def fleet_unpin_command(args: argparse.Namespace) -> int:

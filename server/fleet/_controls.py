@@ -7,8 +7,9 @@ to a pod or to the producer; pods follow the store.
 
 - :func:`pin`: pin a resource at a kept generation (default: the announced one).
 - :func:`unpin`: remove the pin; pods go back to the announced generation.
-- :func:`rollback`: pin the kept generation before the one pods serve now
-  (the pinned one, else the announced one), or a named kept generation.
+- :func:`previous_generation`: the kept generation before the one pods serve
+  now (the pinned one, else the announced one): ``fleet rollback`` pins it,
+  or a named kept generation.
 - :func:`config_rollback`: put the bytes of a kept config revision as the
   current config (a new revision, so every pod follows it).
 
@@ -42,7 +43,7 @@ __all__ = [
     "kept_generations",
     "operator_name",
     "pin",
-    "rollback",
+    "previous_generation",
     "unpin",
 ]
 
@@ -172,26 +173,15 @@ def unpin(store: FleetStore, name: str) -> bool:
     return True
 
 
-def rollback(
-    store: FleetStore,
-    name: str,
-    generation: int | None = None,
-    *,
-    reason: str = "",
-    by: str | None = None,
-) -> Pin:
-    """Pin ``name`` at the kept generation before the one pods serve (the pinned one,
-    else the announced one), or at ``generation``."""
-    if generation is None:
-        serving = current_pin(store, name)
-        now = serving.generation if serving is not None else _announced(store, name).generation
-        earlier = [g for g in kept_generations(store, name) if g < now]
-        if not earlier:
-            raise ControlError(
-                f"resource {name!r}: no generation before {now} is kept in {store.url}"
-            )
-        generation = max(earlier)
-    return pin(store, name, generation, reason=reason or "rollback", by=by)
+def previous_generation(store: FleetStore, name: str) -> int:
+    """The kept generation of ``name`` before the one pods serve (the pinned one, else the
+    announced one): what ``fleet rollback`` pins."""
+    serving = current_pin(store, name)
+    now = serving.generation if serving is not None else _announced(store, name).generation
+    earlier = [g for g in kept_generations(store, name) if g < now]
+    if not earlier:
+        raise ControlError(f"resource {name!r}: no generation before {now} is kept in {store.url}")
+    return max(earlier)
 
 
 def config_rollback(store: FleetStore, revision: int) -> int:

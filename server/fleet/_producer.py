@@ -183,8 +183,11 @@ class ProducerAuthority(ReloadPolicy):
         return f"the fleet's config revision {serial}"
 
     def _kept(self) -> tuple[str, int | None]:
-        kept = f"refused, the producer keeps producing config revision {self.revision}"
-        return kept, self.revision or None
+        if not self.revision:
+            return "refused, the producer produces nothing yet", None
+        return f"refused, the producer keeps producing config revision {self.revision}", (
+            self.revision
+        )
 
     def _record(self, outcome: ReloadOutcome, *, quiet: bool = False) -> ReloadOutcome:
         if not quiet:

@@ -210,21 +210,21 @@ class FleetPublishingFetcher:
         self._resume(value)
 
     def _resume(self, value: Any) -> None:
-        resume = getattr(self._inner, "carry_over", None)
-        if callable(resume):
-            resume(value)
+        self._inner_hook("carry_over", value)
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
-        close = getattr(self._inner, "close", None)
-        if callable(close):
-            close()
+        self._inner_hook("close")
 
     def cancel(self) -> None:
         """Stop a load in flight (forwarded to the inner fetcher)."""
-        cancel = getattr(self._inner, "cancel", None)
-        if callable(cancel):
-            cancel()
+        self._inner_hook("cancel")
+
+    def _inner_hook(self, name: str, *args: Any) -> None:
+        """The inner fetcher's optional hook ``name``, when it has one."""
+        hook = getattr(self._inner, name, None)
+        if callable(hook):
+            hook(*args)
 
 
 def fleet_publishing_registry(

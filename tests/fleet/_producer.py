@@ -193,5 +193,8 @@ class Publisher:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, *exc: object) -> None:
         self.close()
+        if kind is not None:  # a failing test shows what the producer said
+            print(f"--- pineapple publish {self.config} (exit {self.proc.returncode}):")
+            print("\n".join(self.log[-60:]))

@@ -9,6 +9,7 @@ refreshes ran, and the data table's count how many full reads.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,56 +26,59 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 ROWS = 50
 
 
+@dataclass(frozen=True)
+class Source:
+    """A MariaDB table of ``ROWS`` rows and its version table (one row, ``v``)."""
+
+    conn: Any
+    dsn: str
+    table: str
+    version: str
+
+    def config(self, **entry: Any) -> dict[str, Any]:
+        """``feed`` (feed_data with a version query, refreshed every second) and ``flags``
+        (``static``: no codec, so never loaded by the producer)."""
+        config = feed_config(self.dsn, self.table, interval=1, **entry)
+        params = config["resource_config"]["feed"]["params"]
+        params["version_query"] = f"SELECT v FROM `{self.version}`"
+        config["resource_config"]["flags"] = {"type": "static", "params": {"value": {"on": 1}}}
+        return config
+
+    def bump(self, add: int, start: int) -> None:
+        """Add ``add`` rows (ids from ``start``) and move the version: one change."""
+        fill(self.conn, self.table, add, start=start)
+        with self.conn.cursor() as cur:
+            cur.execute(f"UPDATE `{self.version}` SET v = v + 1")
+
+
 @pytest.fixture
-def version_table(mysql_conn: Any, mysql_table: str) -> Iterator[str]:
-    name = f"{mysql_table}_v"
+def source(mysql_conn: Any, mysql_dsn: str, mysql_table: str) -> Iterator[Source]:
+    fill(mysql_conn, mysql_table, ROWS)
+    version = f"{mysql_table}_v"
     with mysql_conn.cursor() as cur:
-        cur.execute(f"CREATE TABLE `{name}` (v INT)")
-        cur.execute(f"INSERT INTO `{name}` VALUES (1)")
+        cur.execute(f"CREATE TABLE `{version}` (v INT)")
+        cur.execute(f"INSERT INTO `{version}` VALUES (1)")
     try:
-        yield name
+        yield Source(mysql_conn, mysql_dsn, mysql_table, version)
     finally:
         with mysql_conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS `{name}`")
-
-
-def _config(dsn: str, table: str, version: str, **entry: Any) -> dict[str, Any]:
-    """``feed`` (feed_data with a version query, refreshed every second) and ``flags``
-    (``static``: no codec, so never loaded by the producer)."""
-    config = feed_config(dsn, table, interval=1, **entry)
-    config["resource_config"]["feed"]["params"]["version_query"] = f"SELECT v FROM `{version}`"
-    config["resource_config"]["flags"] = {"type": "static", "params": {"value": {"on": True}}}
-    return config
-
-
-def _bump(conn: Any, version: str, table: str, add: int, start: int) -> None:
-    """Add ``add`` rows (ids from ``start``) to ``table`` and move the version: one change."""
-    fill(conn, table, add, start=start)
-    with conn.cursor() as cur:
-        cur.execute(f"UPDATE `{version}` SET v = v + 1")
+            cur.execute(f"DROP TABLE IF EXISTS `{version}`")
 
 
 def test_one_publish_and_one_full_read_per_change_and_none_when_unchanged(
-    store: FleetStore,
-    store_url: str,
-    tmp_path: Path,
-    mysql_conn: Any,
-    mysql_dsn: str,
-    mysql_table: str,
-    version_table: str,
+    store: FleetStore, store_url: str, tmp_path: Path, source: Source
 ) -> None:
-    fill(mysql_conn, mysql_table, ROWS)
     config = tmp_path / "config.json"
-    data = write_config(config, _config(mysql_dsn, mysql_table, version_table))
-    with userstat_on(mysql_conn):
-        before = rows_read(mysql_conn, mysql_table)
-        checks = rows_read(mysql_conn, version_table)
+    data = write_config(config, source.config())
+    with userstat_on(source.conn):
+        before = rows_read(source.conn, source.table)
+        checks = rows_read(source.conn, source.version)
 
         def reads() -> int:
-            return rows_read(mysql_conn, mysql_table) - before
+            return rows_read(source.conn, source.table) - before
 
         def refreshes() -> int:
-            return rows_read(mysql_conn, version_table) - checks
+            return rows_read(source.conn, source.version) - checks
 
         with Publisher(config, store_url, "--no-watch") as producer:
             wait_until("generation 1", lambda: announcement(store, "feed") is not None)
@@ -94,7 +98,7 @@ def test_one_publish_and_one_full_read_per_change_and_none_when_unchanged(
             assert reads() == ROWS
             assert generations(store, "feed") == [1]
 
-            _bump(mysql_conn, version_table, mysql_table, 10, ROWS)
+            source.bump(10, ROWS)
             wait_until("generation 2", lambda: generations(store, "feed") == [1, 2])
             wait_until("the second full read counted", lambda: reads() >= 2 * ROWS + 10)
             seen = refreshes()
@@ -109,45 +113,31 @@ def test_one_publish_and_one_full_read_per_change_and_none_when_unchanged(
 
 
 def test_a_value_the_validators_refuse_is_not_published(
-    store: FleetStore,
-    store_url: str,
-    tmp_path: Path,
-    mysql_conn: Any,
-    mysql_dsn: str,
-    mysql_table: str,
-    version_table: str,
+    store: FleetStore, store_url: str, tmp_path: Path, source: Source
 ) -> None:
-    fill(mysql_conn, mysql_table, ROWS)
     config = tmp_path / "config.json"
     write_config(
         config,
-        _config(mysql_dsn, mysql_table, version_table, validate={"max_change_ratio": 0.5}),
+        source.config(validate={"max_change_ratio": 0.5}),
     )
     with Publisher(config, store_url, "--no-watch") as producer:
         wait_until("generation 1", lambda: announcement(store, "feed") is not None)
         before = store.get("pineapple-announcements", "feed")
-        _bump(mysql_conn, version_table, mysql_table, ROWS, ROWS)  # twice the rows: refused
+        source.bump(ROWS, ROWS)  # twice the rows: refused
         producer.wait_log(r"refresh of feed_data/feed refused \(Valid=False\)")
         assert store.get("pineapple-announcements", "feed") == before  # unchanged
         assert generations(store, "feed") == [1]
-        _bump(mysql_conn, version_table, mysql_table, 10, 2 * ROWS)  # 110 vs 50 rows: still refused
+        source.bump(10, 2 * ROWS)  # 110 vs 50 rows: still refused
         producer.wait_log(r"refresh of feed_data/feed refused", times=2)
         assert generations(store, "feed") == [1]
         assert producer.stop() == 0
 
 
 def test_a_config_change_is_published_and_a_bad_one_refused(
-    store: FleetStore,
-    store_url: str,
-    tmp_path: Path,
-    mysql_conn: Any,
-    mysql_dsn: str,
-    mysql_table: str,
-    version_table: str,
+    store: FleetStore, store_url: str, tmp_path: Path, source: Source
 ) -> None:
-    fill(mysql_conn, mysql_table, ROWS)
     config = tmp_path / "config.json"
-    body = _config(mysql_dsn, mysql_table, version_table)
+    body = source.config()
     write_config(config, body)
     with Publisher(config, store_url, "--poll-seconds", "1") as producer:
         wait_until("generation 1", lambda: announcement(store, "feed") is not None)
@@ -161,9 +151,7 @@ def test_a_config_change_is_published_and_a_bad_one_refused(
         config.write_text('{"resource_config": {"feed": {"type": "nope"}}')  # not JSON
         producer.wait_log(r"config reload \(\w+\) refused, the producer keeps producing")
         assert _current(store) == changed
-        _bump(
-            mysql_conn, version_table, mysql_table, 5, ROWS
-        )  # the last good config still produces
+        source.bump(5, ROWS)  # the last good config still produces
         wait_until("generation 2", lambda: generations(store, "feed") == [1, 2])
         assert producer.stop() == 0
 
@@ -183,20 +171,13 @@ def _holder(store: FleetStore) -> str:
 
 
 def test_the_standby_leads_when_the_leader_is_killed_and_no_generation_is_published_twice(
-    store: FleetStore,
-    store_url: str,
-    tmp_path: Path,
-    mysql_conn: Any,
-    mysql_dsn: str,
-    mysql_table: str,
-    version_table: str,
+    store: FleetStore, store_url: str, tmp_path: Path, source: Source
 ) -> None:
     import time
 
     ttl = 2.0
-    fill(mysql_conn, mysql_table, ROWS)
     config = tmp_path / "config.json"
-    write_config(config, _config(mysql_dsn, mysql_table, version_table))
+    write_config(config, source.config())
     args = ("--no-watch", "--lease-ttl", str(ttl))
     with (
         Publisher(config, store_url, *args) as first,
@@ -219,7 +200,7 @@ def test_the_standby_leads_when_the_leader_is_killed_and_no_generation_is_publis
 
         # Its first read finds the version generation 1 holds: nothing announced again.
         standby.wait_log(r"generation 1 already holds source version \[1\]; not announced again")
-        _bump(mysql_conn, version_table, mysql_table, 7, ROWS)
+        source.bump(7, ROWS)
         wait_until("the new leader's generation", lambda: len(generations(store, "feed")) >= 2)
         assert generations(store, "feed") == [1, 2]  # none announced twice, none skipped
 
