@@ -33,7 +33,7 @@ from pineapple._subcommand import Subparsers, add_subcommand
 from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
-from .._log_format import LOG_FORMATS, configure_logging
+from .._log_format import add_log_flags, configure_logging
 from ._controls import Pin, config_rollback, pin, previous_generation, unpin
 from ._errors import FleetError, StoreUnavailableError
 from ._flags import add_store_flags, open_store_of
@@ -97,14 +97,10 @@ def add_publish_command(subparsers: Subparsers) -> None:
         metavar="N",
         help="refuse a value that would bring the bytes the producer holds over N (0: none)",
     )
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="log level",
-    )
-    parser.add_argument(
-        "--log-format", default="text", choices=LOG_FORMATS, help="text lines, or JSON lines"
+    add_log_flags(
+        parser,
+        level_help="log level",
+        format_help="text lines, or one JSON object a line (as serve writes them)",
     )
 
 
