@@ -34,6 +34,7 @@ from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._log_format import add_log_flags, configure_logging
+from .._serving import exit_within
 from ._controls import Pin, config_rollback, pin, previous_generation, unpin
 from ._errors import FleetError, StoreUnavailableError
 from ._flags import add_store_flags, open_store_of
@@ -144,11 +145,13 @@ def publish_command(args: argparse.Namespace) -> int:
             max_config_bytes=args.max_config_bytes,
             resource_memory_budget_bytes=args.resource_memory_budget_bytes,
         )
-        return _produce(Producer(config, store, workdir, ttl=args.lease_ttl))
+        code = _produce(Producer(config, store, workdir, ttl=args.lease_ttl))
     finally:
         store.close()
         if own_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
+    exit_within(code)  # a fetch that could not be cancelled must not hold the exit
+    return code
 
 
 def _produce(producer: Producer) -> int:
@@ -161,6 +164,7 @@ def _produce(producer: Producer) -> int:
     thread.start()
     while thread.is_alive() and not producer.stopping.wait(1.0):  # bounded by the signal
         pass
+    producer.authority.cancel()  # a first load in flight stops now, not at its deadline
     thread.join(STOP_SECONDS)
     if thread.is_alive():
         _log.warning("the producer's loads did not stop within %gs; exiting anyway", STOP_SECONDS)

@@ -29,8 +29,13 @@ Guarantees:
   back to standing by (it never publishes on the old lease again).
 - Every wait is bounded: the standby's retry, the leader's wake-ups (at most
   ``retry`` seconds apart), a first load's retries (capped backoff), the
-  watcher's stop; a load in flight at SIGTERM is cancelled by the Manager's
-  stop, and the process exits after ``STOP_SECONDS`` whatever still runs.
+  watcher's stop. A load in flight at SIGTERM or a lost lease is cancelled:
+  the serving publisher's by its Manager's stop, a reload's first fetches by
+  :meth:`ProducerAuthority.cancel` (``_starting``, written under
+  ``_starting_lock`` by the reload and read by the canceller; a cancel that
+  comes before the reload's Manager is known is seen by the reload through
+  ``closing``, set first). The process exits after ``STOP_SECONDS`` whatever
+  still runs.
 """
 
 from __future__ import annotations
@@ -96,16 +101,36 @@ class ProducerAuthority(ReloadPolicy):
         self._accepted_hash: str | None = None
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self.closing = threading.Event()
+        """Set when the producer stops or loses its lease: a reload then applies nothing."""
+        self._starting: resource.Manager | None = None
+        """The Manager a reload is starting (its first fetches), for :meth:`cancel`."""
+        self._starting_lock = threading.Lock()
 
     def loaded(self) -> bool:
         """Whether a config was accepted (its publisher Manager runs)."""
         return self.publisher is not None
 
+    def cancel(self) -> None:
+        """Stop at once a reload's first fetches in flight (SIGTERM, a lost lease): its
+        Manager's stop cancels them (a ``feed_data`` loader is killed); nothing of it is
+        published (``closing`` is set first)."""
+        self.closing.set()
+        with self._starting_lock:
+            starting = self._starting
+        if starting is not None:
+            starting.stop()
+
     def close(self) -> None:
         """Stop the publisher Manager (cancels a load in flight); forget the config."""
-        with self._reload_lock:  # bounded: a reload ends within its start timeout
+        self.cancel()
+        # Bounded: a cancelled reload ends at once, any reload within its start timeout.
+        locked = self._reload_lock.acquire(timeout=self._wait * 2)
+        try:
             publisher, self.publisher = self.publisher, None
             self._accepted_hash = None
+        finally:
+            if locked:
+                self._reload_lock.release()
         if publisher is not None:
             publisher.stop()
 
@@ -136,22 +161,30 @@ class ProducerAuthority(ReloadPolicy):
         registry = fleet_publishing_registry(self._base(), self.announcer, made)
         names = [e.name for e in loaded.entries if registry.get(e.type) is not None]
 
-        def bind_names() -> None:
+        def bind_names(manager: resource.Manager) -> None:
             # The Manager builds the entries in config order, one fetcher each.
             if len(made) != len(names):
                 raise RuntimeError(f"{len(made)} fetchers made for {len(names)} shared entries")
             for fetcher, name in zip(made, names, strict=True):
                 fetcher.name = name
+            with self._starting_lock:
+                self._starting = manager
+            if self.closing.is_set():
+                manager.stop()  # a cancel came before this Manager was known
 
-        manager = start_publisher(
-            registry,
-            loaded,
-            metrics=None,
-            start_timeout=self.config.start_timeout,
-            budget=self._budget,
-            carry_over=self.publisher,
-            before_start=bind_names,
-        )
+        try:
+            manager = start_publisher(
+                registry,
+                loaded,
+                metrics=None,
+                start_timeout=self.config.start_timeout,
+                budget=self._budget,
+                carry_over=self.publisher,
+                before_start=bind_names,
+            )
+        finally:
+            with self._starting_lock:
+                self._starting = None
         try:
             if self._closing():
                 manager.stop()
@@ -214,9 +247,14 @@ class Producer:
         self.store = store
         self.stopping = threading.Event()
         self._wake = threading.Event()
-        self.leading = Leadership(store, holder or producer_id(), ttl, on_lost=self._wake.set)
+        self.leading = Leadership(store, holder or producer_id(), ttl, on_lost=self._lost)
         self.announcer = Announcer(store, workdir, self.leading.held)
         self.authority = ProducerAuthority(config, store, self.announcer, self.leading)
+
+    def _lost(self) -> None:
+        """The lease is gone: wake the leader's loop and stop a first load in flight."""
+        self._wake.set()
+        self.authority.cancel()
 
     def stop(self) -> None:
         """Ask the producer to stop (from a signal handler or another thread)."""
@@ -277,7 +315,7 @@ class Producer:
                 self._wake.wait(retry_seconds(self.leading.ttl))
                 self._wake.clear()
         finally:
-            self.authority.closing.set()
+            self.authority.cancel()
             if watching:
                 watcher.stop()
             self.authority.close()

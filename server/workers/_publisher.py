@@ -70,7 +70,7 @@ def start_publisher(
     budget: MemoryBudget,
     carry_over: resource.Manager | None = None,
     allow_partial: bool = False,
-    before_start: Callable[[], None] | None = None,
+    before_start: Callable[[resource.Manager], None] | None = None,
 ) -> resource.Manager:
     """A started Manager of the entries of ``loaded`` whose type ``registry`` holds.
 
@@ -79,7 +79,8 @@ def start_publisher(
     fetched anew. Raises what the start raises (``StartError`` names each
     failed resource) with the new Manager stopped; with ``allow_partial`` a
     failed first fetch is retried in the background instead. ``before_start``
-    runs once every entry is registered (every fetcher made), before any fetch.
+    is called with the Manager once every entry is registered (every fetcher
+    made), before any fetch (a caller that may have to stop it meanwhile keeps it).
     """
     shared = tuple(e for e in loaded.entries if registry.get(e.type) is not None)
     manager = resource.Manager(registry, metrics, start_timeout=start_timeout, budget=budget)
@@ -88,7 +89,7 @@ def start_publisher(
             dataclasses.replace(loaded, entries=shared), carry_over=carry_over
         )
         if before_start is not None:
-            before_start()
+            before_start(manager)
         manager.start(allow_partial=allow_partial)
     except Exception:
         manager.stop()

@@ -233,3 +233,48 @@ def test_sigterm_releases_the_lease_so_the_standby_leads_at_once(
             # The new leader fetched json_file anew; same rows, so the same bytes.
             second.wait_log(r"published the fleet config|config \w+ reloaded")
             assert second.stop() == 0
+
+
+def _waiting_for_lock(conn: Any, table: str) -> bool:
+    """Whether a query on ``table`` waits for its table lock (the producer's read)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+            "WHERE INFO LIKE %s AND STATE LIKE %s",
+            (f"%{table}%", "Waiting for table%"),
+        )
+        (waiting,) = cur.fetchone()
+    return bool(waiting)
+
+
+def test_sigterm_during_a_first_load_that_never_ends_stops_it_and_releases_the_lease(
+    store: FleetStore,
+    store_url: str,
+    tmp_path: Path,
+    source: Source,
+    mysql_params: dict[str, Any],
+) -> None:
+    import time
+
+    import pymysql
+
+    config = tmp_path / "config.json"
+    write_config(config, source.config())
+    locker = pymysql.connect(autocommit=True, **mysql_params)
+    try:
+        with locker.cursor() as cur:
+            cur.execute(f"LOCK TABLES `{source.table}` WRITE")  # the first read waits
+        with Publisher(config, store_url, "--start-timeout", "600") as producer:
+            producer.wait_log("leading: took")
+            wait_until("the read waits", lambda: _waiting_for_lock(source.conn, source.table))
+            asked = time.monotonic()
+            assert producer.stop() == 0
+            stopped = time.monotonic() - asked
+            assert stopped < 15.0, f"SIGTERM took {stopped:.1f}s with a load in flight"
+            assert _holder(store) == ""  # released
+            assert announcement(store, "feed") is None  # nothing of it published
+            assert store.get(CONFIG, "current") is None
+    finally:
+        with locker.cursor() as cur:
+            cur.execute("UNLOCK TABLES")
+        locker.close()
