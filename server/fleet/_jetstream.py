@@ -74,6 +74,7 @@ from ._store import (
     check_record,
 )
 from ._transfer import DIGEST_PREFIX, Download, digest_of
+from ._watch_thread import WatchThread
 
 __all__ = ["CHUNK_BYTES", "RECORD_BUCKET_BYTES", "JetStreamStore"]
 
@@ -87,8 +88,8 @@ _KV_OP = "KV-Operation"
 _DELETED_OPS = ("DEL", "PURGE")
 _EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 _WRONG_LAST_SEQUENCE = (10071, 10164)
-_STORE_FULL = (10047, 10028)
-"""JetStream API codes: insufficient resources; maximum bytes/messages exceeded."""
+_STORE_FULL = (10047, 10028, 10077)
+"""JetStream API codes: insufficient resources; maximum messages; maximum bytes exceeded."""
 
 _log = logging.getLogger("pineapple.fleet")
 T = TypeVar("T")
@@ -147,6 +148,8 @@ class JetStreamStore:
         self.timeout = timeout
         self.limits = limits or FleetLimits()
         self._nc: Client | None = None
+        self._attempt: Client | None = None
+        """The client of the connection attempt in progress (closed with the store)."""
         self._js: JetStreamContext | None = None
         self._made: set[str] = set()
         """Streams known to exist (created or found): looked up once per store."""
@@ -180,13 +183,14 @@ class JetStreamStore:
 
         logged = False
         while True:
+            nc = self._attempt = Client()
             try:
-                nc = await nats.connect(
+                await nc.connect(
                     servers=self._servers,
                     connect_timeout=max(1, round(min(self.timeout, 5.0))),
                     allow_reconnect=True,
                     max_reconnect_attempts=-1,
-                    reconnect_time_wait=0.5,
+                    reconnect_time_wait=0.5,  # type: ignore[arg-type]  # typed int; floats work
                     ping_interval=max(1, round(self.timeout)),
                     max_outstanding_pings=2,
                     disconnected_cb=disconnected,
@@ -204,6 +208,7 @@ class JetStreamStore:
                         type(exc).__name__,
                     )
                     logged = True
+                await _close_quietly(nc)  # a failed attempt's socket
                 await asyncio.sleep(0.5)
                 continue
             self._nc = nc
@@ -410,14 +415,14 @@ class JetStreamStore:
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> _JetStreamWatch:
         check_key(bucket, "x")
 
-        async def work() -> KeyValue.KeyWatcher:
-            await self._kv(bucket)
-            assert self._js is not None
-            kv = await self._js.key_value(bucket)
-            return await kv.watchall()
+        async def work() -> tuple[int, KeyValue.KeyWatcher]:
+            js, stream = await self._kv(bucket)
+            top = int((await js.stream_info(stream)).state.last_seq)
+            kv = await js.key_value(bucket)
+            return top, await kv.watchall()
 
-        watcher = self._call("watch", bucket, work)
-        watch = _JetStreamWatch(self, bucket, watcher, on_change)
+        top, watcher = self._call("watch", bucket, work)
+        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
         with self._watches_lock:
             self._watches.append(watch)
         watch.start()
@@ -582,12 +587,20 @@ class JetStreamStore:
         self._closed = True
 
         async def close() -> None:
-            if self._nc is not None:
-                await self._nc.close()
+            for nc in {id(c): c for c in (self._attempt, self._nc) if c is not None}.values():
+                await _close_quietly(nc)
 
-        with contextlib.suppress(TimeoutError, nats.errors.Error):
+        with contextlib.suppress(TimeoutError):
             self._loop.call(close(), self.timeout)
         self._loop.stop(self.timeout)
+
+
+async def _close_quietly(nc: Client) -> None:
+    """Close ``nc`` and its socket; a connection already lost is closed already."""
+    try:
+        await nc.close()
+    except (TimeoutError, OSError, nats.errors.Error) as exc:
+        _log.debug("fleet store: closing a connection: %s", type(exc).__name__)
 
 
 def _entry_record(entry: KeyValue.Entry) -> Record:
@@ -601,8 +614,8 @@ def _entry_record(entry: KeyValue.Entry) -> Record:
     )
 
 
-class _JetStreamWatch:
-    """A thread delivering one ``KeyWatcher``'s updates to a callback (never on the loop)."""
+class _JetStreamWatch(WatchThread):
+    """Pulls one ``KeyWatcher``'s updates from the loop and delivers them (never on the loop)."""
 
     def __init__(
         self,
@@ -610,29 +623,20 @@ class _JetStreamWatch:
         bucket: str,
         watcher: KeyValue.KeyWatcher,
         on_change: Callable[[Record], None],
+        top: int,
     ) -> None:
+        super().__init__(bucket, on_change, join_seconds=WATCH_PULL_SECONDS + store.timeout + 1)
         self._store = store
-        self._bucket = bucket
         self._watcher = watcher
-        self._on_change = on_change
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"fleet-watch-{bucket}", daemon=True)
+        self._top = top
+        """The bucket's last revision before the watch began: up to it, current values."""
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
+    def stopping(self) -> None:
         with contextlib.suppress(TimeoutError, nats.errors.Error, RuntimeError):
             self._store._loop.call(self._watcher.stop(), self._store.timeout)  # type: ignore[no-untyped-call]
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=WATCH_PULL_SECONDS + self._store.timeout + 1)
 
-    def _run(self) -> None:
-        initial = True
-        while not self._stopped.is_set():
+    def follow(self) -> None:
+        while not self.stopped.is_set():
             try:
                 entry = self._store._loop.call(
                     self._watcher.updates(WATCH_PULL_SECONDS),  # type: ignore[no-untyped-call]
@@ -643,20 +647,13 @@ class _JetStreamWatch:
             except RuntimeError:
                 return  # the loop stopped: the store closed
             except Exception as exc:
-                _log.warning("fleet watch of %s in %s: %s", self._bucket, self._store.url, exc)
-                self._stopped.wait(WATCH_PULL_SECONDS)
+                _log.warning("fleet watch of %s in %s: %s", self.bucket, self._store.url, exc)
+                self.stopped.wait(WATCH_PULL_SECONDS)
                 continue
             if entry is None:
-                initial = False  # the current values are all delivered
-                continue
+                continue  # nats-py's mark after the first values (it moves with new changes)
             if not isinstance(entry, KeyValue.Entry):
                 return  # stopped
             record = _entry_record(entry)
-            if initial and record.deleted:
-                continue
-            if self._stopped.is_set():
-                return
-            try:
-                self._on_change(record)
-            except Exception:
-                _log.exception("fleet watch of %s: the callback failed", self._bucket)
+            if not (record.deleted and record.revision <= self._top):
+                self.deliver(record)  # (a key deleted before the watch began is no value)

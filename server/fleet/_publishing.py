@@ -42,10 +42,10 @@ import orjson
 
 from pineapple import PineappleError
 from pineapple.resource import Fetcher, Registry, ResourceSchema
-from pineapple.resource.lowlevel import SnapshotCodec
+from pineapple.resource.lowlevel import SnapshotCodec, hook_of
 
 from ..workers._publisher import shared_registry
-from ..workers._store import entry_key
+from ..workers._store_format import entry_key
 from ._errors import FleetError
 from ._snapshots import Announcement, announced, check_portable, publish_snapshot
 from ._store import FleetStore
@@ -158,7 +158,8 @@ class FleetPublishingFetcher:
 
     ``name`` is bound by the producer before the Manager starts (a factory
     sees only params). ``NOT_MODIFIED`` passes through (nothing is published);
-    ``commit`` publishes; ``discard`` has nothing to undo.
+    ``commit`` publishes; ``discard`` has nothing to undo. Every hook of
+    ``FetcherHooks`` is forwarded to the inner fetcher.
     """
 
     def __init__(
@@ -183,9 +184,14 @@ class FleetPublishingFetcher:
         return self._inner()
 
     def commit(self, value: Any) -> None:
-        """Announce ``value`` (it passed every check); raises with nothing announced."""
+        """Announce ``value`` (it passed every check); raises with nothing announced.
+
+        The inner fetcher's own ``commit`` runs first (what it raises refuses the swap)."""
         if not self.name:
             raise PineappleError(f"a {self.type_name} fetcher was never given its resource name")
+        forward = hook_of(self._inner, "commit")
+        if forward is not None:
+            forward(value)
         try:
             self.announced = self._announcer.publish(
                 self.name,
@@ -202,29 +208,33 @@ class FleetPublishingFetcher:
         self._served = value
 
     def discard(self, value: Any) -> None:
-        """A refused value: nothing was published for it."""
+        """A refused value: nothing was published for it (the inner fetcher's ``discard``)."""
+        forward = hook_of(self._inner, "discard")
+        if forward is not None:
+            forward(value)
 
     def carry_over(self, value: Any) -> None:
-        """A config reload carried ``value`` over: the inner fetcher resumes from it."""
+        """``value`` serves without this fetcher having fetched it (a config reload carried
+        it over, a rollback kept it): the inner fetcher resumes from it."""
         self._served = value
         self._resume(value)
 
     def _resume(self, value: Any) -> None:
-        self._inner_hook("carry_over", value)
+        resume = hook_of(self._inner, "carry_over")
+        if resume is not None:
+            resume(value)
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
-        self._inner_hook("close")
+        close = hook_of(self._inner, "close")
+        if close is not None:
+            close()
 
     def cancel(self) -> None:
         """Stop a load in flight (forwarded to the inner fetcher)."""
-        self._inner_hook("cancel")
-
-    def _inner_hook(self, name: str, *args: Any) -> None:
-        """The inner fetcher's optional hook ``name``, when it has one."""
-        hook = getattr(self._inner, name, None)
-        if callable(hook):
-            hook(*args)
+        cancel = hook_of(self._inner, "cancel")
+        if cancel is not None:
+            cancel()
 
 
 def fleet_publishing_registry(
