@@ -3,7 +3,9 @@ the store's backends; each action's change is read back from the store."""
 
 from __future__ import annotations
 
+import importlib
 import time
+import tomllib
 from pathlib import Path
 
 import orjson
@@ -12,6 +14,8 @@ import pytest
 import resources
 from resources.lowlevel import FILE_CODEC
 from server.fleet import CONFIG, PINS, PODS, FleetStore, publish_snapshot
+from server.fleet._commands import add_commands
+from tests._serve import ROOT
 
 from ._producer import fleet_cli
 
@@ -160,3 +164,25 @@ def test_an_empty_fleet_says_so(store: FleetStore, store_url: str) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "config: none published" in shown.stdout
     assert "no resource announced" in shown.stdout and "no pod heartbeat" in shown.stdout
+
+
+def test_the_fleet_commands_are_named_in_the_entry_point_group() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    point = project["project"]["entry-points"]["pineapple.commands"]["fleet"]
+    module, _, name = point.partition(":")
+    assert getattr(importlib.import_module(module), name) is add_commands
+    shown = fleet_cli("--help")
+    assert shown.returncode == 0
+    assert "publish" in shown.stdout and "fleet" in shown.stdout
+
+
+def test_bad_flags_are_refused_naming_them(store_url: str, tmp_path: Path) -> None:
+    config = str(tmp_path / "config.json")
+    ttl = fleet_cli("publish", config, "--fleet", store_url, "--lease-ttl", "0")
+    assert ttl.returncode == 2 and "pineapple publish: --lease-ttl must be > 0" in ttl.stderr
+    keep = fleet_cli("publish", config, "--fleet", store_url, "--fleet-keep-generations", "0")
+    assert keep.returncode == 2 and "keep_generations: must be > 0" in keep.stderr
+    scheme = fleet_cli("fleet", "status", "--fleet", "s3://bucket/fleet")
+    assert scheme.returncode == 2 and "scheme 's3'" in scheme.stderr
+    no_action = fleet_cli("fleet")
+    assert no_action.returncode == 2
