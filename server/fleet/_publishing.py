@@ -80,8 +80,6 @@ class Announcer:
         self.store = store
         self.workdir = workdir
         self._may_publish = may_publish
-        self.published = 0
-        """Announcements made by this producer (for its log and tests)."""
 
     def publish(
         self,
@@ -125,7 +123,6 @@ class Announcer:
             source_version=source_version(value),
             workdir=self.workdir,
         )
-        self.published += 1
         _log.info(
             "published %s generation %d (%d bytes, %s)",
             name,
