@@ -35,6 +35,8 @@ Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`
 ``_watcher``.
 """
 
+# First: decides, before any of it loads, whether the server's compiled group runs.
+from . import _native as _native
 from . import lowlevel as lowlevel
 from ._app import create_app as create_app
 from ._build_error import BuildError as BuildError
