@@ -27,7 +27,7 @@ import pytest
 from pineapple import Context, PineappleError, _native, builtins, resource
 from pineapple.engine import Engine, all_operator_schemas
 from pineapple.engine.http import respond
-from tests.conformance._fixtures import fixtures_dir, load
+from tests.conformance._fixtures import fixtures_absent, fixtures_dir, load
 
 from . import test_property
 
@@ -173,7 +173,7 @@ def test_error_fixtures_give_the_same_bytes(pure: _native.PureCopy) -> None:
 def test_benchmark_fixtures_give_the_same_bytes(pure: _native.PureCopy) -> None:
     base = fixtures_dir()
     if base is None:
-        pytest.skip("PINE_FIXTURES_DIR not set or directory absent")
+        fixtures_absent()
     compared = 0
     for config in sorted((base / "benchmarks").glob("*_config.json")):
         request = config.with_name(config.name.replace("_config", "_request"))

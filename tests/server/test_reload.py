@@ -69,28 +69,38 @@ def test_reload_swaps_engine_and_resources_together(
 def test_concurrent_requests_always_see_one_config(
     served: tuple[TestClient, Service], write_config: WriteConfig
 ) -> None:
+    """Three clients send a fixed number of requests in each round while that round's reload
+    runs; every answer is counted under a lock and holds one config's tags."""
     client, service = served
-    stop = threading.Event()
-    mixed: list[list[tuple[str, str]]] = []
+    clients, rounds, per_round = 3, 10, 5
+    start, end = (
+        threading.Barrier(clients + 1, timeout=60),
+        threading.Barrier(clients + 1, timeout=60),
+    )
+    lock = threading.Lock()
+    tags_seen: list[str] = []  # under lock: one entry per answer, its one tag
+    mixed: list[list[str]] = []
     failures: list[int] = []
-    seen = 0
 
     def hammer() -> None:
-        nonlocal seen
-        while not stop.is_set():
-            response = client.post("/execute", content=BODY)
-            if response.status_code != 200:
-                failures.append(response.status_code)
-                continue
-            tags = {i["tag"] for i in response.json()["items"]}
-            if len(tags) != 1:  # static (engine) and feed (resource) from different configs
-                mixed.append(sorted(tags))
-            seen += 1
+        for _ in range(rounds):  # bounded: rounds x per_round requests
+            start.wait()
+            for _ in range(per_round):
+                response = client.post("/execute", content=BODY)
+                with lock:
+                    if response.status_code != 200:
+                        failures.append(response.status_code)
+                        continue
+                    tags = sorted({i["tag"] for i in response.json()["items"]})
+                    if len(tags) != 1:  # static (engine) and feed (resource) from two configs
+                        mixed.append(tags)
+                    tags_seen.append(tags[0])
+            end.wait()
 
-    threads = [threading.Thread(target=hammer) for _ in range(3)]
+    threads = [threading.Thread(target=hammer) for _ in range(clients)]
     for t in threads:
         t.start()
-    for n in range(2, 12):
+    for n in range(2, 2 + rounds):
         tag = f"v{n}"
         write_config(
             unified_config(
@@ -102,12 +112,15 @@ def test_concurrent_requests_always_see_one_config(
                 recall_from="feed",
             )
         )
+        start.wait()  # the clients send this round's requests while it reloads
         assert service.reloader.reload("admin").result == "ok"
-    stop.set()
+        end.wait()
     for t in threads:
-        t.join()
+        t.join(timeout=60)
     assert failures == [] and mixed == []
-    assert seen > 0
+    assert len(tags_seen) == clients * rounds * per_round  # every request answered, counted once
+    assert set(tags_seen) <= {f"v{n}" for n in range(1, 2 + rounds)}
+    assert _tags(client) == [("static", f"v{1 + rounds}"), ("feed", f"v{1 + rounds}")]
 
 
 def test_failed_start_keeps_the_old_snapshot_serving(
