@@ -16,6 +16,7 @@ FACES = [
     "resources.lowlevel",
     "server",
     "server.lowlevel",
+    "server.fleet",
     "dsl",
     "codegen",
     "codegen.lowlevel",
@@ -79,6 +80,10 @@ CODEGEN_FACE = """CodegenError default_target render_all run stale_files write_f
 CODEGEN_LOWLEVEL = """FLOW_NAMES METADATA_ARGS render_operators render_resources"""
 
 COMMANDS_FACE = """COMMANDS_GROUP DefaultsOnceFormatter Subparsers add_subcommand"""
+FLEET_FACE = """ANNOUNCEMENTS BUCKETS CONFIG LEASES PINS PODS PRODUCER_LEASE Announcement
+AnnouncementError DigestMismatchError FleetError FleetLimits FleetStore Lease ObjectInfo
+ObjectMissingError Record RevisionConflictError SnapshotCache SnapshotTooLargeError
+StoreUnavailableError Watch announced check_portable open_store publish_snapshot"""
 
 HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_BAD_REQUEST STATUS_BUSY STATUS_CONTRACT
 STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
@@ -94,6 +99,7 @@ STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
         ("resources.lowlevel", TYPES_LOWLEVEL),
         ("pineapple.engine", ENGINE_FACE),
         ("pineapple.engine.http", HTTP_FACE),
+        ("server.fleet", FLEET_FACE),
         ("pineapple.builtins", "load operator_registry resource_registry"),
         ("server", SERVER_FACE),
         ("server.lowlevel", SERVER_LOWLEVEL),

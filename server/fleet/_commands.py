@@ -28,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 
 from .._build import import_plugins
 from .._build_error import BuildError

@@ -30,12 +30,15 @@ Guarantees:
   loop: the callback never runs on the loop (it may call the store).
 - Credentials (``_nats_auth``) are passed to nats-py only; :attr:`url` and
   every message carry the sanitised server list.
+- A store belongs to the process that opened it (its loop thread and socket
+  do not survive a fork): a child process opens its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import datetime
 import logging
@@ -80,6 +83,10 @@ __all__ = ["CHUNK_BYTES", "RECORD_BUCKET_BYTES", "JetStreamStore"]
 
 CHUNK_BYTES = 128 * 1024
 """An object's chunk (as the NATS Object Store writes them)."""
+_CHUNK_OVERHEAD = 256
+"""What a chunk message takes in a stream beyond its bytes (subject, headers), at most."""
+UPLOAD_WINDOW = 16
+"""Chunks an upload keeps unacknowledged (2 MiB in flight)."""
 RECORD_BUCKET_BYTES = 256 * 1024 * 1024
 """The byte limit of each record bucket (records are at most 1 MiB each)."""
 WATCH_PULL_SECONDS = 1.0
@@ -156,6 +163,8 @@ class JetStreamStore:
         self._watches: list[_JetStreamWatch] = []
         self._watches_lock = threading.Lock()
         self._closed = False
+        self.reconnections = 0
+        """How often the connection came back (written on the loop; read by watch threads)."""
         self._loop = LoopThread(f"fleet-nats {self.url}")
         self._up = self._loop.call(self._event(), timeout)
         self._connector = self._loop.submit(self._connect())
@@ -175,6 +184,7 @@ class JetStreamStore:
                 _log.warning("fleet store %s: disconnected; reconnecting", self.url)
 
         async def reconnected() -> None:
+            self.reconnections += 1  # each watch opens its watcher again (_JetStreamWatch)
             self._up.set()
             _log.info("fleet store %s: reconnected", self.url)
 
@@ -415,18 +425,24 @@ class JetStreamStore:
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> _JetStreamWatch:
         check_key(bucket, "x")
 
+        top, watcher = self.open_watcher(bucket)
+        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
+        with self._watches_lock:
+            self._watches.append(watch)
+        watch.start()
+        return watch
+
+    def open_watcher(self, bucket: str) -> tuple[int, KeyValue.KeyWatcher]:
+        """nats-py's watcher of every key of ``bucket`` (current values first), and the
+        bucket's last revision before it began."""
+
         async def work() -> tuple[int, KeyValue.KeyWatcher]:
             js, stream = await self._kv(bucket)
             top = int((await js.stream_info(stream)).state.last_seq)
             kv = await js.key_value(bucket)
             return top, await kv.watchall()
 
-        top, watcher = self._call("watch", bucket, work)
-        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
-        with self._watches_lock:
-            self._watches.append(watch)
-        watch.start()
-        return watch
+        return self._call("watch", bucket, work)
 
     # objects
 
@@ -455,19 +471,8 @@ class JetStreamStore:
         stream = f"OBJ_{OBJECTS}"
         try:
             old = self._call("put_object", name, lambda: self._info(js, name))
-            count = 0
-            with open(source, "rb") as src:
-                while chunk := src.read(CHUNK_BYTES):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise self._unavailable("put_object", name, TimeoutError())
-                    self._call(
-                        "put_object",
-                        name,
-                        lambda c=chunk: js.publish(chunks, c, stream=stream),  # type: ignore[misc]
-                        min(self.timeout, left),
-                    )
-                    count += 1
+            self._check_room(js, name, local.size)
+            count = self._send_chunks(js, name, source, chunks, deadline)
             raw = bytes.fromhex(local.digest[len(DIGEST_PREFIX) :])
             info = api.ObjectInfo(
                 name=name,
@@ -493,6 +498,62 @@ class JetStreamStore:
         if old is not None and old.nuid:
             self._purge_quietly(js, f"$O.{OBJECTS}.C.{old.nuid}")
         return local
+
+    def _send_chunks(
+        self, js: JetStreamContext, name: str, source: Path, chunks: str, deadline: float
+    ) -> int:
+        """Publish ``source`` in chunks to ``chunks``, at most :data:`UPLOAD_WINDOW` unacknowledged
+        at a time, each acknowledged within ``timeout`` and all before ``deadline``; their count."""
+        pending: collections.deque[asyncio.Future[api.PubAck]] = collections.deque()
+        count = 0
+
+        def acknowledged(oldest: asyncio.Future[api.PubAck]) -> None:
+            wait = self._left("put_object", name, deadline)
+            self._call("put_object", name, lambda: asyncio.wait_for(oldest, wait), wait + 1)
+
+        with open(source, "rb") as src:
+            while chunk := src.read(CHUNK_BYTES):
+                wait = self._left("put_object", name, deadline)
+                pending.append(
+                    self._call(
+                        "put_object",
+                        name,
+                        lambda c=chunk: js.publish_async(chunks, c, stream=f"OBJ_{OBJECTS}"),  # type: ignore[misc]
+                        wait,
+                    )
+                )
+                count += 1
+                if len(pending) >= UPLOAD_WINDOW:
+                    acknowledged(pending.popleft())
+        while pending:
+            acknowledged(pending.popleft())
+        return count
+
+    def _check_room(self, js: JetStreamContext, name: str, size: int) -> None:
+        """:class:`SnapshotTooLargeError` unless the object bucket has room for ``size`` bytes.
+
+        Checked before the upload: the server refuses a chunk past the bucket's
+        ``max_bytes`` with a 503 that nats-py's asynchronous publish does not
+        hand to its future (the upload would wait out its deadline instead).
+        """
+        info = self._call(
+            "put_object", name, lambda: js.stream_info(f"OBJ_{OBJECTS}"), self.timeout
+        )
+        limit = info.config.max_bytes or -1
+        needed = size + (size // CHUNK_BYTES + 1) * _CHUNK_OVERHEAD
+        if limit > 0 and info.state.bytes + needed > limit:
+            raise SnapshotTooLargeError(
+                f"{self.url}: object {name} of {size} bytes: the bucket holds"
+                f" {info.state.bytes} of its {limit} bytes (--fleet-max-bucket-bytes)"
+            )
+
+    def _left(self, operation: str, name: str, deadline: float) -> float:
+        """The wait one step of a transfer may take: ``timeout``, within ``deadline``."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            whole = self.limits.download_timeout
+            raise self._unavailable(operation, name, TimeoutError(), whole)
+        return min(self.timeout, left)
 
     def _purge_quietly(self, js: JetStreamContext, subject: str) -> None:
         """Best effort: purge ``subject`` from the object stream (a failure is only logged)."""
@@ -534,10 +595,7 @@ class JetStreamStore:
         sub = self._call("get_object", name, lambda: js.subscribe(chunks, ordered_consumer=True))
         try:
             for _ in range(count):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._unavailable("get_object", name, TimeoutError())
-                wait = min(self.timeout, left)
+                wait = self._left("get_object", name, deadline)
                 msg = self._call("get_object", name, lambda w=wait: sub.next_msg(w), wait + 1)  # type: ignore[misc]
                 download.write(msg.data)
         finally:
@@ -615,7 +673,13 @@ def _entry_record(entry: KeyValue.Entry) -> Record:
 
 
 class _JetStreamWatch(WatchThread):
-    """Pulls one ``KeyWatcher``'s updates from the loop and delivers them (never on the loop)."""
+    """Pulls nats-py's watcher updates from the loop and delivers them (never on the loop).
+
+    After the connection comes back it opens a new watcher (the server may
+    have lost the old consumer): its current values are delivered where they
+    are newer than what this watch delivered of their key, so a pod catches
+    up at once; changes in between are folded into each key's latest.
+    """
 
     def __init__(
         self,
@@ -628,15 +692,36 @@ class _JetStreamWatch(WatchThread):
         super().__init__(bucket, on_change, join_seconds=WATCH_PULL_SECONDS + store.timeout + 1)
         self._store = store
         self._watcher = watcher
+        self._reconnections = store.reconnections
         self._top = top
         """The bucket's last revision before the watch began: up to it, current values."""
+        self._delivered: dict[str, int] = {}
+        """``key -> revision`` last delivered (as many entries as the bucket has keys)."""
 
     def stopping(self) -> None:
+        self._stop_watcher()
+
+    def _stop_watcher(self) -> None:
         with contextlib.suppress(TimeoutError, nats.errors.Error, RuntimeError):
             self._store._loop.call(self._watcher.stop(), self._store.timeout)  # type: ignore[no-untyped-call]
 
+    def _reopen(self) -> None:
+        """A new watcher after a reconnection (retried on the next pull when it fails)."""
+        reconnections = self._store.reconnections
+        try:
+            top, watcher = self._store.open_watcher(self.bucket)
+        except FleetError as exc:
+            _log.warning("fleet watch of %s: reopening: %s", self.bucket, exc)
+            self.stopped.wait(WATCH_PULL_SECONDS)
+            return
+        self._stop_watcher()
+        self._watcher, self._top, self._reconnections = watcher, top, reconnections
+
     def follow(self) -> None:
         while not self.stopped.is_set():
+            if self._store.reconnections != self._reconnections:
+                self._reopen()
+                continue
             try:
                 entry = self._store._loop.call(
                     self._watcher.updates(WATCH_PULL_SECONDS),  # type: ignore[no-untyped-call]
@@ -653,7 +738,15 @@ class _JetStreamWatch(WatchThread):
             if entry is None:
                 continue  # nats-py's mark after the first values (it moves with new changes)
             if not isinstance(entry, KeyValue.Entry):
-                return  # stopped
+                continue  # a stopped watcher's end (a reopened one replaced it)
             record = _entry_record(entry)
-            if not (record.deleted and record.revision <= self._top):
-                self.deliver(record)  # (a key deleted before the watch began is no value)
+            if (
+                record.deleted
+                and record.revision <= self._top
+                and record.key not in self._delivered
+            ):
+                continue  # a key deleted before the watch began, never seen: no current value
+            if record.revision <= self._delivered.get(record.key, 0):
+                continue  # delivered already (a reopened watcher starts at current values)
+            self._delivered[record.key] = record.revision
+            self.deliver(record)

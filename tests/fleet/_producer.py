@@ -52,7 +52,8 @@ WAIT = 60.0
 FLEET_CLI = """
 import importlib.metadata, sys
 from pineapple import cli
-if not any(e.name == "fleet" for e in importlib.metadata.entry_points(group=cli.COMMANDS_GROUP)):
+from pineapple.commands import COMMANDS_GROUP
+if not any(e.name == "fleet" for e in importlib.metadata.entry_points(group=COMMANDS_GROUP)):
     from server.fleet._commands import add_commands as add_fleet
     add_all = cli.add_commands
     def add_commands(subparsers):
