@@ -42,7 +42,7 @@ import orjson
 
 from pineapple import PineappleError
 from pineapple.resource import Fetcher, Registry, ResourceSchema
-from pineapple.resource.lowlevel import SnapshotCodec, hook_of
+from pineapple.resource.lowlevel import SnapshotCodec, call_hook, hook_of
 
 from ..workers._publisher import shared_registry
 from ..workers._store_format import entry_key
@@ -217,21 +217,18 @@ class FleetPublishingFetcher:
         self._resume(value)
 
     def _resume(self, value: Any) -> None:
-        resume = hook_of(self._inner, "carry_over")
-        if resume is not None:
-            resume(value)
+        call_hook(self._inner, "carry_over", value, label=self._label())
 
     def close(self) -> None:
         """Close the inner fetcher (its database connection)."""
-        close = hook_of(self._inner, "close")
-        if close is not None:
-            close()
+        call_hook(self._inner, "close", label=self._label())
 
     def cancel(self) -> None:
         """Stop a load in flight (forwarded to the inner fetcher)."""
-        cancel = hook_of(self._inner, "cancel")
-        if cancel is not None:
-            cancel()
+        call_hook(self._inner, "cancel", label=self._label())
+
+    def _label(self) -> str:
+        return f"fleet fetcher of {self.type_name}/{self.name or '?'}"
 
 
 def fleet_publishing_registry(

@@ -19,6 +19,7 @@ from benchmarks._mariadb import rows_read, userstat_on
 from server.fleet import CONFIG, LEASES, FleetStore
 from tests.server.pod import feed_config, fill
 
+from .._mariadb import waiting_for_lock
 from ._producer import WAIT, Publisher, announcement, generations, wait_until, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -234,18 +235,6 @@ def test_sigterm_releases_the_lease_so_the_standby_leads_at_once(
             assert second.stop() == 0
 
 
-def _waiting_for_lock(conn: Any, table: str) -> bool:
-    """Whether a query on ``table`` waits for its table lock (the producer's read)."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
-            "WHERE INFO LIKE %s AND STATE LIKE %s",
-            (f"%{table}%", "Waiting for table%"),
-        )
-        (waiting,) = cur.fetchone()
-    return bool(waiting)
-
-
 def test_sigterm_during_a_first_load_that_never_ends_stops_it_and_releases_the_lease(
     store: FleetStore,
     store_url: str,
@@ -265,7 +254,7 @@ def test_sigterm_during_a_first_load_that_never_ends_stops_it_and_releases_the_l
             cur.execute(f"LOCK TABLES `{source.table}` WRITE")  # the first read waits
         with Publisher(config, store_url, "--start-timeout", "600") as producer:
             producer.wait_log("leading: took")
-            wait_until("the read waits", lambda: _waiting_for_lock(source.conn, source.table))
+            wait_until("the read waits", lambda: waiting_for_lock(source.conn, source.table))
             asked = time.monotonic()
             assert producer.stop() == 0
             stopped = time.monotonic() - asked
