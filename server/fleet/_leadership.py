@@ -63,6 +63,8 @@ class Leadership:
         """Set once a held lease was lost (refused, or not renewed in time)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._unreachable = False
+        """The last acquire found the store unreachable (said once per outage)."""
 
     def held(self) -> bool:
         """Whether this replica leads now (see Guarantees)."""
@@ -74,8 +76,13 @@ class Leadership:
         try:
             got = self._lease.acquire()
         except FleetError as exc:
-            _log.warning("cannot take the producer lease: %s", exc)
+            if not self._unreachable:  # once per outage, not every retry
+                _log.warning("cannot take the producer lease: %s", exc)
+            self._unreachable = True
             return False
+        if self._unreachable:
+            _log.info("the store answers again")
+        self._unreachable = False
         if not got:
             return False
         self.lost.clear()

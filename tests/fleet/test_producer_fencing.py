@@ -4,6 +4,7 @@ forced by a codec that blocks), a lost lease noticed, a failed publish retried."
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 import resources
 from resources.lowlevel import FILE_CODEC
-from server.fleet import LEASES, FleetStore, RevisionConflictError
+from server.fleet import LEASES, FleetStore, RevisionConflictError, open_store
 from server.fleet._leadership import Leadership
 from server.fleet._publishing import Announcer, FleetPublishingFetcher, NotLeaderError
 
@@ -150,3 +151,20 @@ def test_a_lease_taken_by_another_is_noticed_and_never_held_again(store: FleetSt
     leading.stop(release=True)  # not held: nothing released
     record = store.get(LEASES, "producer")
     assert record is not None and orjson.loads(record.value)["holder"] == "producer-b"
+
+
+def test_a_standby_without_a_store_says_so_once_and_takes_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = open_store("nats://127.0.0.1:20698", timeout=0.5)  # nothing listens there
+    try:
+        leading = Leadership(store, "producer-a", ttl=2.0)
+        with caplog.at_level(logging.WARNING, logger="pineapple.fleet"):
+            assert not leading.acquire()
+            assert not leading.acquire()
+        assert not leading.held()
+        said = [r.getMessage() for r in caplog.records if "lease" in r.getMessage()]
+        assert len(said) == 1 and said[0].startswith("cannot take the producer lease: ")
+        assert "127.0.0.1:20698" in said[0]
+    finally:
+        store.close()
