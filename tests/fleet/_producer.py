@@ -20,25 +20,31 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
 import orjson
+import pytest
 
 from server.fleet import ANNOUNCEMENTS, Announcement, FleetLimits, FleetStore
 from tests._serve import ROOT, cli_env, run_cli
+from tests.server.pod import feed_config, fill
 
 from .conftest import LIMITS
 
 __all__ = [
     "FLEET_CLI",
+    "ROWS",
     "WAIT",
     "Publisher",
+    "Source",
     "announcement",
     "fleet_cli",
     "generations",
     "limit_flags",
+    "source",
     "wait_until",
     "write_config",
 ]
@@ -199,3 +205,46 @@ class Publisher:
         if kind is not None:  # a failing test shows what the producer said
             print(f"--- pineapple publish {self.config} (exit {self.proc.returncode}):")
             print("\n".join(self.log[-60:]))
+
+
+ROWS = 50
+"""Rows of the :class:`Source` table at the start."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A MariaDB table of ``ROWS`` rows and its version table (one row, ``v``)."""
+
+    conn: Any
+    dsn: str
+    table: str
+    version: str
+
+    def config(self, **entry: Any) -> dict[str, Any]:
+        """``feed`` (feed_data with a version query, refreshed every second) and ``flags``
+        (``static``: no codec, so never loaded by the producer)."""
+        config = feed_config(self.dsn, self.table, interval=1, **entry)
+        params = config["resource_config"]["feed"]["params"]
+        params["version_query"] = f"SELECT v FROM `{self.version}`"
+        config["resource_config"]["flags"] = {"type": "static", "params": {"value": {"on": 1}}}
+        return config
+
+    def bump(self, add: int, start: int) -> None:
+        """Add ``add`` rows (ids from ``start``) and move the version: one change."""
+        fill(self.conn, self.table, add, start=start)
+        with self.conn.cursor() as cur:
+            cur.execute(f"UPDATE `{self.version}` SET v = v + 1")
+
+
+@pytest.fixture
+def source(mysql_conn: Any, mysql_dsn: str, mysql_table: str) -> Iterator[Source]:
+    fill(mysql_conn, mysql_table, ROWS)
+    version = f"{mysql_table}_v"
+    with mysql_conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{version}` (v INT)")
+        cur.execute(f"INSERT INTO `{version}` VALUES (1)")
+    try:
+        yield Source(mysql_conn, mysql_dsn, mysql_table, version)
+    finally:
+        with mysql_conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS `{version}`")

@@ -8,8 +8,6 @@ refreshes ran, and the data table's count how many full reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,53 +15,22 @@ import pytest
 
 from benchmarks._mariadb import rows_read, userstat_on
 from server.fleet import CONFIG, LEASES, FleetStore
-from tests.server.pod import feed_config, fill
+from tests.server.pod import pipeline_config
 
 from .._mariadb import waiting_for_lock
-from ._producer import WAIT, Publisher, announcement, generations, wait_until, write_config
+from ._producer import (
+    ROWS,
+    WAIT,
+    Publisher,
+    Source,
+    announcement,
+    generations,
+    wait_until,
+    write_config,
+)
+from ._producer import source as source  # the fixture
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
-
-ROWS = 50
-
-
-@dataclass(frozen=True)
-class Source:
-    """A MariaDB table of ``ROWS`` rows and its version table (one row, ``v``)."""
-
-    conn: Any
-    dsn: str
-    table: str
-    version: str
-
-    def config(self, **entry: Any) -> dict[str, Any]:
-        """``feed`` (feed_data with a version query, refreshed every second) and ``flags``
-        (``static``: no codec, so never loaded by the producer)."""
-        config = feed_config(self.dsn, self.table, interval=1, **entry)
-        params = config["resource_config"]["feed"]["params"]
-        params["version_query"] = f"SELECT v FROM `{self.version}`"
-        config["resource_config"]["flags"] = {"type": "static", "params": {"value": {"on": 1}}}
-        return config
-
-    def bump(self, add: int, start: int) -> None:
-        """Add ``add`` rows (ids from ``start``) and move the version: one change."""
-        fill(self.conn, self.table, add, start=start)
-        with self.conn.cursor() as cur:
-            cur.execute(f"UPDATE `{self.version}` SET v = v + 1")
-
-
-@pytest.fixture
-def source(mysql_conn: Any, mysql_dsn: str, mysql_table: str) -> Iterator[Source]:
-    fill(mysql_conn, mysql_table, ROWS)
-    version = f"{mysql_table}_v"
-    with mysql_conn.cursor() as cur:
-        cur.execute(f"CREATE TABLE `{version}` (v INT)")
-        cur.execute(f"INSERT INTO `{version}` VALUES (1)")
-    try:
-        yield Source(mysql_conn, mysql_dsn, mysql_table, version)
-    finally:
-        with mysql_conn.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS `{version}`")
 
 
 def test_one_publish_and_one_full_read_per_change_and_none_when_unchanged(
@@ -214,8 +181,6 @@ def test_sigterm_releases_the_lease_so_the_standby_leads_at_once(
     feed = tmp_path / "feed.json"
     feed.write_text('[{"id": 1, "score": 1.0}]')
     config = tmp_path / "config.json"
-    from tests.server.pod import pipeline_config
-
     body = pipeline_config(
         {"type": "json_file", "interval": 600, "params": {"path": str(feed)}},
         {"type_name": "recall_resource", "resource_name": "feed"},
