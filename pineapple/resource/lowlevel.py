@@ -18,6 +18,8 @@ resource type that shares, probes or reports a client, builds on:
   ``Reachability``, ``probe_report_of``, ``LATENCY_BUCKETS``) and a client's
   pool and commands (``Metered``, ``ClientReport``, ``CommandStats``,
   ``CommandCell``, ``client_report_of``);
+- a factory told the resource's name: ``NamedFetcherFactory`` (the server's
+  shared snapshots key their store entries by it);
 - for printers: ``JSONPrinter`` (the default one), ``redact_value`` (a status
   value with its secrets masked), ``registered_validators``.
 
@@ -49,6 +51,7 @@ from ._probe import probe_report_of as probe_report_of
 from ._redact import redact_value as redact_value
 from ._refvalue import RefValue as RefValue
 from ._registry import JSONPrinter as JSONPrinter
+from ._registry import NamedFetcherFactory as NamedFetcherFactory
 from ._validate import registered_validators as registered_validators
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "ManagerMetrics",
     "MemoryBudget",
     "Metered",
+    "NamedFetcherFactory",
     "PickleCodec",
     "ProbeReport",
     "Probed",

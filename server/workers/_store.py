@@ -9,9 +9,13 @@ never talk to the data sources: their fetcher for a shared type is a
 type's codec, or answers ``NOT_MODIFIED`` when it already serves it. A type
 without a codec is fetched by each worker and never by the supervisor.
 
-An entry is identified by its *key*: a hash of its type and validated params,
-so the supervisor and a worker that read the same config agree on it without
-passing names around, and no secret from the params appears in a file name.
+An entry is identified by its *key*: a hash of its resource's name, type and
+validated params (``entry_key``), so the supervisor and a worker that read the
+same config agree on it without passing anything else around, no secret from
+the params appears in a file name, and two resources of one type with equal
+params are two entries (each refused, pinned and rolled back on its own).
+Both registries' factories are ``NamedFetcherFactory``: the Manager tells
+them the resource's name.
 
 Guarantees:
 - Publishing writes the snapshot files under new names first, then replaces
@@ -53,6 +57,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +68,7 @@ import pyarrow
 from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
-from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError
+from pineapple.resource.lowlevel import NamedFetcherFactory, SnapshotCodec, SnapshotWriteError
 
 from .._config_read import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
@@ -112,9 +117,11 @@ def codec_of(registry: Registry, type_name: str) -> SnapshotCodec | None:
     return None if schema is None else schema.codec
 
 
-def entry_key(type_name: str, params: Any) -> str:
-    """The key of a config entry in the store: a hash of its type and params."""
-    text = orjson.dumps({"type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS)
+def entry_key(name: str, type_name: str, params: Any) -> str:
+    """The key of the resource ``name`` in the store: a hash of its name, type and params."""
+    text = orjson.dumps(
+        {"name": name, "type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS
+    )
     return f"{type_name}-{hashlib.sha256(text).hexdigest()[:24]}"
 
 
@@ -561,6 +568,31 @@ class MappedFetcher:
         return value
 
 
+class _KeyedFactory(NamedFetcherFactory):
+    """A shared type's factory that keys each fetcher it makes by its resource's name.
+
+    ``__call__`` (params alone) is refused: without the name, two resources of
+    this type with equal params would share one store entry.
+    """
+
+    def __init__(
+        self,
+        factory: FetcherFactory,
+        type_name: str,
+        make: Callable[[Fetcher, str], Fetcher],
+    ) -> None:
+        self._factory = factory
+        self._type = type_name
+        self._make = make
+
+    def __call__(self, params: dict[str, Any]) -> Fetcher:
+        raise TypeError(f"a shared {self._type!r} fetcher is made for a named resource")
+
+    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
+        """The type's own fetcher (its checks of ``params``), wrapped under ``name``'s key."""
+        return self._make(self._factory(params), entry_key(name, self._type, params))
+
+
 def publishing_registry(
     base: Registry,
     store: SharedStore,
@@ -580,19 +612,12 @@ def publishing_registry(
         if factory is None or codec is None:
             continue
 
-        def make(
-            params: dict[str, Any],
-            factory: FetcherFactory = factory,
-            codec: SnapshotCodec = codec,
-            type_name: str = schema.name,
-        ) -> Fetcher:
-            key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, codec, staging)
+        def publish(inner: Fetcher, key: str, codec: SnapshotCodec = codec) -> Fetcher:
             if named is not None:
                 named.add(key)
-            return fetcher
+            return PublishingFetcher(inner, store, key, codec, staging)
 
-        registry.register(schema, make)
+        registry.register(schema, _KeyedFactory(factory, schema.name, publish))
     return registry
 
 
@@ -604,16 +629,11 @@ def mapped_registry(base: Registry, store: SharedStore) -> Registry:
         if factory is None:
             continue
         if codec is not None:
-            factory = _mapped_factory(factory, store, schema.name, codec)
+
+            def mapped(inner: Fetcher, key: str, codec: SnapshotCodec = codec) -> Fetcher:
+                # ``inner`` was made for the type's own checks of its params (no I/O).
+                return MappedFetcher(store, key, codec)
+
+            factory = _KeyedFactory(factory, schema.name, mapped)
         registry.register(schema, factory)
     return registry
-
-
-def _mapped_factory(
-    factory: FetcherFactory, store: SharedStore, type_name: str, codec: SnapshotCodec
-) -> FetcherFactory:
-    def make(params: dict[str, Any]) -> Fetcher:
-        factory(params)  # the type's own checks of its params (no I/O)
-        return MappedFetcher(store, entry_key(type_name, params), codec)
-
-    return make
