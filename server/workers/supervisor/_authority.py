@@ -35,6 +35,11 @@ Guarantees:
   (``SharedStore.retire``): the others go once no worker needs them.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
   nothing and is answered ``shutting down``, unrecorded; so is a busy one.
+  :meth:`cancel` (SIGTERM) cancels the publisher Manager a reload is starting
+  (its fetches in flight cancelled, a MySQL query killed): ``_loading`` changes
+  only under ``_loading_lock``, and a Manager joins it only while ``stopping``
+  is unset, so a cancel after ``stopping`` was set sees every Manager that
+  could still start, and no later one starts.
 """
 
 from __future__ import annotations
@@ -99,6 +104,9 @@ class ConfigAuthority(ReloadPolicy):
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
+        self._loading_lock = threading.Lock()
+        self._loading: set[resource.Manager] = set()
+        """The publisher Managers a reload is starting (see the module's Guarantees)."""
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
@@ -106,6 +114,13 @@ class ConfigAuthority(ReloadPolicy):
             data = read_config_file(self.config.path, self.config.max_config_bytes)
             if self._apply(data, hashlib.sha256(data).hexdigest()) is None:
                 raise BuildError("start", "the supervisor was stopped while it started")
+
+    def cancel(self) -> None:
+        """Cancel the publisher a reload is starting (after ``stopping`` was set; no wait)."""
+        with self._loading_lock:
+            loading = list(self._loading)
+        for manager in loading:  # bounded: at most one reload starts one at a time
+            manager.cancel()
 
     def close(self) -> None:
         """Stop the publisher Manager (after the workers are gone)."""
@@ -147,7 +162,15 @@ class ConfigAuthority(ReloadPolicy):
             manager.load_from_root_config(
                 dataclasses.replace(loaded, entries=shared), carry_over=carry_over
             )
-            manager.start()
+            with self._loading_lock:
+                if self.stopping.is_set():
+                    raise BuildError("start", "cancelled: the supervisor is shutting down")
+                self._loading.add(manager)
+            try:
+                manager.start()
+            finally:
+                with self._loading_lock:
+                    self._loading.discard(manager)
         except Exception:
             manager.stop()
             raise
@@ -181,7 +204,12 @@ class ConfigAuthority(ReloadPolicy):
             # Unchanged entries keep their value, pin and previous value; a changed
             # entry is fetched anew and unpinned, as in one process.
             loaded = self._loaded(data)  # parsed once: the publisher and the trial plan read it
-            manager = self.load(loaded, carry_over=self.publisher, named=named, staging=staging)
+            try:
+                manager = self.load(loaded, carry_over=self.publisher, named=named, staging=staging)
+            except Exception:
+                if self.stopping.is_set():
+                    return None  # cancelled by the shutdown: nothing is decided
+                raise
             try:
                 per_worker = self._per_worker(loaded)
                 carried = self._trial_plan(per_worker)

@@ -312,6 +312,10 @@ class Supervisor:
         once instead of waiting in a queue nobody accepts from, to be reset at exit.
         """
         self.stopping.set()
+        # A reload's fetch in flight is cancelled (its query killed), off the signal handler.
+        threading.Thread(
+            target=self.authority.cancel, name="pineapple-cancel-reload", daemon=True
+        ).start()
         self._signal_workers(signum)
         self.sock.close()
 
