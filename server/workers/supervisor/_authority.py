@@ -51,6 +51,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from pineapple import resource
 from pineapple.resource.lowlevel import LoadedConfig, MemoryBudget, SnapshotWriteError, load_config
 
@@ -104,6 +106,8 @@ class ConfigAuthority(ReloadPolicy):
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
+        self._serving_engine: str | None = None
+        """The engine fingerprint (``_engine_print``) of the serving config."""
         self._loading_lock = threading.Lock()
         self._loading: set[resource.Manager] = set()
         """The publisher Managers a reload is starting (see the module's Guarantees)."""
@@ -212,7 +216,8 @@ class ConfigAuthority(ReloadPolicy):
                 raise
             try:
                 per_worker = self._per_worker(loaded)
-                carried = self._trial_plan(per_worker)
+                engine = _engine_print(loaded)
+                carried = self._trial_plan(per_worker, engine)
                 if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
                     if not trial_build(self.config, self.store, data, self.stopping, carried):
@@ -224,7 +229,7 @@ class ConfigAuthority(ReloadPolicy):
                 raise
             old, self.publisher = self.publisher, manager
             self._accepted_hash, self.generation, self._named = digest, generation, named
-            self._serving_per_worker = per_worker
+            self._serving_per_worker, self._serving_engine = per_worker, engine
             if old is not None:
                 old.stop()
         finally:
@@ -239,17 +244,20 @@ class ConfigAuthority(ReloadPolicy):
         base = self._base()
         return {e.name: e.fingerprint() for e in loaded.entries if codec_of(base, e.type) is None}
 
-    def _trial_plan(self, per_worker: dict[str, str]) -> tuple[str, ...] | None:
+    def _trial_plan(self, per_worker: dict[str, str], engine: str) -> tuple[str, ...] | None:
         """What a trial must build of a candidate config: None when a worker builds nothing
         that the supervisor did not; else the per-worker entries workers carry over.
 
         An entry is carried over when the serving config has it unchanged (the
-        same fingerprint); a worker then adopts its value, not fetching it.
+        same fingerprint); a worker then adopts its value, not fetching it. A
+        reload that changes the engine (``engine``: its fingerprint) is built by
+        a trial too, so that a build workers cannot finish in time is refused.
         """
         old = self._serving_per_worker
         carried = tuple(name for name, fp in per_worker.items() if old.get(name) == fp)
         hand = self.publisher is None and self.config.resources is not None  # built at start
-        return carried if hand or len(carried) < len(per_worker) else None
+        rebuilt = self._serving_engine is not None and self._serving_engine != engine
+        return carried if hand or rebuilt or len(carried) < len(per_worker) else None
 
     def _serves(self, serial: int) -> str:
         return f"generation {serial}; {self.config.workers} workers follow"
@@ -332,3 +340,10 @@ class ConfigAuthority(ReloadPolicy):
             "last_reload_error": self.last_error.to_dict() if self.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
         }
+
+
+def _engine_print(loaded: LoadedConfig) -> str:
+    """A hash of what a worker's engine is built from: the config without its resources."""
+    root = loaded.root or {}
+    rest = {key: value for key, value in root.items() if key != "resource_config"}
+    return hashlib.sha256(orjson.dumps(rest, option=orjson.OPT_SORT_KEYS)).hexdigest()
