@@ -119,8 +119,9 @@ def worker_main(
             pass_timeout=config.start_timeout + 2 * config.build_timeout_seconds,
             registry=base,
         )
-        # A reload may wait start_timeout for the lock, then build for up to start_timeout.
-        timeout = 2 * config.start_timeout + CONTROL_READ_SECONDS
+        # A reload may wait start_timeout for the lock, then build (a trial's bound).
+        build = max(config.start_timeout, config.build_timeout_seconds)
+        timeout = config.start_timeout + build + CONTROL_READ_SECONDS
         link = SupervisorLink(store, source, timeout, service.local, registry=base)
         link.catch_up = follower.follow
         service.decisions = link
