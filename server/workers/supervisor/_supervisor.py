@@ -254,11 +254,17 @@ class Supervisor:
         silent worker is killed per ``LIVENESS_TIMEOUT_SECONDS``.
         """
         now = time.monotonic()
-        silent = [(w, s) for w in self.workers if not w.killed and (s := w.beats.silent_for(now))]
+        silent: list[tuple[_Worker, float]] = []
+        serving = False  # whether a worker that is not silent serves
+        for worker in self.workers:  # bounded: the workers
+            seconds = None if worker.killed else worker.beats.silent_for(now)
+            if seconds is not None:
+                silent.append((worker, seconds))
+            elif not worker.killed:
+                serving |= worker.beats.serving
         if not silent:
             return
-        others = [w for w in self.workers if not w.killed and w not in {s[0] for s in silent}]
-        if not any(w.beats.serving for w in others):
+        if not serving:
             if now < self._lone_kill_at:
                 return  # the last ones: one at a time
             silent = silent[:1]
