@@ -152,13 +152,38 @@ def test_a_build_workers_cannot_finish_in_time_is_refused(pod: Server, feed: Pat
     _answers_everything(pod)
 
 
-def test_workers_that_cannot_build_an_accepted_generation_keep_serving(
+def _generations(server: Server) -> dict[int, int]:
+    """``worker pid -> config generation it serves``, asked until every worker answered."""
+    seen: dict[int, int] = {}
+    pids = _pids(server)
+    end = time.monotonic() + WAIT
+    while not pids <= set(seen):  # bounded by the deadline
+        assert time.monotonic() < end, f"workers {pids - set(seen)} never answered"
+        shared = httpx.get(f"{server.url}/config", timeout=WAIT).json()["shared"]
+        seen[shared["pid"]] = shared["config_generation"]
+    return seen
+
+
+def test_workers_that_cannot_build_an_accepted_generation_roll_the_pod_back(
     pod: Server, feed: Path
 ) -> None:
     with _Census.of(pod) as census:
-        # A trial builds it; every worker fails to: each keeps the generation it serves.
+        # A trial builds it; every worker fails to: each keeps the generation it serves,
+        # and the supervisor takes the pod back to the config before it (generation 3).
         accepted = pod.reload(_config(feed, {"fail_in": "pineapple-worker"}))
         assert accepted.json()["result"] == "ok", accepted.text
         pod.wait_line("cannot build config generation 2", WAIT, times=2)
         _answers_everything(pod)
+        pod.wait_line("went back to the previous config as generation 3", WAIT)
+        end = time.monotonic() + WAIT
+        while set(_generations(pod).values()) != {3}:
+            assert time.monotonic() < end, "the pod never served generation 3"
+            time.sleep(0.05)  # polling what other processes serve, with a deadline
+        _answers_everything(pod)
     census.none_replaced()  # none restarted, never all down
+    assert pod.count("went back to the previous config") == 1  # once, whoever reported it
+    last = httpx.get(f"{pod.url}/config", timeout=WAIT).json()["last_reload"]
+    assert last["result"] == "error" and "test_slow_build cannot be built" in last["error"]
+    # An admin reload may retry the bytes that failed (a trial builds them again).
+    again = pod.http.post("/admin/reload")
+    assert again.json()["result"] == "ok", again.text

@@ -33,6 +33,13 @@ Guarantees:
   good one. So a worker building it finds every snapshot it names. After each reload, applied
   or not, the store is told which entries the newest generation names
   (``SharedStore.retire``): the others go once no worker needs them.
+- A worker that cannot build the generation the authority accepted last
+  (``cannot_build``) takes the pod back to the config accepted before it, as
+  the next generation, on a thread of its own under the reload lock
+  (:meth:`roll_back`): one rollback per generation (later reports of it find
+  a newer generation and change nothing), never of a generation that is
+  itself a rollback, and the bytes rolled back are not applied again by the
+  watcher (the failed hash), only by SIGHUP or an admin.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
   nothing and is answered ``shutting down``, unrecorded; so is a busy one.
   :meth:`cancel` (SIGTERM) cancels the publisher Manager a reload is starting
@@ -48,6 +55,7 @@ import dataclasses
 import hashlib
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +73,7 @@ from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._control import ControlError
 from .._store import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
+from ..worker._supervisor_link import FAILURE_MAX_CHARS
 from ._staging import Staging
 from ._trial import trial_build
 
@@ -106,6 +115,10 @@ class ConfigAuthority(ReloadPolicy):
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
+        self._accepted: tuple[bytes, str] | None = None
+        """The bytes and hash of the config accepted last."""
+        self._previous: tuple[bytes, str] | None = None
+        """Those of the config accepted before it (None: none, or it was a rollback)."""
         self._serving_engine: str | None = None
         """The engine fingerprint (``_engine_print``) of the serving config."""
         self._loading_lock = threading.Lock()
@@ -229,6 +242,7 @@ class ConfigAuthority(ReloadPolicy):
                 raise
             old, self.publisher = self.publisher, manager
             self._accepted_hash, self.generation, self._named = digest, generation, named
+            self._previous, self._accepted = self._accepted, (data, digest)
             self._serving_per_worker, self._serving_engine = per_worker, engine
             if old is not None:
                 old.stop()
@@ -294,6 +308,8 @@ class ConfigAuthority(ReloadPolicy):
         """
         op = request.get("op")
         force = request.get("force") is True
+        if op == "cannot_build":
+            return self._cannot_build(request)
         if op == "reload":
             trigger: Trigger = "signal" if request.get("trigger") == "signal" else "admin"
             return self.reload(trigger, force=force).to_dict()
@@ -314,6 +330,70 @@ class ConfigAuthority(ReloadPolicy):
             raise Refused(503, "a config reload is running; try again")
         try:
             return act(self._shared_publisher(name), action, name, force)
+        finally:
+            self._reload_lock.release()
+
+    def _cannot_build(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A worker cannot build a generation: roll back on a thread; answered at once."""
+        generation, why = request.get("generation"), request.get("error")
+        if not isinstance(generation, int) or not isinstance(why, str):
+            raise ControlError("control request 'cannot_build': a generation and an error")
+        threading.Thread(
+            target=self.roll_back,
+            args=(generation, why[:FAILURE_MAX_CHARS]),
+            name="pineapple-rollback",
+            daemon=True,
+        ).start()
+        return {"result": "noted", "generation": generation}
+
+    def roll_back(self, generation: int, why: str) -> ReloadOutcome | None:
+        """Workers cannot build ``generation``: serve the config accepted before it again.
+
+        Does nothing (None) unless ``generation`` is the newest one and was not
+        itself a rollback. The outcome is recorded as a reload ``error`` naming
+        the failed generation and the one the pod went back to.
+        """
+        if not self._reload_lock.acquire(timeout=self._wait):
+            _log.error("cannot roll back generation %d: a reload runs", generation)
+            return None
+        try:
+            previous, failed = self._previous, self._accepted
+            if generation != self.generation or previous is None or failed is None:
+                return None
+            if self.stopping.is_set():
+                return None
+            started = time.monotonic()
+            try:
+                serial = self._apply(*previous)
+            except Exception as exc:  # the pod keeps the generation it has
+                _log.error(
+                    "workers cannot build config generation %d (%s), and going back to the "
+                    "previous config failed: %s",
+                    generation,
+                    why,
+                    exc,
+                )
+                return None
+            if serial is None:
+                return None
+            self._previous = None  # a rollback is not rolled back in turn
+            self._failed_hash = failed[1]  # the watcher does not apply those bytes again
+            error = (
+                f"workers could not build config generation {generation} ({why}); the pod "
+                f"went back to the previous config as generation {serial}"
+            )
+            _log.error("config reload refused: %s", error)
+            outcome = ReloadOutcome(
+                "error",
+                "supervisor",
+                time.time(),
+                time.monotonic() - started,
+                failed[1],
+                serial=serial,
+                error=error,
+                step="start",
+            )
+            return self._record(outcome)
         finally:
             self._reload_lock.release()
 

@@ -14,15 +14,17 @@ rebuilds from exactly those bytes (its Reloader reads them through
 The supervisor built and validated them first (and a trial worker built
 them within ``--build-timeout-seconds``, ``server/workers/supervisor/_trial.py``),
 so a failure here is this worker's alone (a busier core, a Lua top level
-past its guard): it logs why and keeps serving the generation it has, with
-its data still followed, and does not try that generation again; it builds
-the next one the supervisor accepts. It never stops itself for it: a worker
-that restarted would build the same generation at start, and every worker
-failing alike would restart together. A build runs on this thread, never
-on the one that beats (``_liveness``), so a worker stays alive and serving
-while it builds, for up to the pass bound. Pins are the supervisor's alone: a
-pinned resource gets no new generation, and a rollback publishes the value it
-brings back, which the follower maps like any other.
+past its guard): it logs why, keeps serving the generation it has, with its
+data still followed, does not try that generation again, and tells the
+supervisor (``on_failure``), which takes the pod back to the config before
+it (``ConfigAuthority.roll_back``); the worker builds that next generation.
+It never stops itself for it: a worker that restarted would build the same
+generation at start, and every worker failing alike would restart together.
+A build runs on this thread, never on the one that beats (``_liveness``), so
+a worker stays alive and serving while it builds, for up to the pass bound.
+Pins are the supervisor's alone: a pinned resource gets no new generation,
+and a rollback publishes the value it brings back, which the follower maps
+like any other.
 
 End-of-file on the pipe means the supervisor is gone (it died, even by
 SIGKILL, because the kernel closes its descriptors): the worker then stops
@@ -50,6 +52,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -85,6 +88,8 @@ class ConfigFollow:
     source: SharedConfigSource
     failed: int = 0
     """The newest accepted generation this worker could not build (it is not tried again)."""
+    on_failure: Callable[[int, str], None] = lambda generation, why: None
+    """Told ``(generation, why)`` when this worker cannot build an accepted generation."""
 
     def follow(self, manifest: dict[str, dict[str, object]]) -> bool:
         """Rebuild from a newer accepted config; False only when shutting down."""
@@ -108,6 +113,7 @@ class ConfigFollow:
                 outcome.error,
                 self.source.served,
             )
+            self.on_failure(generation, str(outcome.error))
             return True
         self.source.served = self.source.last_read
         return True

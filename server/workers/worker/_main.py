@@ -109,20 +109,20 @@ def worker_main(
 
     def attach(service: Service) -> None:
         source.served = source.last_read  # the generation service.start() built
+        # A reload may wait start_timeout for the lock, then build (a trial's bound).
+        build = max(config.start_timeout, config.build_timeout_seconds)
+        timeout = config.start_timeout + build + CONTROL_READ_SECONDS
+        link = SupervisorLink(store, source, timeout, service.local, registry=base)
         follower = Follower(
             store,
             service.holder,
             parent,
-            config=ConfigFollow(service.reloader, source),
+            config=ConfigFollow(service.reloader, source, on_failure=link.cannot_build),
             # A pass may wait start_timeout for the reload lock, then build; a build that
             # takes over twice what the trial allowed it counts as stuck (_liveness).
             pass_timeout=config.start_timeout + 2 * config.build_timeout_seconds,
             registry=base,
         )
-        # A reload may wait start_timeout for the lock, then build (a trial's bound).
-        build = max(config.start_timeout, config.build_timeout_seconds)
-        timeout = config.start_timeout + build + CONTROL_READ_SECONDS
-        link = SupervisorLink(store, source, timeout, service.local, registry=base)
         link.catch_up = follower.follow
         service.decisions = link
         follower.start()

@@ -22,6 +22,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +34,12 @@ from ..._reload_policy import Trigger
 from .._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
 from .._store import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore, codec_of
 
-__all__ = ["SharedConfigSource", "SupervisorLink"]
+FAILURE_MAX_CHARS = 2000
+"""The longest build error a worker sends the supervisor (the rest is cut)."""
+
+_log = logging.getLogger("pineapple.server")
+
+__all__ = ["FAILURE_MAX_CHARS", "SharedConfigSource", "SupervisorLink"]
 
 
 class SharedConfigSource:
@@ -95,6 +101,18 @@ class SupervisorLink:
         if outcome.get("result") == "ok":
             self.catch_up()
         return {**outcome, "worker": self.describe()}
+
+    def cannot_build(self, generation: int, why: str) -> None:
+        """Tell the supervisor this worker cannot build ``generation`` (it then rolls back).
+
+        Bounded: one control call of ``CONTROL_READ_SECONDS``; ``why`` is cut to
+        ``FAILURE_MAX_CHARS``. A supervisor that cannot be told is logged, not retried.
+        """
+        request = {"op": "cannot_build", "generation": generation, "error": why[:FAILURE_MAX_CHARS]}
+        try:
+            self._call(request, CONTROL_READ_SECONDS)
+        except Refused as exc:
+            _log.warning("cannot tell the supervisor about generation %d: %s", generation, exc)
 
     def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
         """A shared resource's action is the supervisor's, then mapped here; others local."""
