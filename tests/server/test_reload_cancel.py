@@ -16,7 +16,6 @@ import json
 import signal
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,42 +23,15 @@ import pytest
 
 from .._mariadb import running
 from .pod import MODES, Server
+from .test_feed_query_kill import WAIT, hanging_config, until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
 
-WAIT = 30.0  # seconds: the bound of every poll below
 DELAY, DRAIN = 1.0, 1.0
 """``--shutdown-delay-seconds`` and ``--drain-seconds`` of the server under test."""
 SLACK = 1.5
 """Seconds past delay + drain an exit may take here (a busy test machine); under the
 2 s of the exit guard, which a shutdown waiting for the reload used to reach."""
-
-
-def _until(what: str, done: Callable[[], bool], wait: float = WAIT) -> None:
-    end = time.monotonic() + wait
-    while not done():
-        assert time.monotonic() < end, f"not within {wait}s: {what}"
-        time.sleep(0.05)  # polling another process's state, with a deadline
-
-
-def _config(dsn: str, flag: str, marker: str) -> dict[str, Any]:
-    version = f"SELECT /* {marker} */ SLEEP(IF((SELECT COUNT(*) FROM `{flag}`) > 0, 120, 0))"
-    meta = {"common_input": [], "common_output": [], "item_input": [], "item_output": ["id"]}
-    params = {"mysql_dsn": dsn, "table": flag, "version_query": version}
-    return {
-        "resource_config": {"feed": {"type": "feed_data", "interval": -1, "params": params}},
-        "pipeline_config": {
-            "operators": {
-                "recall": {
-                    "type_name": "recall_feed_data",
-                    "resource_name": "feed",
-                    "$metadata": meta,
-                }
-            }
-        },
-        "pipeline_group": {"main": {"pipeline": ["recall"]}},
-        "flow_contract": meta,
-    }
 
 
 @pytest.mark.timeout(180)
@@ -70,21 +42,23 @@ def test_sigterm_during_a_reloads_slow_fetch_cancels_it_and_kills_its_query(
     with mysql_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{mysql_table}` (id BIGINT PRIMARY KEY)")
     config = tmp_path / "pineapple.json"
-    config.write_text(json.dumps(_config(mysql_dsn, mysql_table, "first")))
+    config.write_text(json.dumps(hanging_config(mysql_dsn, mysql_table, "first", interval=-1)))
     args = ("--shutdown-delay-seconds", str(DELAY), "--drain-seconds", str(DRAIN))
     server = Server(config, *args, mode=MODES[mode])
     try:
         marker = f"wb_{uuid.uuid4().hex[:12]}"
         with mysql_conn.cursor() as cur:
             cur.execute(f"INSERT INTO `{mysql_table}` VALUES (1)")
-        config.write_text(json.dumps(_config(mysql_dsn, mysql_table, marker)))  # a changed entry
+        config.write_text(
+            json.dumps(hanging_config(mysql_dsn, mysql_table, marker, interval=-1))
+        )  # a changed entry
         server.proc.send_signal(signal.SIGHUP)
-        _until("the reload's fetch hangs in its query", lambda: running(mysql_conn, marker) == 1)
+        until("the reload's fetch hangs in its query", lambda: running(mysql_conn, marker) == 1)
         asked = time.monotonic()
         assert server.terminate(WAIT) == 0, server.text()
         took = time.monotonic() - asked
         # KILL QUERY is asynchronous on the server: the statement ends within milliseconds.
-        _until("no query of the reload left", lambda: running(mysql_conn, marker) == 0, 3.0)
+        until("no query of the reload left", lambda: running(mysql_conn, marker) == 0, 3.0)
         server.wait_exit(WAIT)  # the log is complete
         assert took < DELAY + DRAIN + SLACK, f"exited {took:.1f}s after SIGTERM\n{server.text()}"
         assert server.count("exiting now") == 0, server.text()  # not cut by the exit guard
