@@ -36,8 +36,9 @@ Guarantees:
 - A worker that cannot build the generation the authority accepted last
   (``cannot_build``) takes the pod back to the config accepted before it, as
   the next generation, on a thread of its own under the reload lock
-  (:meth:`roll_back`): one rollback per generation (later reports of it find
-  a newer generation and change nothing), never of a generation that is
+  (:meth:`roll_back`): one rollback thread per generation (``_rollback_asked``,
+  under ``_loading_lock``, only grows; later reports of it start none, and a
+  report that finds a newer generation changes nothing), never of a generation that is
   itself a rollback, and the bytes rolled back are not applied again by the
   watcher (the failed hash), only by SIGHUP or an admin.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
@@ -125,6 +126,8 @@ class ConfigAuthority(ReloadPolicy):
         self._loading_lock = threading.Lock()
         self._loading: set[resource.Manager] = set()
         """The publisher Managers a reload is starting (see the module's Guarantees)."""
+        self._rollback_asked = 0
+        """The newest generation a worker could not build (one rollback thread each)."""
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
@@ -339,6 +342,11 @@ class ConfigAuthority(ReloadPolicy):
         generation, why = request.get("generation"), request.get("error")
         if not isinstance(generation, int) or not isinstance(why, str):
             raise ControlError("control request 'cannot_build': a generation and an error")
+        with self._loading_lock:
+            first = generation > self._rollback_asked
+            self._rollback_asked = max(self._rollback_asked, generation)
+        if not first:
+            return {"result": "noted", "generation": generation}
         threading.Thread(
             target=self.roll_back,
             args=(generation, why[:FAILURE_MAX_CHARS]),
