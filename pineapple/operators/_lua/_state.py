@@ -15,6 +15,14 @@ Speed: a small Lua *driver* written for the operator's field lists runs
 the whole item loop inside Lua, so a request costs a handful of Python/Lua
 crossings whatever the item count: each input column goes in as one array
 table, each output column comes back as one tuple.
+
+Results are bounded (``_values``): a call's returned text and table values
+are counted against a :class:`~._values.ResultBudget` as they are converted.
+An output column is fetched in pieces small enough that the text they may
+hold fits what is left (no Lua string is longer than the state's heap), so
+a string returned for every item is refused before it is copied past the
+budget; tables are walked once in Lua (``AUDIT``, under the time guard and
+memory cap) before their conversion, which runs under the call's deadline.
 """
 
 from __future__ import annotations
@@ -32,7 +40,19 @@ from ._sandbox import (
     LuaBackend,
     default_backend,
 )
-from ._values import NEG_ZERO_KEYS, OTHER, PACK_CHUNK, column_kind, column_to_lua, from_lua, to_lua
+from ._values import (
+    AUDIT,
+    AUDIT_DEPTH,
+    MAX_RESULT_VALUES,
+    NEG_ZERO_KEYS,
+    OTHER,
+    ResultBudget,
+    column_to_lua,
+    fetch_column,
+    from_lua,
+    keys_path,
+    to_lua,
+)
 
 __all__ = ["DEFAULT_LOAD_TIMEOUT", "LuaState", "driver_source"]
 
@@ -40,7 +60,18 @@ DEFAULT_LOAD_TIMEOUT = 1.0
 """Seconds a script's top level may run when its state is built (``transform_by_lua``
 passes its ``timeout_ms``): past it the script does not load (:class:`LuaScriptError`)."""
 
-_RUNTIME_REFS = ("_rt", "_run", "_reset", "_current", "_fetch", "_pack", "_arm", "_disarm")
+_RUNTIME_REFS = (
+    "_rt",
+    "_run",
+    "_reset",
+    "_current",
+    "_fetch",
+    "_pack",
+    "_arm",
+    "_disarm",
+    "_audit",
+    "_neg_zero_keys",
+)
 """Attributes that keep the Lua runtime alive (``close`` drops them)."""
 
 _UNROLL_FIELDS = 40
@@ -217,6 +248,7 @@ class LuaState:
         common_fields: tuple[str, ...],
         item_fields: tuple[str, ...],
         outputs: int,
+        output_fields: tuple[str, ...] = (),
         unroll_fields: int = _UNROLL_FIELDS,
         backend: LuaBackend | None = None,
         max_memory: int = MAX_MEMORY,
@@ -239,6 +271,7 @@ class LuaState:
         """True once a call hit the deadline or the memory limit: never reuse this state."""
         self._item_mode = item_mode
         self._nret = outputs
+        self._fields = output_fields
         nc, ni = len(common_fields), len(item_fields)
         self._unrolled = nc + ni <= unroll_fields and nc + ni + 2 * outputs <= 3 * unroll_fields
         source = driver_source(item_mode, nc, ni, outputs, unroll=self._unrolled)
@@ -254,6 +287,7 @@ class LuaState:
             name="=driver",
         )
         self._neg_zero_keys = rt.execute(NEG_ZERO_KEYS, name="=negzero")
+        self._audit = rt.execute(AUDIT, AUDIT_DEPTH, name="=audit")
         self._load(script, load_timeout)
         if rt.globals()[function] is None:
             raise LuaScriptError(
@@ -341,6 +375,13 @@ class LuaState:
         for name in _RUNTIME_REFS:
             self.__dict__.pop(name, None)
 
+    def _budget(self, deadline: float) -> ResultBudget:
+        return ResultBudget(self._operator, self._max_memory, MAX_RESULT_VALUES, deadline)
+
+    def _field(self, j: int) -> str:
+        fields = self._fields
+        return f'field "{fields[j]}"' if j < len(fields) else f"return value {j + 1}"
+
     def call_items(
         self, n: int, common: list[Any], columns: list[list[Any]], deadline: float
     ) -> list[list[Any]]:
@@ -351,7 +392,8 @@ class LuaState:
         )
         nz, z = result[0], result[1]
         tables = result[2:] if self._unrolled else [result[2][j] for j in range(1, self._nret + 1)]
-        cols = [self._column(t, n) for t in tables]
+        budget = self._budget(deadline)
+        cols = [self._column(t, n, j, budget) for j, t in enumerate(tables)]
         if nz:
             for k in range(1, nz + 1):
                 i, j = divmod(z[k], self._nret)
@@ -372,33 +414,55 @@ class LuaState:
         else:
             table = result[2]
             raw = [table[j] for j in range(1, self._nret + 1)]
-        values = [from_lua(v, self._backend, self._neg_zero_keys) for v in raw]
+        budget = self._budget(deadline)
+        table_type = self._backend.table_type
+        values = []
+        for j, value in enumerate(raw):
+            if type(value) is str:  # one per output: at most the heap each, converted already
+                budget.take_text(len(value), self._field(j))
+            elif type(value) is table_type:
+                self._audit_tables(rt.table_from([value]), 1, j, budget)
+            values.append(from_lua(value, self._backend, budget, self._neg_zero_keys))
         if nz:
             for k in range(1, nz + 1):
                 values[z[k]] = -0.0
         return values
 
-    def _column(self, table: Any, n: int) -> list[Any]:
-        fetch = self._fetch
+    def _column(self, table: Any, n: int, j: int, budget: ResultBudget) -> list[Any]:
+        """Output column ``j`` of an item-mode call, fetched and converted within ``budget``
+        (no string in the state is longer than its heap: see ``fetch_column``)."""
+        longest = max(1, self._rt.get_memory_used() or self._max_memory)
         try:
-            if n == 1:
-                col = [fetch(table, 1, 1)]
-            elif n <= PACK_CHUNK:
-                col = list(fetch(table, 1, n))
-            else:
-                col = []
-                for lo in range(1, n + 1, PACK_CHUNK):
-                    hi = min(lo + PACK_CHUNK - 1, n)
-                    part = fetch(table, lo, hi)
-                    col.extend(part if hi > lo else (part,))
+            col, kind = fetch_column(self._fetch, table, n, longest, budget, self._field(j))
         except UnicodeDecodeError as exc:
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
-        if column_kind(col) != OTHER:
+        if kind != OTHER:
             return col
+        self._audit_tables(table, n, j, budget)
         backend = self._backend
         for i, value in enumerate(col):
             try:
-                col[i] = from_lua(value, backend, self._neg_zero_keys)
+                col[i] = from_lua(value, backend, budget, self._neg_zero_keys)
             except LuaRuntimeError as exc:
                 raise LuaRuntimeError(f"lua: item[{i}]: {exc}") from exc
         return col
+
+    def _audit_tables(self, col: Any, n: int, j: int, budget: ResultBudget) -> None:
+        """Walk the tables among ``col[1..n]`` (``AUDIT``) under the call's time guard."""
+        self._arm(time.monotonic, budget.deadline, HOOK_INSTRUCTIONS)
+        try:
+            bad, why, rest = self._audit(col, 1, n, budget.values, budget.text)
+        except self._error as exc:
+            self._fail(exc, self._disarm())
+        except BaseException:
+            self._disarm()
+            self.broken = True
+            raise
+        self._disarm()
+        if bad is None:
+            budget.values, budget.text = int(why), int(rest)
+            return
+        keys = [rest[k] for k in range(len(rest), 0, -1)]
+        at = f"item[{bad - 1}]: " if self._item_mode else ""
+        where = f" at {keys_path(keys)}" if keys else ""
+        raise LuaRuntimeError(f"lua: {at}{self._field(j)}: {budget.over(why)}{where}")
