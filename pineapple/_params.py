@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._error_text import clipped
 from ._errors import ConfigError
 from ._suggest import did_you_mean
 
@@ -48,8 +49,8 @@ _EXPECTED = {
     "list": "a list (JSON array)",
     "dict": "an object (JSON object)",
 }
-_ECHO_CHARS = 40
-"""How much of a given string an error repeats (the rest is cut: ``...``)."""
+_ECHO_BYTES = 72
+"""How much of a given string an error repeats: 40 bytes and the mark of the cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +102,7 @@ def _given(value: Any, echo: bool) -> str:
     if isinstance(value, str):
         if not echo:
             return "a string"
-        shown = value if len(value) <= _ECHO_CHARS else value[:_ECHO_CHARS] + "..."
-        return f"string {_quote(shown)}"
+        return f'string "{clipped(value, _ECHO_BYTES)}"'
     if isinstance(value, list | tuple):
         return f"a list of {len(value)}"
     if isinstance(value, dict):
@@ -137,7 +137,7 @@ def _type_problem(type_name: str, value: Any) -> str | None:
 def param_problem(spec: ParamSpec, value: Any, *, echo: bool = False) -> str | None:
     """What is wrong with ``value`` for ``spec`` (``"must be numeric, got string "x""``), or None.
 
-    ``echo`` repeats a given string (cut to 40 characters); leave it off where
+    ``echo`` repeats a given string (cut to 40 bytes); leave it off where
     a value may be a secret (resource params). A string holding a ``{{field}}``
     marker in a non-string param is left to the template checks (the engine's
     plan, the DSL's); ``null`` is accepted only by ``any``, ``list`` and
@@ -182,7 +182,8 @@ def _problems(specs: Mapping[str, ParamSpec], params: Mapping[str, Any]) -> list
         if problem is not None:
             problems.append(f"parameter {name!r} {problem}")
     for name in sorted(set(params) - set(specs)):
-        problems.append(f"unknown parameter {name!r}{did_you_mean(name, specs)}")
+        quoted = clipped(name)  # quoted back: bounded
+        problems.append(f"unknown parameter {quoted!r}{did_you_mean(quoted, specs)}")
     return problems
 
 

@@ -97,7 +97,7 @@ def test_a_given_string_is_echoed_only_when_asked_and_cut() -> None:
     assert param_problem(spec, "hunter2") == "must be numeric (an integer), got a string"
     long = "s" * 100
     assert param_problem(spec, long, echo=True) == (
-        f'must be numeric (an integer), got string "{"s" * 40}..."'
+        f'must be numeric (an integer), got string "{"s" * 40}... (60 more bytes)"'
     )
 
 

@@ -84,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._context import Context
+from .._error_text import clipped
 from .._errors import RegistryError
 from .._params import param_problem
 from .._suggest import did_you_mean
@@ -208,12 +209,13 @@ def check_params(
         if spec is None:
             raise RegistryError(
                 f"pine: registry error [{schema.name}]: unknown parameter "
-                f'"{key}" for operator "{schema.name}"{did_you_mean(key, schema.params)}'
+                f'"{clipped(key)}" for operator "{schema.name}"'
+                f"{did_you_mean(clipped(key), schema.params)}"
             )
         problem = param_problem(spec, params[key], echo=True)
         if problem is not None:
             raise RegistryError(
-                f'pine: registry error [{schema.name}]: operator "{name or schema.name}": '
+                f'pine: registry error [{schema.name}]: operator "{clipped(name or schema.name)}": '
                 f"param {key} {problem}"
             )
     for pname, spec in schema.params.items():
@@ -239,10 +241,11 @@ def build_operator(
     schema = reg.get(type_name)
     factory = reg.factory(type_name)
     if schema is None or factory is None:
-        entry = f' in operator "{name}"' if name else ""
+        entry = f' in operator "{clipped(name)}"' if name else ""  # quoted: bounded
         hint = did_you_mean(type_name, [s.name for s in reg.all()])
         raise RegistryError(
-            f"pine: registry error [{type_name}]: operator type not registered{entry}{hint}"
+            f"pine: registry error [{clipped(type_name)}]: "
+            f"operator type not registered{entry}{hint}"
         )
     checked = check_params(schema, params or {}, name=name)
     try:

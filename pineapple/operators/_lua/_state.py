@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..._error_text import clipped
 from ..._errors import DeadlineExceededError
 from ._driver import UNROLL_FIELDS, driver_source
 from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
@@ -249,7 +250,7 @@ class LuaState:
 
     def _field(self, j: int) -> str:
         fields = self._fields
-        return f'field "{fields[j]}"' if j < len(fields) else f"return value {j + 1}"
+        return f'field "{clipped(fields[j])}"' if j < len(fields) else f"return value {j + 1}"
 
     def call_items(
         self, n: int, common: list[Any], columns: list[list[Any]], deadline: float

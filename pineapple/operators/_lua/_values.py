@@ -36,6 +36,7 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
+from ..._error_text import capped, clipped
 from ..._errors import DeadlineExceededError
 from ...engine._pieces import PIECE, spans
 from ._errors import LuaRuntimeError
@@ -252,8 +253,10 @@ def _first_past(piece: list[Any], room: int) -> int:
 
 
 def keys_path(keys: list[Any]) -> str:
-    """``["a"][2]`` for the keys of a path, outermost first."""
-    return "".join(f'["{k}"]' if type(k) is str else f"[{k}]" for k in keys)
+    """``["a"][2]`` for the keys of a path, outermost first (each key and the whole cut:
+    they come from the script)."""
+    path = "".join(f'["{clipped(k, 64)}"]' if type(k) is str else f"[{k}]" for k in keys)
+    return capped(path, 1024)
 
 
 PACK_CHUNK = 7000
