@@ -174,3 +174,18 @@ def test_the_conversion_stops_at_the_calls_deadline() -> None:
         from_lua(table, backend, past)
     later = ResultBudget("lua_op", 1 << 20, MAX_RESULT_VALUES, time.monotonic() + 60)
     assert from_lua(table, backend, later) == list(range(1, 5001))
+
+
+def test_common_mode_text_counts_every_output() -> None:
+    outputs = tuple(f"o{k}" for k in range(6))  # 6 x 12 MiB: past 64 MiB at the sixth
+    op = lua_op(
+        'local S = string.rep("x", 12 * 1024 * 1024)\nfunction f() return S, S, S, S, S, S end',
+        common="f",
+        common_output=outputs,
+    )
+    with pytest.raises(LuaRuntimeError) as info:
+        run(op, {}, [])
+    assert str(info.value) == (
+        'lua: field "o5": results hold more than 67,108,864 characters of text '
+        "(one call's bound: max_memory_mb)"
+    )

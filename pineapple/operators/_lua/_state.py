@@ -27,6 +27,7 @@ memory cap) before their conversion, which runs under the call's deadline.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from ..._error_text import clipped
@@ -289,7 +290,9 @@ class LuaState:
         values = []
         for j, value in enumerate(raw):
             if type(value) is str:  # one per output: at most the heap each, converted already
-                budget.take_text(len(value), self._field(j))
+                budget.text -= len(value)
+                if budget.text < 0:
+                    raise LuaRuntimeError(f"lua: {self._field(j)}: {budget.over('text')}")
             elif type(value) is table_type:
                 self._audit_tables(rt.table_from([value]), 1, j, budget)
             values.append(from_lua(value, self._backend, budget, self._neg_zero_keys))
@@ -303,7 +306,8 @@ class LuaState:
         (no string in the state is longer than its heap: see ``fetch_column``)."""
         longest = max(1, self._rt.get_memory_used() or self._max_memory)
         try:
-            col, kind = fetch_column(self._fetch, table, n, longest, budget, self._field(j))
+            field = partial(self._field, j)
+            col, kind = fetch_column(self._fetch, table, n, longest, budget, field)
         except UnicodeDecodeError as exc:
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
         if kind != OTHER:

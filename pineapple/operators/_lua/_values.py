@@ -34,6 +34,7 @@ counted.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from ..._error_text import capped, clipped
@@ -170,12 +171,6 @@ class ResultBudget:
         self.deadline = deadline
         self.ticks = 0
 
-    def take_text(self, size: int, where: str) -> None:
-        """Count ``size`` characters of text; raise :class:`LuaRuntimeError` past the budget."""
-        self.text -= size
-        if self.text < 0:
-            raise LuaRuntimeError(f"lua: {where}: {self.over('text')}")
-
     def over(self, reason: str) -> str:
         """Why a result was refused (``reason``: an :data:`AUDIT` answer)."""
         if reason == "values":
@@ -198,7 +193,7 @@ class ResultBudget:
 
 
 def fetch_column(
-    fetch: Any, table: Any, n: int, longest: int, budget: ResultBudget, field: str
+    fetch: Any, table: Any, n: int, longest: int, budget: ResultBudget, field: Callable[[], str]
 ) -> tuple[list[Any], int]:
     """Values ``1..n`` of the Lua array ``table`` and their :func:`column_kind`, within ``budget``.
 
@@ -207,7 +202,7 @@ def fetch_column(
     most ``budget.text // longest`` values (at least one, at most :data:`PIECE`),
     so its text cannot pass the budget by more than one string, and the first
     piece that passes it is refused (:class:`LuaRuntimeError` naming the item and
-    ``field``). The per-value work is :func:`column_kind`'s type test and a
+    the output, ``field()``). The per-value work is :func:`column_kind`'s type test and a
     length added up: one pass, compiled.
     """
     col: list[Any] = []
@@ -227,7 +222,7 @@ def fetch_column(
                 if room < 0:
                     at = lo - 1 + _first_past(piece, budget.text)
                     budget.text = room
-                    raise LuaRuntimeError(f"lua: item[{at}]: {field}: {budget.over('text')}")
+                    raise LuaRuntimeError(f"lua: item[{at}]: {field()}: {budget.over('text')}")
             elif v is None:
                 if kind == PLAIN:
                     kind = WITH_NONE
