@@ -5,8 +5,9 @@ values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
 ``PINEAPPLE_TEST_CLOSE_LOG`` when closed; a fetch fails with ``fail``, or while
 the file ``fail_if_exists`` names exists; with ``hold_until_exists`` it first
 waits, bounded, for that file, in processes whose name starts with ``hold_in``)
-and the ``test_file_gate``
-operator (holds a request until a file appears).
+the ``test_file_gate``
+operator (holds a request until a file appears) and the ``test_scaled`` operator
+(trusts its ``float`` param ``factor`` on every request).
 """
 
 from __future__ import annotations
@@ -48,6 +49,24 @@ register_test_operator(
     "holds a request until a file appears.",
     params={"folder": ParamSpec(type="string", required=True)},
     blocking=True,
+)
+
+
+class ScaledOperator(Operator):
+    """Multiplies by ``factor`` per request: a string ``factor`` fails every request."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.factor = params["factor"]  # trusts its schema, as a plugin may
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        float(self.factor * 2.0)
+
+
+register_test_operator(
+    "test_scaled",
+    ScaledOperator,
+    "multiplies by its float param factor on every request.",
+    params={"factor": ParamSpec(type="float", required=True)},
 )
 
 _lock = threading.Lock()
