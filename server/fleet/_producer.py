@@ -32,14 +32,15 @@ Guarantees:
   watcher's stop. A load in flight at SIGTERM or a lost lease is cancelled:
   the serving publisher's by its Manager's stop, a reload's first fetches by
   :meth:`ProducerAuthority.cancel` (``_starting``, written under
-  ``_starting_lock`` by the reload and read by the canceller; a cancel that
-  comes before the reload's Manager is known is seen by the reload through
-  ``closing``, set first). The process exits after ``STOP_SECONDS`` whatever
-  still runs.
+  ``_starting_lock`` by the reload and read by the canceller; a cancel sets
+  ``closing`` first, and a reload checks it under the lock before it keeps
+  its Manager, so it either sees the cancel or is seen by it). The process
+  exits after ``STOP_SECONDS`` whatever still runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -47,6 +48,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -61,12 +63,7 @@ from .._watcher import ConfigWatcher
 from ..workers._publisher import start_publisher
 from ._controls import CONFIG_KEY
 from ._leadership import Leadership, retry_seconds
-from ._publishing import (
-    Announcer,
-    FleetPublishingFetcher,
-    NotLeaderError,
-    fleet_publishing_registry,
-)
+from ._publishing import Announcer, NotLeaderError, fleet_publishing_registry
 from ._store import CONFIG, FleetStore
 
 __all__ = ["STOP_SECONDS", "Producer", "ProducerAuthority", "producer_id"]
@@ -134,6 +131,20 @@ class ProducerAuthority(ReloadPolicy):
         if publisher is not None:
             publisher.stop()
 
+    @contextlib.contextmanager
+    def _start(self, manager: resource.Manager) -> Iterator[None]:
+        """Keep ``manager`` for :meth:`cancel` while its first fetches run; refuse to start
+        it once the producer stops or lost its lease."""
+        with self._starting_lock:
+            if self.closing.is_set():
+                raise NotLeaderError("the producer is stopping: the config was not loaded")
+            self._starting = manager
+        try:
+            yield
+        finally:
+            with self._starting_lock:
+                self._starting = None
+
     def _base(self) -> resource.Registry:
         from pineapple import builtins
 
@@ -157,34 +168,16 @@ class ProducerAuthority(ReloadPolicy):
         builder = Builder(self.config)
         builder.check(data)  # engine, resources, dependencies: no fetch
         loaded = builder.load(data)
-        made: list[FleetPublishingFetcher] = []
-        registry = fleet_publishing_registry(self._base(), self.announcer, made)
-        names = [e.name for e in loaded.entries if registry.get(e.type) is not None]
-
-        def bind_names(manager: resource.Manager) -> None:
-            # The Manager builds the entries in config order, one fetcher each.
-            if len(made) != len(names):
-                raise RuntimeError(f"{len(made)} fetchers made for {len(names)} shared entries")
-            for fetcher, name in zip(made, names, strict=True):
-                fetcher.name = name
-            with self._starting_lock:
-                self._starting = manager
-            if self.closing.is_set():
-                manager.stop()  # a cancel came before this Manager was known
-
-        try:
-            manager = start_publisher(
-                registry,
-                loaded,
-                metrics=None,
-                start_timeout=self.config.start_timeout,
-                budget=self._budget,
-                carry_over=self.publisher,
-                before_start=bind_names,
-            )
-        finally:
-            with self._starting_lock:
-                self._starting = None
+        registry = fleet_publishing_registry(self._base(), self.announcer)
+        manager = start_publisher(
+            registry,
+            loaded,
+            metrics=None,
+            start_timeout=self.config.start_timeout,
+            budget=self._budget,
+            carry_over=self.publisher,
+            starting=self._start,
+        )
         try:
             if self._closing():
                 manager.stop()

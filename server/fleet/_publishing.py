@@ -40,11 +40,9 @@ from typing import Any
 
 import orjson
 
-from pineapple import PineappleError
-from pineapple.resource import Fetcher, Registry, ResourceSchema
+from pineapple.resource import Fetcher, FetcherFactory, Registry, ResourceSchema
 from pineapple.resource.lowlevel import SnapshotCodec, call_hook, hook_of
 
-from ..workers._publisher import shared_registry
 from ..workers._store_format import entry_key
 from ._errors import FleetError
 from ._snapshots import Announcement, announced, check_portable, publish_snapshot
@@ -153,8 +151,7 @@ def source_version(value: Any) -> str | None:
 class FleetPublishingFetcher:
     """Producer side: fetch with the type's own fetcher; announce what the Manager accepts.
 
-    ``name`` is bound by the producer before the Manager starts (a factory
-    sees only params). ``NOT_MODIFIED`` passes through (nothing is published);
+    ``NOT_MODIFIED`` passes through (nothing is published);
     ``commit`` publishes; ``discard`` has nothing to undo. Every hook of
     ``FetcherHooks`` is forwarded to the inner fetcher.
     """
@@ -163,16 +160,17 @@ class FleetPublishingFetcher:
         self,
         inner: Fetcher,
         announcer: Announcer,
+        name: str,
         type_name: str,
         params_hash: str,
         codec: SnapshotCodec,
     ) -> None:
         self._inner = inner
         self._announcer = announcer
+        self.name = name
         self.type_name = type_name
         self.params_hash = params_hash
         self.codec = codec
-        self.name = ""
         self.announced: Announcement | None = None
         """What this fetcher last announced."""
         self._served: Any = None
@@ -184,8 +182,6 @@ class FleetPublishingFetcher:
         """Announce ``value`` (it passed every check); raises with nothing announced.
 
         The inner fetcher's own ``commit`` runs first (what it raises refuses the swap)."""
-        if not self.name:
-            raise PineappleError(f"a {self.type_name} fetcher was never given its resource name")
         forward = hook_of(self._inner, "commit")
         if forward is not None:
             forward(value)
@@ -228,28 +224,46 @@ class FleetPublishingFetcher:
         call_hook(self._inner, "cancel", label=self._label())
 
     def _label(self) -> str:
-        return f"fleet fetcher of {self.type_name}/{self.name or '?'}"
+        return f"fleet fetcher of {self.type_name}/{self.name}"
 
 
-def fleet_publishing_registry(
-    base: Registry, announcer: Announcer, made: list[FleetPublishingFetcher]
-) -> Registry:
-    """The types of ``base`` with a fleet codec, each fetcher publishing through ``announcer``.
+class _AnnouncingFactory:
+    """A shared type's factory (``NamedFetcherFactory``): each fetcher it makes announces
+    under its resource's name. ``__call__`` (params alone) is refused: an announcement
+    is keyed by the name."""
 
-    Every fetcher made is appended to ``made``, in the order the Manager
-    builds the config's entries (the producer binds their names from it).
-    """
+    def __init__(
+        self, factory: FetcherFactory, type_name: str, codec: SnapshotCodec, announcer: Announcer
+    ) -> None:
+        self._factory = factory
+        self._type = type_name
+        self._codec = codec
+        self._announcer = announcer
 
-    def wrap(
-        inner: Fetcher, type_name: str, params: dict[str, Any], codec: SnapshotCodec
-    ) -> Fetcher:
-        fetcher = FleetPublishingFetcher(
-            inner, announcer, type_name, entry_key(type_name, params), codec
+    def __call__(self, params: dict[str, Any]) -> Fetcher:
+        raise TypeError(f"a fleet {self._type!r} fetcher is made for a named resource")
+
+    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
+        """The type's own fetcher, announcing as ``name``."""
+        return FleetPublishingFetcher(
+            self._factory(params),
+            self._announcer,
+            name,
+            self._type,
+            entry_key(name, self._type, params),
+            self._codec,
         )
-        made.append(fetcher)
-        return fetcher
 
-    return shared_registry(base, wrap, fleet_codec)
+
+def fleet_publishing_registry(base: Registry, announcer: Announcer) -> Registry:
+    """The types of ``base`` with a fleet codec, each fetcher publishing through ``announcer``
+    (a type without one is left out: the producer never loads it)."""
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory, codec = base.factory(schema.name), fleet_codec(schema)
+        if factory is not None and codec is not None:
+            registry.register(schema, _AnnouncingFactory(factory, schema.name, codec, announcer))
+    return registry
 
 
 def fleet_codec(schema: ResourceSchema) -> SnapshotCodec | None:

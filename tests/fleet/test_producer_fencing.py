@@ -114,11 +114,11 @@ def test_a_failed_publish_rewinds_the_fetcher_to_what_was_announced(
     fetcher = FleetPublishingFetcher(
         inner,
         Announcer(store, tmp_path, lambda: leading[0]),
+        "feed",
         "json_file",
         "json_file-abc",
         FILE_CODEC,
     )
-    fetcher.name = "feed"
     first, second = _value(1), _value(2)
     fetcher.commit(first)
     assert fetcher.announced is not None and fetcher.announced.generation == 1

@@ -61,13 +61,12 @@ from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError, call_
 
 from ..._atomic_file import write_atomically
 from .._config_leases import HeldGenerations
-from .._publisher import shared_registry
 from .._store_format import (
     CONFIG_ENTRY,
     MANIFEST_MAX_BYTES,
+    KeyedFactory,
     StoreDirectory,
     default_shared_parent,
-    entry_key,
 )
 from ._staging import Staging
 from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
@@ -479,14 +478,16 @@ def publishing_registry(
     every shared entry whose fetcher is made is added to ``named``; its
     fetcher publishes through ``staging`` (a candidate config's).
     """
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory, codec = base.factory(schema.name), schema.codec
+        if factory is None or codec is None:
+            continue
 
-    def wrap(
-        inner: Fetcher, type_name: str, params: dict[str, Any], codec: SnapshotCodec
-    ) -> Fetcher:
-        key = entry_key(type_name, params)
-        fetcher = PublishingFetcher(inner, store, key, codec, staging)
-        if named is not None:
-            named.add(key)
-        return fetcher
+        def publish(inner: Fetcher, key: str, codec: SnapshotCodec = codec) -> Fetcher:
+            if named is not None:
+                named.add(key)
+            return PublishingFetcher(inner, store, key, codec, staging)
 
-    return shared_registry(base, wrap)
+        registry.register(schema, KeyedFactory(factory, schema.name, publish))
+    return registry
