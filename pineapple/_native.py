@@ -42,6 +42,7 @@ from types import ModuleType
 __all__ = ["COMPILED", "PureCopy", "StaleNativeWarning", "compiled", "install", "pure_reason"]
 
 COMPILED = (
+    "pineapple.engine._answer",
     "pineapple.engine._engine",
     "pineapple.engine._frame",
     "pineapple.engine._gofmt",

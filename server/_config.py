@@ -173,6 +173,10 @@ class Config:
     """Per-request deadline of ``/execute`` (504 past it); 0 disables it."""
     max_items: int = 100_000
     """Items one ``/execute`` request may carry (413 above); 0 disables the limit."""
+    max_answer_bytes: int = 64 * 1024 * 1024
+    """About the most bytes of one ``/execute`` answer: operators' copies are counted
+    before they are made, the encoded answer measured; 507 past it
+    (``--max-answer-bytes``; 0: no bound)."""
     inline_body_bytes: int = 64 * 1024
     """Bodies larger than this run on the worker threads even when the engine never blocks."""
     read_header_timeout_ms: int = 10_000
