@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
 from ._build_error import BuildError
 from ._config import Config
@@ -40,6 +41,11 @@ def check(config: Config, *, fetch: bool = False) -> list[str]:
 def run(config: Config) -> int:
     """Serve ``config`` until SIGTERM/SIGINT; the process exit code (0: clean shutdown)."""
     configure_logging(config.log_level, config.log_format)
+    try:
+        config.resolved_admin_token()
+    except AdminTokenError as exc:
+        _log.error("not serving %s: %s", config.path, exc)
+        return 1
     if config.workers > 1:
         return _run_workers(config)
     try:
