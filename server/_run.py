@@ -20,6 +20,7 @@ from ._config import Config
 from ._config_read import read_config_file
 from ._log_format import configure_logging
 from ._serving import bind, serve
+from ._uvicorn_range import UnsupportedUvicornError, check_uvicorn
 from .workers import run_supervisor
 
 __all__ = ["check", "run"]
@@ -42,8 +43,9 @@ def run(config: Config) -> int:
     """Serve ``config`` until SIGTERM/SIGINT; the process exit code (0: clean shutdown)."""
     configure_logging(config.log_level, config.log_format)
     try:
+        check_uvicorn()
         config.resolved_admin_token()
-    except AdminTokenError as exc:
+    except (UnsupportedUvicornError, AdminTokenError) as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
     if config.workers > 1:
