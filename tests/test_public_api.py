@@ -65,8 +65,8 @@ OperatorInput OperatorKind OperatorOutput OperatorRegistry OperatorSchema Result
 TraceEntry UnknownFormatError UnknownGroupError all_operator_schemas build_operator
 default_operator_registry pieces register_operator stable_order stats_dict"""
 
-HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_ANSWER_TOO_LARGE STATUS_BAD_REQUEST STATUS_BUSY STATUS_CONTRACT
-STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
+HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_ANSWER_TOO_LARGE STATUS_BAD_REQUEST STATUS_BUSY
+STATUS_CONTRACT STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
 STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
 
 
