@@ -1,7 +1,7 @@
 """The codecs of the built-in data types: how each is shared by ``serve --workers N``.
 
 ``pineapple serve --workers N`` fetches a type with a codec once, in the
-supervisor, and every worker opens what it published (``server/workers/_store.py``).
+supervisor, and every worker opens what it published (``server/workers/supervisor/_publishing.py``).
 Each schema names its codec (``ResourceSchema.codec``):
 
 - ``feed_data``: :data:`FEED_CODEC`, the Arrow IPC pair of ``_mapped_table``;
@@ -22,7 +22,7 @@ from typing import Any
 from pineapple.resource.lowlevel import PickleCodec, SnapshotWriteError
 
 from ._feed_table import FeedTable
-from ._mapped_table import open_mapped_table, write_feed_snapshot
+from ._mapped_table import open_mapped_table, release_arrow_pool, write_feed_snapshot
 
 __all__ = ["FEED_CODEC", "FILE_CODEC", "FeedCodec"]
 
@@ -37,6 +37,10 @@ class FeedCodec:
 
     def open(self, stem: Path, generation: int) -> Any:
         return open_mapped_table(stem, generation=generation)
+
+    def release_memory(self) -> None:
+        """Hand Arrow's pool of freed buffers back to the OS (a ``CodecHooks`` hook)."""
+        release_arrow_pool()
 
 
 FEED_CODEC = FeedCodec()

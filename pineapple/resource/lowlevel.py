@@ -14,6 +14,11 @@ resource type that shares, probes or reports a client, builds on:
 - the Manager's metrics hook: ``ManagerMetrics``, ``RefreshResult``;
 - sharing between processes: ``SnapshotCodec``, ``PickleCodec``,
   ``SnapshotFormatError``, ``SnapshotWriteError``;
+- optional hooks, named: ``FetcherHooks`` (a fetcher's ``commit``,
+  ``discard``, ``carry_over``, ``cancel``, ``close``; ``FETCHER_HOOKS`` lists
+  them for wrappers), ``Closable`` (a value's ``close``), ``CodecHooks`` (a
+  codec's ``release_memory``); ``call_hook`` calls one and logs its failure,
+  ``hook_of`` finds one;
 - what a value may report: the liveness probe (``Probed``, ``ProbeReport``,
   ``Reachability``, ``probe_report_of``, ``LATENCY_BUCKETS``) and a client's
   pool and commands (``Metered``, ``ClientReport``, ``CommandStats``,
@@ -37,6 +42,12 @@ from ._codec import SnapshotCodec as SnapshotCodec
 from ._codec import SnapshotFormatError as SnapshotFormatError
 from ._codec import SnapshotWriteError as SnapshotWriteError
 from ._deps import resource_names as resource_names
+from ._hooks import FETCHER_HOOKS as FETCHER_HOOKS
+from ._hooks import Closable as Closable
+from ._hooks import CodecHooks as CodecHooks
+from ._hooks import FetcherHooks as FetcherHooks
+from ._hooks import call_hook as call_hook
+from ._hooks import hook_of as hook_of
 from ._loaded import LoadedConfig as LoadedConfig
 from ._loaded import load_config as load_config
 from ._outcome import ManagerMetrics as ManagerMetrics
@@ -52,10 +63,14 @@ from ._registry import JSONPrinter as JSONPrinter
 from ._validate import registered_validators as registered_validators
 
 __all__ = [
+    "FETCHER_HOOKS",
     "LATENCY_BUCKETS",
     "ClientReport",
+    "Closable",
+    "CodecHooks",
     "CommandCell",
     "CommandStats",
+    "FetcherHooks",
     "JSONPrinter",
     "LoadedConfig",
     "ManagerMetrics",
@@ -70,8 +85,10 @@ __all__ = [
     "SnapshotCodec",
     "SnapshotFormatError",
     "SnapshotWriteError",
+    "call_hook",
     "client_report_of",
     "close_now",
+    "hook_of",
     "load_config",
     "probe_report_of",
     "redact_value",
