@@ -59,7 +59,7 @@ def test_a_copy_past_the_bound_is_507_fast_with_bounded_memory(
     serve: Callable[..., Server],
 ) -> None:
     assert len(SMALL) < 64 * 1024 < len(LARGE) < 8 * MIB
-    server = serve(CONFIG)
+    server = serve(CONFIG, "--request-timeout-ms", "60000")  # a busy machine: no 504s
     pids = serving_pids(server.proc.pid, WORKERS[_mode_name(server)])
     idle = {pid: status_kib(pid, "VmRSS") * 1024 for pid in pids}
     done = threading.Event()
