@@ -2,13 +2,15 @@
 
 Layers (each imports only the ones above it):
 
+    _error_text                     the one bound on an error's text, and the one cut
     _errors, _params, _context      plain values: errors, parameter specs, request context
     pineapple.resource              the resource runtime (registry, RefValue, Manager)
     pineapple.engine                the Pine engine (config, operator registry, execution)
     pineapple.operators             built-in operators (import registers them)
     resources/                      built-in resource types (a separate top-level package)
     pineapple.builtins              the one place that imports operators and resources
-    pineapple.plugins, pineapple.cli    plugin loading and the command line
+    pineapple.plugins, pineapple.commands, pineapple.cli
+                                    plugin loading, the subcommand contract, the command line
     server/ dsl/ codegen/           separate top-level packages built on all of the above
 
 ``import pineapple`` and ``import pineapple.resource`` load no engine:

@@ -33,7 +33,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 
 from ._admin import AdminTokenError, clean_admin_token
 from ._config import ADMIN_TOKEN_ENV
