@@ -30,7 +30,9 @@ resource type that shares, probes or reports a client, builds on:
   (the types registered so far), ``ValidationSpec`` (a parsed ``validate``
   block), ``Condition`` (one line of a ``ResourceStatus``),
   ``validate_resource_deps`` (the deps check of a config), ``flush_closes``
-  (wait for the closes scheduled so far).
+  (wait for the closes scheduled so far);
+- a factory told the resource's name: ``NamedFetcherFactory`` (the server's
+  shared snapshots key their store entries by it).
 
 Same rules as the face: ``tests/test_public_api.py`` pins ``__all__``;
 importing this module loads neither the engine nor any resource type.
@@ -69,6 +71,7 @@ from ._redact import redact as redact
 from ._redact import redact_value as redact_value
 from ._refvalue import RefValue as RefValue
 from ._registry import JSONPrinter as JSONPrinter
+from ._registry import NamedFetcherFactory as NamedFetcherFactory
 from ._registry import all_schemas as all_schemas
 from ._registry import default_registry as default_registry
 from ._status import Condition as Condition
@@ -90,6 +93,7 @@ __all__ = [
     "ManagerMetrics",
     "MemoryBudget",
     "Metered",
+    "NamedFetcherFactory",
     "PickleCodec",
     "ProbeReport",
     "Probed",

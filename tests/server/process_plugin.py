@@ -179,3 +179,35 @@ for _name, _codec in (
             ),
             _http_json,
         )
+
+
+class SlowBuildOperator(Operator):
+    """Its construction holds in processes whose name starts with ``hold_in``: it sleeps
+    ``seconds``, or (``gate``) waits for that file; bounded by ``HOLD_SECONDS``. In those
+    whose name starts with ``fail_in`` it raises."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        here = multiprocessing.current_process().name  # "pineapple-worker-0", "pineapple-trial"
+        if params["fail_in"] and here.startswith(params["fail_in"]):
+            raise RuntimeError(f"test_slow_build cannot be built in {here}")
+        if params["hold_in"] and here.startswith(params["hold_in"]):
+            if params["gate"]:
+                _hold(params["gate"])
+            else:
+                time.sleep(min(float(params["seconds"]), HOLD_SECONDS))
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        return None
+
+
+register_test_operator(
+    "test_slow_build",
+    SlowBuildOperator,
+    "an operator whose construction takes long in some processes (slow builds).",
+    params={
+        "hold_in": ParamSpec(type="string", default=""),  # a process-name prefix
+        "seconds": ParamSpec(type="float", default=0.0),
+        "gate": ParamSpec(type="string", default=""),
+        "fail_in": ParamSpec(type="string", default=""),  # a process-name prefix
+    },
+)
