@@ -9,7 +9,8 @@ Layers (each imports only the ones above it):
     pineapple.operators             built-in operators (import registers them)
     resources/                      built-in resource types (a separate top-level package)
     pineapple.builtins              the one place that imports operators and resources
-    pineapple.plugins, pineapple.cli    plugin loading and the command line
+    pineapple.plugins, pineapple.commands, pineapple.cli
+                                    plugin loading, the subcommand contract, the command line
     server/ dsl/ codegen/           separate top-level packages built on all of the above
 
 ``import pineapple`` and ``import pineapple.resource`` load no engine:
@@ -23,6 +24,7 @@ from typing import Any as _Any
 # First: decides, before any of it loads, whether the compiled engine core runs.
 from . import _native as _native
 from ._context import Context as Context
+from ._errors import AnswerTooLargeError as AnswerTooLargeError
 from ._errors import ConfigError as ConfigError
 from ._errors import DeadlineExceededError as DeadlineExceededError
 from ._errors import ExecutionError as ExecutionError
@@ -40,6 +42,7 @@ if _TYPE_CHECKING:
 _FROM_ENGINE = frozenset({"OperatorSchema", "register_operator"})
 
 __all__ = [
+    "AnswerTooLargeError",
     "ConfigError",
     "Context",
     "DeadlineExceededError",

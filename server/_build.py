@@ -3,12 +3,23 @@
 Each step that fails raises :class:`BuildError` naming the step, with a
 redacted message, after undoing the steps before it (the engine is closed,
 the manager stopped), so a failed build leaves nothing running behind.
+
+A build in progress can be cancelled from another thread
+(:meth:`Builder.cancel`, at shutdown): the Manager it starts is cancelled
+(its fetches in flight cancelled, a MySQL query killed) and the build fails
+at its next step, without waiting for a fetch.
+
+Guarantees: ``_cancelled`` and ``_building`` change only under ``_lock``; a
+Manager is added to ``_building`` before it starts and only while not
+cancelled, so :meth:`Builder.cancel` either sees it (and cancels it) or the
+build sees the flag (and starts nothing).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -17,7 +28,14 @@ from typing import TypeVar, cast
 from pineapple import PineappleError, builtins, plugins, resource
 from pineapple.engine import Engine
 from pineapple.engine.http import ParseBudget, respond
-from pineapple.resource.lowlevel import LoadedConfig, ManagerMetrics, MemoryBudget, load_config
+from pineapple.resource.lowlevel import (
+    LoadedConfig,
+    ManagerMetrics,
+    MemoryBudget,
+    load_config,
+    redact,
+    validate_resource_deps,
+)
 
 from ._build_error import BuildError, CheckError
 from ._config import Config, EngineLike, Responder
@@ -48,15 +66,24 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def default_responder(max_items: int = 0, budget: ParseBudget | None = None) -> Responder:
+def default_responder(
+    max_items: int = 0, budget: ParseBudget | None = None, max_answer_bytes: int = 0
+) -> Responder:
     """``pineapple.engine.respond``: the Go server's ``/execute`` status codes and bytes.
 
     ``max_items`` > 0 answers larger requests with 413 (``Config.max_items``);
-    ``budget`` bounds the parsed objects of large bodies in progress (503 past it).
+    ``budget`` bounds the parsed objects of large bodies in progress (503 past it);
+    ``max_answer_bytes`` > 0 answers 507 past it (``Config.max_answer_bytes``).
     """
-    if max_items > 0 or budget is not None:
+    if max_items > 0 or budget is not None or max_answer_bytes > 0:
         return cast(
-            Responder, functools.partial(respond, max_items=max_items or None, budget=budget)
+            Responder,
+            functools.partial(
+                respond,
+                max_items=max_items or None,
+                budget=budget,
+                max_answer_bytes=max_answer_bytes or None,
+            ),
         )
     return cast(Responder, respond)
 
@@ -72,6 +99,25 @@ class Builder:
         # manager still count while in-flight requests borrow them.
         limit = config.resource_memory_budget_bytes
         self._budget = MemoryBudget(limit or None)
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._building: set[resource.Manager] = set()
+        """The Managers of the builds in progress (see the module's Guarantees)."""
+
+    def cancel(self) -> None:
+        """Cancel every build in progress and refuse later ones (shutdown; any thread).
+
+        Returns once each Manager being started was cancelled; its build then
+        raises :class:`BuildError` (step ``start``) on its own thread.
+        """
+        with self._lock:
+            self._cancelled = True
+            building = list(self._building)
+        for manager in building:  # bounded: the builds in progress
+            manager.cancel()
+
+    def _cancelled_error(self) -> BuildError:
+        return BuildError("start", "cancelled: the server is shutting down")
 
     def load(self, data: bytes) -> LoadedConfig:
         """``data`` parsed once, with this server's environment and config folder."""
@@ -102,7 +148,17 @@ class Builder:
         try:
             manager = self._manager(loaded, carry_over)
             try:
-                self._start(manager, loaded.secrets)
+                with self._lock:
+                    if self._cancelled:
+                        raise self._cancelled_error()
+                    self._building.add(manager)
+                try:
+                    self._start(manager, loaded.secrets)
+                finally:
+                    with self._lock:
+                        self._building.discard(manager)
+                if self._cancelled:
+                    raise self._cancelled_error()
                 self._deps(loaded, manager)
             except BaseException:
                 manager.stop()
@@ -151,7 +207,7 @@ class Builder:
             config = loaded.data if loaded.root is None else loaded.root
             return Engine(config, registry=builtins.operator_registry())
         except Exception as exc:
-            raise BuildError("engine", resource.redact(_describe(exc), loaded.secrets)) from None
+            raise BuildError("engine", redact(_describe(exc), loaded.secrets)) from None
 
     def _manager(
         self, loaded: LoadedConfig, carry_over: resource.Manager | None
@@ -168,20 +224,22 @@ class Builder:
             manager.load_from_root_config(loaded, carry_over=carry_over)
         except Exception as exc:
             manager.stop()  # releases values adopted from carry_over
-            raise BuildError("resources", resource.redact(_describe(exc), loaded.secrets)) from None
+            raise BuildError("resources", redact(_describe(exc), loaded.secrets)) from None
         return manager
 
     def _start(self, manager: resource.Manager, secrets: frozenset[str]) -> None:
         try:
             manager.start()
         except Exception as exc:
-            raise BuildError("start", resource.redact(_describe(exc), secrets)) from None
+            if self._cancelled:
+                raise self._cancelled_error() from None
+            raise BuildError("start", redact(_describe(exc), secrets)) from None
 
     def _deps(self, loaded: LoadedConfig, manager: resource.Manager) -> None:
         try:
-            resource.validate_resource_deps(loaded, manager)
+            validate_resource_deps(loaded, manager)
         except Exception as exc:
-            raise BuildError("deps", resource.redact(_describe(exc), loaded.secrets)) from None
+            raise BuildError("deps", redact(_describe(exc), loaded.secrets)) from None
 
 
 def _attempt(failed: list[BuildError], step: Callable[[], _T]) -> _T | None:

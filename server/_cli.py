@@ -12,13 +12,13 @@ import logging
 import sys
 from typing import Any
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
 from ._build_error import BuildError, CheckError
 from ._config import Config
 from ._cpu_quota import CpuCount, usable_cpus
-from ._log_format import LOG_FORMATS, configure_logging
+from ._log_format import add_log_flags, configure_logging
 from ._run import check, run
 from ._serving import exit_within
 
@@ -64,6 +64,14 @@ def add_serve_command(subparsers: Subparsers) -> None:
         type=int,
         default=100_000,
         help="most items one /execute request may carry, 413 above (0: none)",
+    )
+    _add_bound(
+        parser,
+        "--max-answer-bytes",
+        Config.max_answer_bytes,
+        "most bytes of one /execute answer, 507 past it: operators' copies are counted "
+        "before they are made (0: none)",
+        metavar="BYTES",
     )
     parser.add_argument(
         "--inline-body-bytes",
@@ -132,18 +140,19 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="on SIGTERM, answer /readyz 503 and keep accepting this long before the drain, "
         "so load balancers stop sending first (SIGINT: no delay; 0: none)",
     )
-    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="log level of every process (the access log writes at info)",
+        "--build-timeout-seconds",
+        type=float,
+        default=Config.build_timeout_seconds,
+        metavar="S",
+        help="--workers N: a reload whose trial build (engine and resources, as a worker "
+        "builds it) takes longer is refused; a worker's build may take twice this long",
     )
-    parser.add_argument(
-        "--log-format",
-        default="text",
-        choices=LOG_FORMATS,
-        help="text lines, or one JSON object a line (time, level, logger, message, pid "
+    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
+    add_log_flags(
+        parser,
+        level_help="log level of every process (the access log writes at info)",
+        format_help="text lines, or one JSON object a line (time, level, logger, message, pid "
         "and the fields of the event), for the supervisor and every worker",
     )
     parser.add_argument(
@@ -218,6 +227,7 @@ def serve_command(args: argparse.Namespace) -> int:
     for flag in (
         "request_timeout_ms",
         "max_items",
+        "max_answer_bytes",
         "inline_body_bytes",
         "drain_seconds",
         "shutdown_delay_seconds",
@@ -232,6 +242,9 @@ def serve_command(args: argparse.Namespace) -> int:
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
+    if not args.build_timeout_seconds > 0:
+        print("pineapple serve: --build-timeout-seconds must be > 0", file=sys.stderr)
+        return 2
     try:
         trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
         parse_trusted_proxies(trusted)
@@ -248,6 +261,7 @@ def serve_command(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             request_timeout_ms=args.request_timeout_ms,
             max_items=args.max_items,
+            max_answer_bytes=args.max_answer_bytes,
             inline_body_bytes=args.inline_body_bytes,
             read_header_timeout_ms=args.read_header_timeout_ms,
             read_timeout_ms=args.read_timeout_ms,
@@ -257,6 +271,7 @@ def serve_command(args: argparse.Namespace) -> int:
             poll_seconds=args.poll_seconds,
             drain_seconds=args.drain_seconds,
             shutdown_delay_seconds=args.shutdown_delay_seconds,
+            build_timeout_seconds=args.build_timeout_seconds,
             write_timeout_ms=args.write_timeout_ms,
             watch=not args.no_watch,
             log_level=args.log_level,

@@ -12,7 +12,7 @@ from .._params import validate_params
 from .._suggest import did_you_mean
 from ._config import ResourceEntry
 from ._redact import redact, secrets_of
-from ._registry import Fetcher, Printer, Registry
+from ._registry import Fetcher, NamedFetcherFactory, Printer, Registry
 from ._validate import Validator
 
 __all__ = ["BuiltEntry", "build_entry"]
@@ -33,6 +33,9 @@ def build_entry(
     registry: Registry, entry: ResourceEntry, base_dir: str | None = None
 ) -> BuiltEntry:
     """Look up the entry's type, validate its params and call the type's factory.
+
+    A factory that is a :class:`NamedFetcherFactory` is called with the
+    entry's name too (``for_resource(name, params)``).
 
     With ``base_dir`` (the config file's folder), a relative value of a path
     param (``ParamSpec(path=True)``) is resolved against it, so a config means
@@ -64,7 +67,10 @@ def build_entry(
                 params[key] = os.path.join(base_dir, value)
     interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
     try:
-        fetcher = factory(params)
+        if isinstance(factory, NamedFetcherFactory):
+            fetcher = factory.for_resource(entry.name, params)
+        else:
+            fetcher = factory(params)
     except PineappleError as exc:
         raise ConfigError(redact(f"{what}: {exc}", secrets)) from None
     except Exception as exc:
