@@ -71,6 +71,6 @@ def test_every_subcommand_reading_a_config_bounds_it_with_the_one_default() -> N
             limit = _option(parser, "max_config_bytes")
             assert limit is not None, f"pineapple {name} reads a config without --max-config-bytes"
             readers[name] = (tuple(limit.option_strings), limit.default)
-    assert set(readers) == {"serve", "check", "run", "dag"}
+    assert set(readers) == {"serve", "check", "run", "dag", "publish"}
     assert set(readers.values()) == {(("--max-config-bytes",), DEFAULT_MAX_CONFIG_BYTES)}
     assert server.Config.max_config_bytes == DEFAULT_MAX_CONFIG_BYTES

@@ -179,7 +179,12 @@ def _produce(producer: Producer) -> int:
 def add_fleet_command(subparsers: Subparsers) -> None:
     """``pineapple fleet status|pin|unpin|rollback|config-rollback ...``."""
     parser = add_subcommand(subparsers, "fleet", fleet_command)
-    actions = parser.add_subparsers(dest="fleet_action", required=True, metavar="ACTION")
+    actions = parser.add_subparsers(
+        dest="fleet_action",
+        required=True,
+        metavar="ACTION",
+        help="status, pin, unpin, rollback or config-rollback (each: --help)",
+    )
 
     status = add_subcommand(actions, "status", fleet_status_command)
     add_store_flags(status)

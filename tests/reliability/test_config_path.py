@@ -129,6 +129,10 @@ class _StuckBuilder:
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.entered = threading.Event()
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
 
     def build(self, data: bytes, *, carry_over: Any = None) -> Any:
         self.entered.set()
@@ -160,6 +164,7 @@ def test_no_trigger_and_no_shutdown_waits_forever_for_a_stuck_reload(tmp_path: P
         closer.start()
         closer.join(10)
         assert not closer.is_alive()
+        assert builder.cancelled.is_set()  # close cancels the build in progress
     finally:
         builder.gate.set()
         stuck.join(10)
