@@ -50,7 +50,8 @@ RESOURCE_LOWLEVEL = """RefValue close_now MemoryBudget LoadedConfig load_config 
 ManagerMetrics RefreshResult SnapshotCodec PickleCodec SnapshotFormatError SnapshotWriteError
 LATENCY_BUCKETS Probed ProbeReport Reachability probe_report_of
 Metered ClientReport CommandStats CommandCell client_report_of
-JSONPrinter redact_value registered_validators"""
+JSONPrinter redact_value registered_validators
+entry_being_built SourceReport source_report_of"""
 
 TYPES_FACE = """FeedTable MappedFeedTable FeedQueryError FileMapping FileRows RedisConnection
 FeedDataFetcher FileTableFetcher RedisConnectionFetcher SourceError"""

@@ -12,6 +12,10 @@ resource type that shares, probes or reports a client, builds on:
 - a config parsed once: ``LoadedConfig`` / ``load_config`` (root, hash,
   secrets, entries, folder), ``resource_names`` (the names a value references);
 - the Manager's metrics hook: ``ManagerMetrics``, ``RefreshResult``;
+- for fetcher factories and fetchers that say more: ``entry_being_built`` (the
+  config entry a factory call builds: its name), ``SourceReport`` /
+  ``source_report_of`` (where a value comes from, shown in its status, and
+  whether it is known stale);
 - sharing between processes: ``SnapshotCodec``, ``PickleCodec``,
   ``SnapshotFormatError``, ``SnapshotWriteError``;
 - what a value may report: the liveness probe (``Probed``, ``ProbeReport``,
@@ -37,6 +41,7 @@ from ._codec import SnapshotCodec as SnapshotCodec
 from ._codec import SnapshotFormatError as SnapshotFormatError
 from ._codec import SnapshotWriteError as SnapshotWriteError
 from ._deps import resource_names as resource_names
+from ._instantiate import entry_being_built as entry_being_built
 from ._loaded import LoadedConfig as LoadedConfig
 from ._loaded import load_config as load_config
 from ._outcome import ManagerMetrics as ManagerMetrics
@@ -49,6 +54,8 @@ from ._probe import probe_report_of as probe_report_of
 from ._redact import redact_value as redact_value
 from ._refvalue import RefValue as RefValue
 from ._registry import JSONPrinter as JSONPrinter
+from ._status import SourceReport as SourceReport
+from ._status import source_report_of as source_report_of
 from ._validate import registered_validators as registered_validators
 
 __all__ = [
@@ -70,11 +77,14 @@ __all__ = [
     "SnapshotCodec",
     "SnapshotFormatError",
     "SnapshotWriteError",
+    "SourceReport",
     "client_report_of",
     "close_now",
+    "entry_being_built",
     "load_config",
     "probe_report_of",
     "redact_value",
     "registered_validators",
     "resource_names",
+    "source_report_of",
 ]

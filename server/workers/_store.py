@@ -63,7 +63,7 @@ import pyarrow
 from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
-from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError
+from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError, source_report_of
 
 from .._config_read import ConfigFileError, read_config_file
 from ._config_leases import HeldGenerations, take_lease
@@ -457,6 +457,11 @@ class PublishingFetcher:
     A rollback commits the kept previous value, which is written again as the
     newest generation.
 
+    An inner fetcher that serves values admitted elsewhere (a fleet pod's,
+    ``admitted_upstream``) keeps that word here, and its ``commit`` and
+    ``discard`` hooks and its ``source_report`` are called through: the
+    supervisor of a fleet pod serves what the producer admitted.
+
     Guarantees: ``_pending`` is written by ``__call__``, ``commit`` and
     ``discard`` of one resource, which its Manager serialises (the refresh
     lock around a fetch and its admission; a rollback's commit never matches
@@ -477,6 +482,9 @@ class PublishingFetcher:
         self.codec = codec
         self._staging = staging
         self._pending: tuple[Any, Staged] | None = None
+        self._inner_value: Any = None
+        """The inner fetcher's value behind ``_pending`` (for its commit/discard hooks)."""
+        self.admitted_upstream = getattr(inner, "admitted_upstream", False) is True
 
     def __call__(self) -> Any:
         value = self._inner()
@@ -484,6 +492,14 @@ class PublishingFetcher:
             return NOT_MODIFIED
         try:
             staged = self._store.stage(self.key, self.codec, value)
+        except BaseException:
+            self._inner_hook("discard", value)
+            raise
+        else:
+            # Held for the inner's commit/discard hooks only when it has them (a fleet
+            # pod's, whose value is mapped from its cache): else freed below, at once.
+            two_phase = callable(getattr(self._inner, "commit", None))
+            self._inner_value = value if two_phase else None
         finally:
             close = getattr(value, "close", None)
             if callable(close):
@@ -505,6 +521,7 @@ class PublishingFetcher:
         if pending is not None and pending[0] is value:
             self._pending = None
             self._store.commit(pending[1], self._staging)  # on failure the Manager discards it
+            self._inner_hook("commit", self._inner_value)
             return
         self._store.publish(self.key, self.codec, value)
 
@@ -514,6 +531,18 @@ class PublishingFetcher:
         if pending is not None and pending[0] is value:
             self._pending = None
             self._store.discard(pending[1])
+            self._inner_hook("discard", self._inner_value)
+
+    def _inner_hook(self, name: str, value: Any) -> None:
+        """The inner fetcher's ``commit``/``discard`` for the value it returned (if it has one)."""
+        self._inner_value = None
+        hook = getattr(self._inner, name, None)
+        if callable(hook):
+            hook(value)
+
+    def source_report(self) -> Any:
+        """The inner fetcher's ``source_report()`` (None when it has none)."""
+        return source_report_of(self._inner)
 
     def carry_over(self, value: Any) -> None:
         """A config reload carried ``value`` over: the inner fetcher resumes from it."""
