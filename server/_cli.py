@@ -16,7 +16,7 @@ from pineapple._subcommand import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
 from ._build_error import BuildError, CheckError
-from ._config import Config
+from ._config import Config, FleetSettings
 from ._cpu_quota import CpuCount, usable_cpus
 from ._log_format import LOG_FORMATS, configure_logging
 from ._run import check, run
@@ -29,7 +29,9 @@ _log = logging.getLogger("pineapple.server")
 
 def add_serve_command(subparsers: Subparsers) -> None:
     """``pineapple serve CONFIG [--addr HOST:PORT] [--plugin MODULE]... [--workers N]``."""
-    parser = add_subcommand(subparsers, "serve", serve_command, config=True, plugins=True)
+    parser = add_subcommand(
+        subparsers, "serve", serve_command, config=True, config_optional=True, plugins=True
+    )
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
     parser.add_argument(
         "--workers",
@@ -168,6 +170,103 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="read X-Forwarded-For only from peers in these networks; repeatable "
         "(default: never, admin routes judge the socket peer)",
     )
+    _add_fleet_flags(parser)
+
+
+def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
+    """``--fleet URL --fleet-cache DIR`` and the pod's fleet bounds (``docs/fleet.md``)."""
+    fleet = parser.add_argument_group("fleet (a pod that follows a fleet store)")
+    fleet.add_argument(
+        "--fleet",
+        default=None,
+        metavar="URL",
+        help="read every shared resource (and, without CONFIG, the config) from this fleet "
+        "store: nats://host:port[,nats://...] or file:///dir; never from the sources",
+    )
+    fleet.add_argument(
+        "--fleet-cache",
+        default=None,
+        metavar="DIR",
+        help="where the pod keeps the generations and the config it accepted (required with "
+        "--fleet); a pod whose store is down starts from it",
+    )
+    fleet.add_argument(
+        "--fleet-pod-id",
+        default=None,
+        metavar="ID",
+        help="this pod's name in the fleet's heartbeats (default: HOSTNAME-PID)",
+    )
+    defaults = FleetSettings("", "")
+    fleet.add_argument(
+        "--fleet-timeout",
+        type=float,
+        default=defaults.timeout,
+        metavar="S",
+        help="deadline of every fleet store operation (a download: --fleet-download-timeout)",
+    )
+    fleet.add_argument(
+        "--fleet-poll-seconds",
+        type=float,
+        default=defaults.poll_seconds,
+        metavar="S",
+        help="besides the watch, probe the store and look at every fleet resource this often",
+    )
+    fleet.add_argument(
+        "--fleet-heartbeat-seconds",
+        type=float,
+        default=defaults.heartbeat_seconds,
+        metavar="S",
+        help="write what this pod serves to the store this often",
+    )
+    fleet.add_argument(
+        "--fleet-max-snapshot-bytes",
+        type=int,
+        default=defaults.max_snapshot_bytes,
+        metavar="N",
+        help="refuse a snapshot larger than this (not downloaded)",
+    )
+    fleet.add_argument(
+        "--fleet-download-timeout",
+        type=float,
+        default=defaults.download_timeout,
+        metavar="S",
+        help="seconds one snapshot's download may take",
+    )
+    fleet.add_argument(
+        "--fleet-keep-generations",
+        type=int,
+        default=defaults.keep_generations,
+        metavar="N",
+        help="generations per resource the cache keeps (plus one download in progress)",
+    )
+
+
+def _fleet_settings(args: argparse.Namespace) -> FleetSettings | None:
+    """The ``--fleet*`` flags; None without ``--fleet``; ``ValueError`` naming a bad one."""
+    if args.fleet is None:
+        if args.config is None:
+            raise ValueError("CONFIG is required (or --fleet URL to serve the fleet's config)")
+        return None
+    if not args.fleet_cache:
+        raise ValueError("--fleet needs --fleet-cache DIR (what the pod starts from)")
+    for flag in ("fleet_timeout", "fleet_poll_seconds", "fleet_heartbeat_seconds"):
+        if not getattr(args, flag) > 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
+    for flag in ("fleet_max_snapshot_bytes", "fleet_download_timeout", "fleet_keep_generations"):
+        if not getattr(args, flag) > 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
+    return FleetSettings(
+        url=args.fleet,
+        cache_dir=args.fleet_cache,
+        follow_config=args.config is None,
+        pod_id=args.fleet_pod_id,
+        timeout=args.fleet_timeout,
+        poll_seconds=args.fleet_poll_seconds,
+        heartbeat_seconds=args.fleet_heartbeat_seconds,
+        max_snapshot_bytes=args.fleet_max_snapshot_bytes,
+        download_timeout=args.fleet_download_timeout,
+        keep_generations=args.fleet_keep_generations,
+    )
 
 
 def _add_bound(
@@ -207,7 +306,9 @@ def serve_command(args: argparse.Namespace) -> int:
     """Serve a unified config over HTTP, reloading it when it changes.
 
     Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or
-    POST /admin/reload; SIGTERM drains and exits 0.
+    POST /admin/reload; SIGTERM drains and exits 0. With --fleet URL, every
+    shared resource comes from the fleet store (never from its source) and,
+    without CONFIG, the config too, following its revisions.
     """
     if args.workers_auto is not None:
         configure_logging(args.log_level, args.log_format)
@@ -235,12 +336,14 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
         parse_trusted_proxies(trusted)
+        fleet = _fleet_settings(args)
     except ValueError as exc:
         print(f"pineapple serve: {exc}", file=sys.stderr)
         return 2
     code = run(
         Config(
-            config_path=args.config,
+            config_path=args.config if fleet is None or args.config else fleet.config_path,
+            fleet=fleet,
             addr=args.addr,
             plugins=tuple(args.plugin),
             workers=args.workers,
@@ -258,7 +361,7 @@ def serve_command(args: argparse.Namespace) -> int:
             drain_seconds=args.drain_seconds,
             shutdown_delay_seconds=args.shutdown_delay_seconds,
             write_timeout_ms=args.write_timeout_ms,
-            watch=not args.no_watch,
+            watch=not args.no_watch and args.config is not None,
             log_level=args.log_level,
             log_format=args.log_format,
             access_log=args.access_log,

@@ -1,0 +1,539 @@
+"""A pod's side of the fleet: the fetchers that answer what the fleet announced, never a source.
+
+``pineapple serve --fleet URL --fleet-cache DIR``: for every resource whose type
+declares a portable codec (a data format: ``check_portable``), the pod's fetcher
+is a :class:`FleetFetcher`. It reads the pin (``PINS[name]``) and the
+announcement (``ANNOUNCEMENTS[name]``) of its resource, answers ``NOT_MODIFIED``
+when it serves that generation already, and otherwise downloads it into the
+pod's cache (digest verified: :class:`~server.fleet.SnapshotCache`) and opens
+it with the type's codec. The producer validated and sized every generation
+it announced, so the pod's Manager serves it as it comes
+(``admitted_upstream``), exactly as a worker serves what its supervisor
+published (``server/workers/_store.py``'s ``MappedFetcher``). A type without a
+portable codec is built by the pod from its source, as without a fleet.
+
+When the store cannot be reached, a fetcher that serves keeps its value (the
+fetch fails, named); one that serves nothing yet (the pod starts) opens the
+generation its pod last accepted from the cache. Either way its resource
+shows ``Fresh=False`` with reason ``FleetStoreUnavailable`` naming the store
+(:class:`~pineapple.resource.lowlevel.SourceReport`), until the store answers
+again. An announcement whose ``params_hash`` differs from the pod's config of
+that resource is refused (:class:`ParamsMismatchError`): the pod keeps what it
+has.
+
+The fleet's config (``CONFIG["current"]``) is read the same way by
+:class:`FleetConfigSource` (a ``ConfigSource``), for a pod started without a
+config file: from the store, else from the cache.
+
+Guarantees:
+- Nothing downloaded is unpickled: a type whose codec pickles is never read
+  from the fleet (``check_portable``).
+- ``FleetConsumer._served`` and ``_stale`` change under ``_lock`` only; a
+  fetcher writes its resource's entries (its Manager serialises its fetch,
+  commit and discard), readers (the heartbeat, statuses) take copies.
+- A generation counts as served from the moment its Manager commits it (the
+  ``commit`` hook, under the Manager's swap lock), not when it was fetched:
+  a value dropped by a local pin is ``discard``-ed and never reported.
+- Every store operation has the store's deadline (``--fleet-timeout``); a
+  download has ``--fleet-download-timeout`` and ``--fleet-max-snapshot-bytes``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource.lowlevel import (
+    PickleCodec,
+    SnapshotCodec,
+    SnapshotFormatError,
+    SourceReport,
+    entry_being_built,
+)
+
+from .._build_error import BuildError
+from ..workers._store import entry_key
+from ._cache import SnapshotCache
+from ._errors import FleetError, StoreUnavailableError
+from ._snapshots import Announcement
+from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetLimits, FleetStore
+
+__all__ = [
+    "CONFIG_KEY",
+    "FLEET_SOURCE",
+    "STALE_REASON",
+    "FleetConfigSource",
+    "FleetConsumer",
+    "FleetFetcher",
+    "NotAnnouncedError",
+    "ParamsMismatchError",
+    "StoreLink",
+    "fleet_codec",
+    "fleet_registry",
+]
+
+FLEET_SOURCE = "fleet"
+"""``source`` of a resource read from the fleet (``GET /resources/{name}``)."""
+STALE_REASON = "FleetStoreUnavailable"
+"""The ``Fresh=False`` reason of a resource whose pod cannot reach the fleet store."""
+CONFIG_KEY = "current"
+"""The key of the fleet's config in :data:`CONFIG`."""
+_PIN_MAX_BYTES = 64 * 1024
+
+_log = logging.getLogger("pineapple.fleet")
+
+
+class ParamsMismatchError(FleetError):
+    """An announcement was made for other params than this pod's config gives its resource."""
+
+
+class NotAnnouncedError(FleetError):
+    """The fleet has announced no generation of a resource (and the pod has none cached)."""
+
+
+def safe_url(url: str) -> str:
+    """``url`` without user, password or token (for messages before the store is open)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an invalid fleet URL)"
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class StoreLink:
+    """The pod's connection to the fleet store: opened on first use, opened again after
+    :meth:`reset` (the follower resets it when the store stopped answering).
+
+    An attempt that fails is not repeated for ``retry_seconds``: meanwhile every
+    caller gets that failure at once, so a pod whose store is down starts from its
+    cache without waiting on a connect per resource.
+
+    Guarantees: ``_store`` is replaced under ``_lock`` only; an opening holds
+    ``_lock`` (bounded by the store's ``timeout``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        opener: Callable[[], FleetStore],
+        *,
+        retry_seconds: float = 1.0,
+    ) -> None:
+        self._opener = opener
+        self._retry = retry_seconds
+        self._lock = threading.Lock()
+        self._store: FleetStore | None = None
+        self._failed: tuple[float, str] | None = None
+        """``(monotonic time, message)`` of the last failed opening."""
+        self.url = safe_url(url)
+        """The store's address for messages (no credentials)."""
+
+    def get(self) -> FleetStore:
+        """The open store; :class:`StoreUnavailableError` when it cannot be opened now."""
+        with self._lock:
+            if self._store is not None:
+                return self._store
+            failed = self._failed
+            if failed is not None and time.monotonic() - failed[0] < self._retry:
+                raise StoreUnavailableError(failed[1])
+            try:
+                store = self._opener()
+            except FleetError as exc:
+                message = str(exc) if self.url in str(exc) else f"{self.url}: {exc}"
+                self._failed = (time.monotonic(), message)
+                raise StoreUnavailableError(message) from None
+            self._store, self._failed = store, None
+            self.url = store.url
+            return store
+
+    def reset(self) -> None:
+        """Close the store; the next :meth:`get` opens it again."""
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            try:
+                store.close()
+            except Exception as exc:  # closing a broken connection: nothing more to do
+                _log.debug("closing the fleet store %s: %s", self.url, exc)
+
+    close = reset
+
+
+def fleet_codec(registry: Registry, type_name: str) -> SnapshotCodec | None:
+    """The codec the fleet moves ``type_name`` with; None when the pod builds it itself
+    (no codec, or one that pickles: nothing downloaded is unpickled)."""
+    schema = registry.get(type_name) if type_name else None
+    codec = None if schema is None else schema.codec
+    return None if codec is None or isinstance(codec, PickleCodec) else codec
+
+
+class FleetConsumer:
+    """What a pod knows of the fleet: the store, its cache, what it serves, what is stale."""
+
+    def __init__(self, link: StoreLink, cache: SnapshotCache, limits: FleetLimits) -> None:
+        self.link = link
+        self.cache = cache
+        self.limits = limits
+        self._lock = threading.Lock()
+        self._served: dict[str, Announcement] = {}
+        """``name -> announcement`` of the generation the pod serves."""
+        self._pins: dict[str, dict[str, Any]] = {}
+        """``name -> pin`` the served generation was chosen by."""
+        self._stale: dict[str, tuple[str, float]] = {}
+        """``name -> (message, since)``: served, but the store could not confirm it."""
+        self.on_change: Callable[[], None] = lambda: None
+        """Called (outside the lock) when what the pod serves changed (the heartbeat)."""
+
+    # -- what the fleet says ------------------------------------------------------------
+
+    def wanted(self, name: str) -> tuple[Announcement, dict[str, Any] | None]:
+        """The generation of ``name`` the fleet serves: the pinned one, else the announced
+        one; with the pin. Raises :class:`StoreUnavailableError`, :class:`NotAnnouncedError`,
+        ``AnnouncementError``."""
+        store = self.link.get()
+        try:
+            pin = _pin_of(store.get(PINS, name))
+            record = store.get(ANNOUNCEMENTS, name)
+            if record is None:
+                raise NotAnnouncedError(f"resource {name!r}: nothing announced in {store.url}")
+            announcement = Announcement.from_json(record.value)
+            if pin is not None and pin["generation"] != announcement.generation:
+                announcement = _generation_in(store, name, pin["generation"])
+        except OSError as exc:  # a shared volume that fails under the directory backend
+            raise StoreUnavailableError(f"{store.url}: {exc}") from None
+        return announcement, pin
+
+    def download(self, announcement: Announcement, codec: SnapshotCodec) -> Any:
+        """The value of ``announcement``: from the cache, else downloaded and verified."""
+        store = self.link.get()
+        try:
+            return self.cache.fetch(
+                store, announcement, codec, max_bytes=self.limits.max_snapshot_bytes
+            )
+        except OSError as exc:
+            raise StoreUnavailableError(f"{store.url}: {exc}") from None
+
+    # -- what this pod serves -----------------------------------------------------------
+
+    def served(self) -> dict[str, int]:
+        """``name -> generation`` the pod serves of every resource it reads from the fleet."""
+        with self._lock:
+            return {name: a.generation for name, a in self._served.items()}
+
+    def served_of(self, name: str) -> Announcement | None:
+        """The announcement of the generation of ``name`` the pod serves (None: none)."""
+        with self._lock:
+            return self._served.get(name)
+
+    def commit(self, announcement: Announcement, pin: dict[str, Any] | None) -> None:
+        """``announcement``'s generation now serves."""
+        with self._lock:
+            before = self._served.get(announcement.name)
+            self._served[announcement.name] = announcement
+            if pin is None:
+                self._pins.pop(announcement.name, None)
+            else:
+                self._pins[announcement.name] = pin
+        if before is None or before.generation != announcement.generation:
+            _log.info(
+                "resource %s: serving fleet generation %d%s",
+                announcement.name,
+                announcement.generation,
+                f" (pinned: {pin.get('reason') or 'no reason given'})" if pin else "",
+            )
+            self.on_change()
+
+    def confirm(self, name: str) -> None:
+        """The store answered for ``name``: what it serves is no longer stale."""
+        with self._lock:
+            was = self._stale.pop(name, None)
+        if was is not None:
+            _log.info("resource %s: the fleet store %s answers again", name, self.link.url)
+
+    def mark_stale(self, name: str, exc: BaseException) -> None:
+        """The store could not be asked about ``name``: what it serves may be old."""
+        message = f"the fleet store {self.link.url} is unavailable ({exc})"
+        with self._lock:
+            since = self._stale.get(name, (message, time.time()))[1]
+            self._stale[name] = (message, since)
+
+    def stale(self) -> dict[str, str]:
+        """``name -> why`` of every served resource the store could not confirm."""
+        with self._lock:
+            return {name: message for name, (message, _) in self._stale.items()}
+
+    def report(self, name: str) -> SourceReport:
+        """What ``GET /resources/{name}`` shows of its fleet source."""
+        with self._lock:
+            served = self._served.get(name)
+            stale = self._stale.get(name)
+            pin = self._pins.get(name)
+        detail: dict[str, Any] = {
+            "store": self.link.url,
+            "generation": None if served is None else served.generation,
+            "announcement": None if served is None else _announcement_dict(served),
+            "pin": pin,
+        }
+        if stale is None:
+            return SourceReport(FLEET_SOURCE, detail)
+        message, since = stale
+        served_text = "nothing" if served is None else f"generation {served.generation}"
+        return SourceReport(
+            FLEET_SOURCE,
+            detail,
+            stale=(STALE_REASON, f"{message}; serving {served_text} from the pod's cache"),
+            stale_since=since,
+        )
+
+
+def _announcement_dict(announcement: Announcement) -> dict[str, Any]:
+    return dict(orjson.loads(announcement.to_json()))
+
+
+def _pin_of(record: Any) -> dict[str, Any] | None:
+    """The pin in a ``PINS`` record (None: none); ``FleetError`` naming a malformed one."""
+    if record is None:
+        return None
+    value = record.value
+    try:
+        if len(value) > _PIN_MAX_BYTES:
+            raise ValueError(f"over {_PIN_MAX_BYTES} bytes")
+        pin = orjson.loads(value)
+        generation = pin["generation"]
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+            raise ValueError("'generation' is not a positive integer")
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise FleetError(f"the pin of resource {record.key!r} is malformed: {exc}") from None
+    return {k: pin.get(k) for k in ("generation", "reason", "by", "time")}
+
+
+def _generation_in(store: FleetStore, name: str, generation: int) -> Announcement:
+    """The announcement of an older ``generation`` of ``name`` from the bucket's history."""
+    for record in reversed(store.history(ANNOUNCEMENTS, name)):  # bounded: the kept history
+        if record.deleted:
+            continue
+        announcement = Announcement.from_json(record.value)
+        if announcement.generation == generation:
+            return announcement
+    raise NotAnnouncedError(
+        f"resource {name!r} is pinned to generation {generation}, which is not in the"
+        f" announcements {store.url} still keeps"
+    )
+
+
+class FleetFetcher:
+    """A pod's fetcher of one resource: the generation the fleet serves (see module docs).
+
+    Guarantees: ``_pending`` and ``generation`` are written by ``__call__``,
+    ``commit``, ``discard`` and ``carry_over``, which its Manager serialises
+    (the refresh lock around a fetch and its admission).
+    """
+
+    admitted_upstream = True
+
+    def __init__(
+        self,
+        consumer: FleetConsumer,
+        name: str,
+        type_name: str,
+        params_hash: str,
+        codec: SnapshotCodec,
+    ) -> None:
+        self._consumer = consumer
+        self.name = name
+        self.type_name = type_name
+        self.params_hash = params_hash
+        self.codec = codec
+        self.generation = 0
+        """The generation this fetcher's Manager serves (0: none yet)."""
+        self._pending: tuple[Any, Announcement, dict[str, Any] | None] | None = None
+
+    def __call__(self) -> Any:
+        consumer = self._consumer
+        try:
+            announcement, pin = consumer.wanted(self.name)
+        except (StoreUnavailableError, NotAnnouncedError) as exc:
+            return self._from_cache(exc)
+        except FleetError:  # the store answered (a malformed announcement or pin)
+            consumer.confirm(self.name)
+            raise
+        consumer.confirm(self.name)
+        if announcement.params_hash != self.params_hash:
+            raise ParamsMismatchError(
+                f"resource {self.name!r}: generation {announcement.generation} in"
+                f" {consumer.link.url} was published for other params ({announcement.params_hash})"
+                f" than this pod's config gives it ({self.params_hash}); keeping"
+                f" {self._keeping()}"
+            )
+        if announcement.type != self.type_name:
+            raise ParamsMismatchError(
+                f"resource {self.name!r}: generation {announcement.generation} is of type"
+                f" {announcement.type!r}, this pod's config says {self.type_name!r}"
+            )
+        if announcement.generation == self.generation:
+            consumer.commit(announcement, pin)  # a pin on the served generation shows
+            return NOT_MODIFIED
+        try:
+            value = consumer.download(announcement, self.codec)
+        except StoreUnavailableError as exc:
+            return self._from_cache(exc)
+        self._pending = (value, announcement, pin)
+        return value
+
+    def _keeping(self) -> str:
+        return f"generation {self.generation}" if self.generation else "nothing (none served)"
+
+    def _from_cache(self, exc: FleetError) -> Any:
+        """The store cannot say: keep what serves (the fetch fails), or at start the cache."""
+        consumer = self._consumer
+        if isinstance(exc, StoreUnavailableError):
+            consumer.mark_stale(self.name, exc)
+        else:
+            consumer.confirm(self.name)  # the store answered: nothing announced
+        if self.generation:
+            raise exc
+        cached = consumer.cache.latest(self.name)
+        if cached is None or cached.params_hash != self.params_hash:
+            what = "none" if cached is None else "one for other params"
+            raise type(exc)(
+                f"{exc}; the fleet cache {consumer.cache.root} holds {what} of {self.name!r}"
+            ) from None
+        try:
+            value = consumer.cache.open(cached, self.codec)
+        except (FleetError, SnapshotFormatError, OSError) as failure:
+            raise type(exc)(f"{exc}; its cached generation cannot be opened: {failure}") from None
+        _log.warning(
+            "resource %s: %s; serving its cached generation %d", self.name, exc, cached.generation
+        )
+        self._pending = (value, cached, None)
+        return value
+
+    def commit(self, value: Any) -> None:
+        """The Manager serves ``value`` now (called under its swap lock)."""
+        pending = self._pending
+        if pending is not None and pending[0] is value:
+            self._pending = None
+            self.generation = pending[1].generation
+            self._consumer.commit(pending[1], pending[2])
+
+    def discard(self, value: Any) -> None:
+        """``value`` will not be served (refused, pinned here meanwhile, manager stopped)."""
+        pending = self._pending
+        if pending is not None and pending[0] is value:
+            self._pending = None
+
+    def carry_over(self, value: Any) -> None:
+        """A config reload carried the served value over: it is the pod's served generation."""
+        served = self._consumer.served_of(self.name)
+        if served is not None and served.params_hash == self.params_hash:
+            self.generation = served.generation
+
+    def source_report(self) -> SourceReport:
+        """``source: fleet``, the generation served and its announcement (and a stale one)."""
+        return self._consumer.report(self.name)
+
+
+def fleet_registry(base: Registry, consumer: FleetConsumer) -> Registry:
+    """``base`` with every type the fleet moves (:func:`fleet_codec`) read from the fleet.
+
+    A factory of such a type checks the params as the type does (no I/O), then
+    builds a :class:`FleetFetcher` for the entry being built
+    (``entry_being_built``: its name) with the params' hash
+    (``entry_key``, what the producer announces them with).
+    """
+    registry = Registry()
+    for schema in base.all():  # bounded: the registered types
+        factory = base.factory(schema.name)
+        if factory is None:
+            continue
+        codec = fleet_codec(base, schema.name)
+        if codec is not None:
+            factory = _fleet_factory(factory, consumer, schema.name, codec)
+        registry.register(schema, factory)
+    return registry
+
+
+def _fleet_factory(
+    factory: FetcherFactory, consumer: FleetConsumer, type_name: str, codec: SnapshotCodec
+) -> FetcherFactory:
+    def make(params: dict[str, Any]) -> Fetcher:
+        factory(params)  # the type's own checks of its params (no I/O)
+        entry = entry_being_built()
+        if entry is None:
+            raise FleetError(f"type {type_name}: a fleet fetcher is built for a config entry only")
+        return FleetFetcher(consumer, entry.name, type_name, entry_key(type_name, params), codec)
+
+    return make
+
+
+class FleetConfigSource:
+    """The fleet's config (``CONFIG["current"]``) as a pod's config source (no file).
+
+    Read from the store; when it cannot be reached, the config the pod last
+    accepted from its cache. :meth:`accepted` (the reload's outcome was ``ok``)
+    keeps the bytes last read in the cache, so a refused config is never the
+    one a restarted pod starts from.
+
+    Guarantees: ``last_read`` is written by :meth:`read`, which the reload
+    policy's lock serialises; ``revision`` by :meth:`accepted` under the same lock.
+    """
+
+    def __init__(self, consumer: FleetConsumer) -> None:
+        self._consumer = consumer
+        self.last_read: tuple[int, bytes] | None = None
+        """``(revision, bytes)`` last handed to a reload."""
+        self.revision = 0
+        """The config revision the pod serves (0: none yet)."""
+        self.stale: str | None = None
+        """Why the config served may not be the fleet's newest (None: the store answered)."""
+        self._saved: tuple[int, bytes] | None = None
+
+    def read(self, max_bytes: int) -> bytes:
+        """The fleet's config bytes; a ``BuildError`` (step ``read``) when there are none."""
+        consumer = self._consumer
+        try:
+            store = consumer.link.get()
+            record = store.get(CONFIG, CONFIG_KEY)
+        except (StoreUnavailableError, OSError) as exc:
+            cached = consumer.cache.config()
+            if cached is None:
+                raise BuildError(
+                    "read", f"{exc}; the fleet cache {consumer.cache.root} holds no config"
+                ) from None
+            self.stale = f"the fleet store {consumer.link.url} is unavailable ({exc})"
+            self.last_read = cached
+            return self._bounded(cached[1], max_bytes)
+        if record is None:
+            raise BuildError("read", f"the fleet store {store.url} holds no config (CONFIG)")
+        self.stale = None
+        self.last_read = (record.revision, record.value)
+        return self._bounded(record.value, max_bytes)
+
+    def _bounded(self, data: bytes, max_bytes: int) -> bytes:
+        if len(data) > max_bytes:
+            raise BuildError(
+                "read", f"the fleet config is {len(data)} bytes, over --max-config-bytes {max_bytes}"
+            )
+        return data
+
+    def accepted(self) -> None:
+        """The bytes last read serve now: keep them (and their revision) in the cache."""
+        last = self.last_read
+        if last is None or last == self._saved:
+            return
+        self._saved = last
+        self.revision = last[0]
+        try:
+            self._consumer.cache.save_config(*last)
+        except (FleetError, OSError) as exc:
+            _log.warning("cannot keep the fleet config in the cache: %s", exc)
+        self._consumer.on_change()
