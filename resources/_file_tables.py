@@ -43,6 +43,7 @@ from pineapple.resource import NOT_MODIFIED, redact
 from pineapple.resource.lowlevel import redact_value
 
 from ._errors import SourceError
+from ._file_values import FileMapping, FileRows
 from ._printing import estimate_sizeof, human_bytes, json_preview
 from ._shared import FILE_CODEC
 
@@ -61,26 +62,6 @@ _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 _CHUNK = 16 * 1024 * 1024
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
-
-
-class FileMapping(dict[str, Any]):
-    """A lookup table read from a file; ``source`` is the file's path.
-
-    ``nbytes``: the memory it holds (an estimate, measured once at load);
-    ``stamp``: the file's identity when it was read (change detection).
-    """
-
-    source: str = ""
-    nbytes: int = 0
-    stamp: tuple[int, int, int, int] | None = None
-
-
-class FileRows(list[dict[str, Any]]):
-    """A candidate list read from a file; ``source``, ``nbytes``, ``stamp``: see ``FileMapping``."""
-
-    source: str = ""
-    nbytes: int = 0
-    stamp: tuple[int, int, int, int] | None = None
 
 
 def key_text(value: Any) -> str:

@@ -1,0 +1,129 @@
+"""The snapshot bundle: a codec's files as ONE object, in a bounded, data-only format.
+
+A codec writes a value as files ``<stem.name><suffix>`` beside a stem
+(``SnapshotCodec``); a bundle carries them between hosts::
+
+    MAGIC                         b"PINEAPPLE-BUNDLE/1\\n"
+    header length                 4 bytes, big-endian, at most HEADER_MAX_BYTES
+    header                        JSON: {"files": [[suffix, size], ...]}
+    the files' bytes              concatenated, in the header's order
+
+Reading checks everything before writing a byte: the magic, the header's
+length and shape, at most :data:`MAX_FILES` files, each suffix a plain
+file-name tail (letters, digits, ``._-``, no ``/``, so nothing lands outside
+the stem's folder, no two alike), and that the sizes add up to exactly the
+bundle's length. Nothing in it is executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from pineapple.resource.lowlevel import SnapshotFormatError
+
+from ._errors import SnapshotTooLargeError
+from ._transfer import CHUNK_BYTES
+
+__all__ = ["HEADER_MAX_BYTES", "MAGIC", "MAX_FILES", "read_bundle", "write_bundle"]
+
+MAGIC = b"PINEAPPLE-BUNDLE/1\n"
+HEADER_MAX_BYTES = 64 * 1024
+MAX_FILES = 64
+_SUFFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
+
+
+def _suffix_of(path: Path, stem: Path) -> str:
+    if path.parent != stem.parent or not path.name.startswith(stem.name):
+        raise SnapshotFormatError(f"codec file {path} is not beside its stem {stem}")
+    suffix = path.name[len(stem.name) :]
+    if not _SUFFIX.fullmatch(suffix):
+        raise SnapshotFormatError(f"codec file {path}: suffix {suffix!r} is not a plain name tail")
+    return suffix
+
+
+def write_bundle(files: Sequence[Path], stem: Path, out: Path, *, max_bytes: int) -> int:
+    """Bundle ``files`` (a codec's, at ``stem``) into ``out``; its length (<= ``max_bytes``)."""
+    entries = [(_suffix_of(Path(f), stem), os.stat(f).st_size) for f in files]
+    if len(entries) > MAX_FILES:
+        raise SnapshotFormatError(f"snapshot {stem}: {len(entries)} files, over {MAX_FILES}")
+    header = orjson.dumps({"files": entries})
+    total = len(MAGIC) + 4 + len(header) + sum(size for _, size in entries)
+    if total > max_bytes:
+        raise SnapshotTooLargeError(
+            f"snapshot {stem.name}: {total} bytes, over the {max_bytes} a snapshot may hold"
+            " (--fleet-max-snapshot-bytes)"
+        )
+    with open(out, "wb") as sink:
+        sink.write(MAGIC + len(header).to_bytes(4, "big") + header)
+        for path, (_, size) in zip(files, entries, strict=True):
+            with open(path, "rb") as src:
+                left = size
+                while left and (chunk := src.read(min(CHUNK_BYTES, left))):
+                    sink.write(chunk)
+                    left -= len(chunk)
+            if left:
+                raise SnapshotFormatError(f"codec file {path} shrank while bundled")
+    return total
+
+
+def _header(path: Path, data: bytes, length: int) -> list[tuple[str, int]]:
+    try:
+        doc = orjson.loads(data)
+        files = doc["files"]
+        if not isinstance(files, list) or len(files) > MAX_FILES:
+            raise ValueError(f"'files' must be a list of at most {MAX_FILES}")
+        entries = []
+        for item in files:
+            suffix, size = item
+            if not isinstance(suffix, str) or not _SUFFIX.fullmatch(suffix):
+                raise ValueError(f"suffix {str(suffix)[:70]!r} is not a plain name tail")
+            if type(size) is not int or size < 0:
+                raise ValueError(f"size {size!r} of {suffix!r} is not a byte count")
+            entries.append((suffix, size))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise SnapshotFormatError(f"bundle {path.name}: bad header: {exc}") from None
+    if len({s for s, _ in entries}) != len(entries):
+        raise SnapshotFormatError(f"bundle {path.name}: a suffix appears twice")
+    body = length - len(MAGIC) - 4 - len(data)
+    if sum(size for _, size in entries) != body:
+        raise SnapshotFormatError(
+            f"bundle {path.name}: the header's sizes add up to"
+            f" {sum(size for _, size in entries)} bytes, the body has {body}"
+        )
+    return entries
+
+
+def read_bundle(path: Path, stem: Path) -> list[Path]:
+    """Unpack bundle ``path`` into files at ``stem`` (see the module's checks); the files.
+
+    On any error the files written so far are removed.
+    """
+    length = os.stat(path).st_size
+    written: list[Path] = []
+    try:
+        with open(path, "rb") as src:
+            if src.read(len(MAGIC)) != MAGIC:
+                raise SnapshotFormatError(f"bundle {path.name}: not a snapshot bundle")
+            size = int.from_bytes(src.read(4), "big")
+            if size > HEADER_MAX_BYTES:
+                raise SnapshotFormatError(f"bundle {path.name}: header over {HEADER_MAX_BYTES}")
+            entries = _header(path, src.read(size), length)
+            for suffix, left in entries:
+                target = stem.with_name(stem.name + suffix)
+                written.append(target)
+                with open(target, "xb") as sink:
+                    while left and (chunk := src.read(min(CHUNK_BYTES, left))):
+                        sink.write(chunk)
+                        left -= len(chunk)
+                if left:
+                    raise SnapshotFormatError(f"bundle {path.name}: shorter than its header")
+    except BaseException:
+        for target in written:
+            target.unlink(missing_ok=True)
+        raise
+    return written
