@@ -27,7 +27,9 @@ from ._validate import Validator
 
 __all__ = ["BuiltEntry", "build_entry", "entry_being_built"]
 
-_BUILDING: ContextVar[ResourceEntry | None] = ContextVar("pineapple_entry_being_built", default=None)
+_BUILDING: ContextVar[ResourceEntry | None] = ContextVar(
+    "pineapple_entry_being_built", default=None
+)
 
 
 def entry_being_built() -> ResourceEntry | None:

@@ -51,7 +51,6 @@ import orjson
 
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
 from pineapple.resource.lowlevel import (
-    PickleCodec,
     SnapshotCodec,
     SnapshotFormatError,
     SourceReport,
@@ -62,7 +61,7 @@ from .._build_error import BuildError
 from ..workers._store import entry_key
 from ._cache import SnapshotCache
 from ._errors import FleetError, StoreUnavailableError
-from ._snapshots import Announcement
+from ._snapshots import Announcement, check_portable
 from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetLimits, FleetStore
 
 __all__ = [
@@ -173,7 +172,13 @@ def fleet_codec(registry: Registry, type_name: str) -> SnapshotCodec | None:
     (no codec, or one that pickles: nothing downloaded is unpickled)."""
     schema = registry.get(type_name) if type_name else None
     codec = None if schema is None else schema.codec
-    return None if codec is None or isinstance(codec, PickleCodec) else codec
+    if codec is None:
+        return None
+    try:
+        check_portable(codec, type_name)
+    except FleetError:
+        return None
+    return codec
 
 
 class FleetConsumer:
@@ -521,7 +526,8 @@ class FleetConfigSource:
     def _bounded(self, data: bytes, max_bytes: int) -> bytes:
         if len(data) > max_bytes:
             raise BuildError(
-                "read", f"the fleet config is {len(data)} bytes, over --max-config-bytes {max_bytes}"
+                "read",
+                f"the fleet config is {len(data)} bytes, over --max-config-bytes {max_bytes}",
             )
         return data
 

@@ -28,6 +28,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -66,10 +67,10 @@ class FleetFollower:
     def __init__(
         self,
         link: StoreLink,
-        refresh: Callable[[str], None],
+        refresh: Callable[[str], object],
         names: Callable[[], list[str]],
         stale: Callable[[], bool],
-        reload: Callable[[], None] | None = None,
+        reload: Callable[[], object] | None = None,
         *,
         poll_seconds: float = POLL_SECONDS,
     ) -> None:
@@ -175,7 +176,9 @@ class FleetFollower:
         return True
 
     def _reopen(self, why: str) -> None:
-        _log.warning("the fleet store %s does not answer (%s); opening it again", self._link.url, why)
+        _log.warning(
+            "the fleet store %s does not answer (%s); opening it again", self._link.url, why
+        )
         self._unwatch()
         self._link.reset()
 
@@ -204,10 +207,10 @@ class FleetFollower:
         for name in sorted(dirty):  # bounded: the keys that changed
             if self._stop.is_set():
                 return
-            self._call(f"the refresh of {name!r}", lambda n=name: self._refresh(n))  # type: ignore[misc]
+            self._call(f"the refresh of {name!r}", functools.partial(self._refresh, name))
         self.passes += 1
 
-    def _call(self, what: str, call: Callable[[], None]) -> None:
+    def _call(self, what: str, call: Callable[[], object]) -> None:
         try:
             call()
         except PineappleError as exc:

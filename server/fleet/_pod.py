@@ -124,10 +124,10 @@ class FleetPod:
             self.config_source.accepted()  # the first config serves
         self.follower = FleetFollower(
             self.link,
-            lambda name: None if refresh(name) else None,
+            refresh,
             names,
             lambda: bool(self.consumer.stale()),
-            (lambda: None if reload() else None) if self.config_source is not None else None,
+            reload if self.config_source is not None else None,
             poll_seconds=self.settings.poll_seconds,
         )
         self.follower.start()
@@ -149,4 +149,3 @@ class FleetPod:
 def _fleet_names(manager: resource.Manager) -> list[str]:
     """The resources of ``manager`` read from the fleet."""
     return [st.name for st in manager.status() if st.source == FLEET_SOURCE]
-
