@@ -7,6 +7,7 @@ from urllib.parse import unquote, urlsplit
 
 from ._directory import DirectoryStore
 from ._errors import FleetError
+from ._jetstream import JetStreamStore
 from ._store import FleetLimits, FleetStore
 
 __all__ = ["NATS_SCHEMES", "open_store"]
@@ -28,7 +29,7 @@ def open_store(url: str, *, timeout: float = 5.0, limits: FleetLimits | None = N
         raise FleetError("the fleet store URL is empty")
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme in NATS_SCHEMES:
-        raise FleetError("the NATS JetStream fleet store lands in the next commit")
+        return JetStreamStore(url, timeout=timeout, limits=limits)
     if scheme == "file":
         parts = urlsplit(url)
         if parts.netloc not in ("", "localhost"):
