@@ -176,8 +176,9 @@ class FleetSettings:
     """No CONFIG was given: serve the fleet's config (``CONFIG["current"]``)."""
     pod_id: str | None = None
     """``--fleet-pod-id``: the pod's key in the heartbeats (None: ``<hostname>-<pid>``)."""
-    timeout: float = 5.0
-    """``--fleet-timeout``: every store operation's deadline, in seconds."""
+    timeout: float = 2.0
+    """``--fleet-timeout``: every store operation's deadline, in seconds (a pod whose store
+    is down starts from its cache after one of them)."""
     poll_seconds: float = 30.0
     """``--fleet-poll-seconds``: the backstop beside the watch."""
     heartbeat_seconds: float = 5.0

@@ -44,7 +44,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
@@ -62,11 +62,12 @@ from ..workers._store import entry_key
 from ._cache import SnapshotCache
 from ._errors import FleetError, StoreUnavailableError
 from ._snapshots import Announcement, check_portable
-from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetLimits, FleetStore
+from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetLimits, FleetStore, Record
 
 __all__ = [
     "CONFIG_KEY",
     "FLEET_SOURCE",
+    "QUICK_ANSWER_SECONDS",
     "STALE_REASON",
     "FleetConfigSource",
     "FleetConsumer",
@@ -84,7 +85,11 @@ STALE_REASON = "FleetStoreUnavailable"
 """The ``Fresh=False`` reason of a resource whose pod cannot reach the fleet store."""
 CONFIG_KEY = "current"
 """The key of the fleet's config in :data:`CONFIG`."""
+QUICK_ANSWER_SECONDS = 0.5
+"""While a pod's store has not answered yet, how long a call with a fallback (a cached
+generation or config) waits for it: a pod whose store is down starts from its cache."""
 _PIN_MAX_BYTES = 64 * 1024
+T = TypeVar("T")
 
 _log = logging.getLogger("pineapple.fleet")
 
@@ -109,15 +114,18 @@ def safe_url(url: str) -> str:
 
 
 class StoreLink:
-    """The pod's connection to the fleet store: opened on first use, opened again after
-    :meth:`reset` (the follower resets it when the store stopped answering).
+    """The pod's connection to the fleet store (see :meth:`run`).
 
-    An attempt that fails is not repeated for ``retry_seconds``: meanwhile every
-    caller gets that failure at once, so a pod whose store is down starts from its
-    cache without waiting on a connect per resource.
+    Opened on first use, opened again after :meth:`reset` (the follower
+    resets it when the store stopped answering). Once an operation found the
+    store unavailable, every other caller is answered that failure at once
+    for ``retry_seconds`` (only a ``probe`` asks the store meanwhile): a pod
+    whose store is down starts from its cache after one deadline, not one per
+    resource.
 
-    Guarantees: ``_store`` is replaced under ``_lock`` only; an opening holds
-    ``_lock`` (bounded by the store's ``timeout``).
+    Guarantees: ``_store`` and ``_down`` change under ``_lock`` only; an
+    opening holds ``_lock`` (bounded by the store's ``timeout``); an operation
+    runs outside it, bounded by the store's deadline.
     """
 
     def __init__(
@@ -131,33 +139,65 @@ class StoreLink:
         self._retry = retry_seconds
         self._lock = threading.Lock()
         self._store: FleetStore | None = None
-        self._failed: tuple[float, str] | None = None
-        """``(monotonic time, message)`` of the last failed opening."""
+        self._down: tuple[float, str] | None = None
+        """``(monotonic time, message)`` of the last failure (None: the store answers)."""
+        self._answered = False
+        """Whether the store has answered since it was opened."""
         self.url = safe_url(url)
         """The store's address for messages (no credentials)."""
 
-    def get(self) -> FleetStore:
-        """The open store; :class:`StoreUnavailableError` when it cannot be opened now."""
+    def _open(self, probe: bool) -> FleetStore:
         with self._lock:
+            down = self._down
+            if not probe and down is not None and time.monotonic() - down[0] < self._retry:
+                raise StoreUnavailableError(down[1])
             if self._store is not None:
                 return self._store
-            failed = self._failed
-            if failed is not None and time.monotonic() - failed[0] < self._retry:
-                raise StoreUnavailableError(failed[1])
             try:
                 store = self._opener()
             except FleetError as exc:
                 message = str(exc) if self.url in str(exc) else f"{self.url}: {exc}"
-                self._failed = (time.monotonic(), message)
+                self._down = (time.monotonic(), message)
                 raise StoreUnavailableError(message) from None
-            self._store, self._failed = store, None
+            self._store = store
             self.url = store.url
             return store
 
-    def reset(self) -> None:
-        """Close the store; the next :meth:`get` opens it again."""
+    def run(
+        self, operation: Callable[[FleetStore], T], *, probe: bool = False, quick: bool = False
+    ) -> T:
+        """``operation(store)``; :class:`StoreUnavailableError` (at once while the store is
+        known down, unless ``probe``) when the store does not answer.
+
+        ``quick``: the caller has a fallback (a cached generation or config), so
+        while the store has not answered yet, it waits at most
+        :data:`QUICK_ANSWER_SECONDS` (the operation goes on in the background,
+        bounded by the store's deadline, and its answer is dropped).
+        """
+        store = self._open(probe)
+        try:
+            if quick and not self._answered:
+                result = _within(QUICK_ANSWER_SECONDS, operation, store)
+            else:
+                result = operation(store)
+        except (StoreUnavailableError, OSError) as exc:
+            message = str(exc) if isinstance(exc, StoreUnavailableError) else f"{store.url}: {exc}"
+            with self._lock:
+                self._down = (time.monotonic(), message)
+            raise StoreUnavailableError(message) from None
         with self._lock:
-            store, self._store = self._store, None
+            self._down, self._answered = None, True
+        return result
+
+    @property
+    def down(self) -> bool:
+        """Whether the last operation found the store unavailable."""
+        return self._down is not None
+
+    def reset(self) -> None:
+        """Close the store; the next operation opens it again."""
+        with self._lock:
+            store, self._store, self._answered = self._store, None, False
         if store is not None:
             try:
                 store.close()
@@ -165,6 +205,32 @@ class StoreLink:
                 _log.debug("closing the fleet store %s: %s", self.url, exc)
 
     close = reset
+
+
+def _within(seconds: float, operation: Callable[[FleetStore], T], store: FleetStore) -> T:
+    """``operation(store)`` on a thread of its own, waited for at most ``seconds``.
+
+    Past them :class:`StoreUnavailableError`; the thread ends within the store's
+    own deadline, and its answer is dropped.
+    """
+    answer: list[tuple[bool, Any]] = []
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            answer.append((True, operation(store)))
+        except BaseException as exc:  # handed to the caller below
+            answer.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="pineapple-fleet-first", daemon=True).start()
+    if not done.wait(seconds):
+        raise StoreUnavailableError(f"fleet store {store.url}: no answer within {seconds:g}s")
+    ok, value = answer[0]
+    if ok:
+        return cast(T, value)
+    raise value
 
 
 def fleet_codec(registry: Registry, type_name: str) -> SnapshotCodec | None:
@@ -200,32 +266,29 @@ class FleetConsumer:
 
     # -- what the fleet says ------------------------------------------------------------
 
-    def wanted(self, name: str) -> tuple[Announcement, dict[str, Any] | None]:
+    def wanted(
+        self, name: str, *, quick: bool = False
+    ) -> tuple[Announcement, dict[str, Any] | None]:
         """The generation of ``name`` the fleet serves: the pinned one, else the announced
         one; with the pin. Raises :class:`StoreUnavailableError`, :class:`NotAnnouncedError`,
         ``AnnouncementError``."""
-        store = self.link.get()
-        try:
-            pin = _pin_of(store.get(PINS, name))
-            record = store.get(ANNOUNCEMENTS, name)
-            if record is None:
-                raise NotAnnouncedError(f"resource {name!r}: nothing announced in {store.url}")
-            announcement = Announcement.from_json(record.value)
-            if pin is not None and pin["generation"] != announcement.generation:
-                announcement = _generation_in(store, name, pin["generation"])
-        except OSError as exc:  # a shared volume that fails under the directory backend
-            raise StoreUnavailableError(f"{store.url}: {exc}") from None
+        pin = _pin_of(self.link.run(lambda store: store.get(PINS, name), quick=quick))
+        record = self.link.run(lambda store: store.get(ANNOUNCEMENTS, name), quick=quick)
+        if record is None:
+            raise NotAnnouncedError(f"resource {name!r}: nothing announced in {self.link.url}")
+        announcement = Announcement.from_json(record.value)
+        if pin is not None and pin["generation"] != announcement.generation:
+            generation = pin["generation"]
+            history = self.link.run(lambda store: store.history(ANNOUNCEMENTS, name))
+            announcement = _generation_in(history, name, generation, self.link.url)
         return announcement, pin
 
     def download(self, announcement: Announcement, codec: SnapshotCodec) -> Any:
         """The value of ``announcement``: from the cache, else downloaded and verified."""
-        store = self.link.get()
-        try:
-            return self.cache.fetch(
-                store, announcement, codec, max_bytes=self.limits.max_snapshot_bytes
-            )
-        except OSError as exc:
-            raise StoreUnavailableError(f"{store.url}: {exc}") from None
+        max_bytes = self.limits.max_snapshot_bytes
+        return self.link.run(
+            lambda store: self.cache.fetch(store, announcement, codec, max_bytes=max_bytes)
+        )
 
     # -- what this pod serves -----------------------------------------------------------
 
@@ -321,9 +384,9 @@ def _pin_of(record: Any) -> dict[str, Any] | None:
     return {k: pin.get(k) for k in ("generation", "reason", "by", "time")}
 
 
-def _generation_in(store: FleetStore, name: str, generation: int) -> Announcement:
-    """The announcement of an older ``generation`` of ``name`` from the bucket's history."""
-    for record in reversed(store.history(ANNOUNCEMENTS, name)):  # bounded: the kept history
+def _generation_in(history: list[Record], name: str, generation: int, url: str) -> Announcement:
+    """The announcement of an older ``generation`` of ``name`` in its ``history``."""
+    for record in reversed(history):  # bounded: the kept history
         if record.deleted:
             continue
         announcement = Announcement.from_json(record.value)
@@ -331,7 +394,7 @@ def _generation_in(store: FleetStore, name: str, generation: int) -> Announcemen
             return announcement
     raise NotAnnouncedError(
         f"resource {name!r} is pinned to generation {generation}, which is not in the"
-        f" announcements {store.url} still keeps"
+        f" announcements {url} still keeps"
     )
 
 
@@ -364,8 +427,10 @@ class FleetFetcher:
 
     def __call__(self) -> Any:
         consumer = self._consumer
+        # At start with a cached generation to fall back on, the store is not waited for.
+        quick = not self.generation and consumer.cache.latest(self.name) is not None
         try:
-            announcement, pin = consumer.wanted(self.name)
+            announcement, pin = consumer.wanted(self.name, quick=quick)
         except (StoreUnavailableError, NotAnnouncedError) as exc:
             return self._from_cache(exc)
         except FleetError:  # the store answered (a malformed announcement or pin)
@@ -506,9 +571,9 @@ class FleetConfigSource:
         """The fleet's config bytes; a ``BuildError`` (step ``read``) when there are none."""
         consumer = self._consumer
         try:
-            store = consumer.link.get()
-            record = store.get(CONFIG, CONFIG_KEY)
-        except (StoreUnavailableError, OSError) as exc:
+            quick = self.revision == 0 and consumer.cache.config() is not None
+            record = consumer.link.run(lambda store: store.get(CONFIG, CONFIG_KEY), quick=quick)
+        except StoreUnavailableError as exc:
             cached = consumer.cache.config()
             if cached is None:
                 raise BuildError(
@@ -518,7 +583,7 @@ class FleetConfigSource:
             self.last_read = cached
             return self._bounded(cached[1], max_bytes)
         if record is None:
-            raise BuildError("read", f"the fleet store {store.url} holds no config (CONFIG)")
+            raise BuildError("read", f"the fleet store {consumer.link.url} holds no config")
         self.stale = None
         self.last_read = (record.revision, record.value)
         return self._bounded(record.value, max_bytes)

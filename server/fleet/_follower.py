@@ -37,8 +37,7 @@ from collections.abc import Callable
 from pineapple import PineappleError
 
 from ._consumer import CONFIG_KEY, StoreLink
-from ._errors import FleetError
-from ._store import ANNOUNCEMENTS, CONFIG, PINS, Record, Watch
+from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetStore, Record, Watch
 
 __all__ = ["POLL_SECONDS", "RETRY_MAX_SECONDS", "RETRY_SECONDS", "FleetFollower"]
 
@@ -53,6 +52,10 @@ _CONFIG_DIRTY = "\x00config"
 """The mark of a config change in ``_dirty`` (no resource name holds a NUL)."""
 
 _log = logging.getLogger("pineapple.fleet")
+
+
+def _watch(store: FleetStore, *, bucket: str, on_change: Callable[[Record], None]) -> Watch:
+    return store.watch(bucket, on_change)
 
 
 class FleetFollower:
@@ -150,13 +153,14 @@ class FleetFollower:
 
     def _watch(self) -> bool:
         """Open the store and watch its buckets; whether it could."""
+        buckets = [(ANNOUNCEMENTS, self._on_resource), (PINS, self._on_resource)]
+        if self._reload is not None:
+            buckets.append((CONFIG, self._on_config))
         try:
-            store = self._link.get()
-            self._watches.append(store.watch(ANNOUNCEMENTS, self._on_resource))
-            self._watches.append(store.watch(PINS, self._on_resource))
-            if self._reload is not None:
-                self._watches.append(store.watch(CONFIG, self._on_config))
-        except (FleetError, OSError) as exc:
+            for bucket, on_change in buckets:  # bounded: three buckets
+                watch = functools.partial(_watch, bucket=bucket, on_change=on_change)
+                self._watches.append(self._link.run(watch, probe=True))
+        except Exception as exc:  # whatever a broken connection raises: tried again soon
             self._unwatch()
             self._link.reset()
             _log.warning("cannot watch the fleet store (tried again soon): %s", exc)
@@ -169,8 +173,8 @@ class FleetFollower:
     def _probe(self) -> bool:
         """One small read: whether the store answers (else the watches are opened again)."""
         try:
-            self._link.get().get(CONFIG, CONFIG_KEY)
-        except (FleetError, OSError) as exc:
+            self._link.run(lambda store: store.get(CONFIG, CONFIG_KEY), probe=True)
+        except Exception as exc:  # whatever a broken connection raises: opened again
             self._reopen(str(exc))
             return False
         return True

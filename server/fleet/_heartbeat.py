@@ -29,7 +29,6 @@ from typing import Any
 import orjson
 
 from ._consumer import StoreLink
-from ._errors import FleetError
 from ._store import PODS
 
 __all__ = ["HEARTBEAT_SECONDS", "FleetHeartbeat", "default_pod_id"]
@@ -90,8 +89,8 @@ class FleetHeartbeat:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._interval + 30)
         try:
-            self._link.get().delete(PODS, self.pod_id)
-        except (FleetError, OSError) as exc:
+            self._link.run(lambda store: store.delete(PODS, self.pod_id))
+        except Exception as exc:  # best effort: the pod is stopping
             _log.debug("cannot delete the heartbeat of pod %s: %s", self.pod_id, exc)
 
     def body(self) -> dict[str, Any]:
@@ -119,8 +118,9 @@ class FleetHeartbeat:
 
     def _beat(self) -> None:
         try:
-            self._link.get().put(PODS, self.pod_id, orjson.dumps(self.body()))
-        except (FleetError, OSError) as exc:
+            body = orjson.dumps(self.body())
+            self._link.run(lambda store: store.put(PODS, self.pod_id, body))
+        except Exception as exc:  # never raised: the pod serves whatever its heartbeat does
             level = logging.DEBUG if self._failing else logging.WARNING
             _log.log(level, "pod %s: cannot write its heartbeat: %s", self.pod_id, exc)
             self._failing = True
