@@ -1,0 +1,153 @@
+"""NATS credentials come from the environment or files and never reach a message or a log."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from server.fleet import PINS, FleetError, FleetLimits, StoreUnavailableError, open_store
+from server.fleet._nats_auth import sanitised
+
+from ._nats import NatsCluster, nats_cluster
+
+pytestmark = pytest.mark.timeout(180)
+
+TOKEN = "tok-SECRET-5f1e2d"
+PASSWORD = "pw-SECRET-9a8b7c"
+WRONG = "wrong-SECRET-0c0c0c"
+SECRETS = (TOKEN, PASSWORD, WRONG)
+LIMITS = FleetLimits(max_snapshot_bytes=2**24, max_bucket_bytes=2**28)
+_ENV = (
+    "PINEAPPLE_FLEET_USER",
+    "PINEAPPLE_FLEET_PASSWORD",
+    "PINEAPPLE_FLEET_PASSWORD_FILE",
+    "PINEAPPLE_FLEET_TOKEN",
+    "PINEAPPLE_FLEET_TOKEN_FILE",
+)
+
+
+def _messages(exc: BaseException) -> str:
+    """Every message of ``exc`` and of the errors chained to it."""
+    texts = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        texts += [str(seen), repr(seen)]
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(texts)
+
+
+def _assert_secret_free(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    for name in _ENV:
+        monkeypatch.delenv(name, raising=False)
+    caplog.set_level(logging.DEBUG)
+    yield
+    _assert_secret_free(caplog.text)  # nothing logged, by us or nats-py, names a secret
+
+
+@pytest.fixture
+def token_server(tmp_path: Path) -> Iterator[NatsCluster]:
+    with nats_cluster(tmp_path / "nats", 1, ["--auth", TOKEN]) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def password_server(tmp_path: Path) -> Iterator[NatsCluster]:
+    with nats_cluster(tmp_path / "nats", 1, ["--user", "fleet", "--pass", PASSWORD]) as cluster:
+        yield cluster
+
+
+def test_a_token_from_the_environment_or_a_file(
+    token_server: NatsCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PINEAPPLE_FLEET_TOKEN", TOKEN)
+    store = open_store(token_server.url, timeout=5.0, limits=LIMITS)
+    try:
+        assert store.put(PINS, "a", b"x") > 0
+        _assert_secret_free(store.url)
+    finally:
+        store.close()
+    monkeypatch.delenv("PINEAPPLE_FLEET_TOKEN")
+    secret_file = tmp_path / "token"
+    secret_file.write_text(TOKEN + "\n")
+    monkeypatch.setenv("PINEAPPLE_FLEET_TOKEN_FILE", str(secret_file))
+    store = open_store(token_server.url, timeout=5.0, limits=LIMITS)
+    try:
+        record = store.get(PINS, "a")
+        assert record is not None and record.value == b"x"
+    finally:
+        store.close()
+
+
+def test_a_wrong_token_is_unavailable_and_named_without_it(
+    token_server: NatsCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PINEAPPLE_FLEET_TOKEN", WRONG)
+    store = open_store(token_server.url, timeout=1.5, limits=LIMITS)
+    try:
+        with pytest.raises(StoreUnavailableError) as caught:
+            store.put(PINS, "a", b"x")
+        assert token_server.url in str(caught.value)
+        _assert_secret_free(_messages(caught.value))
+    finally:
+        store.close()
+
+
+def test_a_wrong_password_is_unavailable_and_the_right_one_works(
+    password_server: NatsCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PINEAPPLE_FLEET_USER", "fleet")
+    monkeypatch.setenv("PINEAPPLE_FLEET_PASSWORD", WRONG)
+    store = open_store(password_server.url, timeout=1.5, limits=LIMITS)
+    try:
+        with pytest.raises(StoreUnavailableError) as caught:
+            store.get(PINS, "a")
+        _assert_secret_free(_messages(caught.value))
+    finally:
+        store.close()
+    monkeypatch.delenv("PINEAPPLE_FLEET_PASSWORD")
+    (tmp_path / "pw").write_text(PASSWORD)
+    monkeypatch.setenv("PINEAPPLE_FLEET_PASSWORD_FILE", str(tmp_path / "pw"))
+    store = open_store(password_server.url, timeout=5.0, limits=LIMITS)
+    try:
+        assert store.put(PINS, "a", b"x") > 0
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"nats://{TOKEN}@127.0.0.1:20599",
+        f"nats://fleet:{PASSWORD}@127.0.0.1:20599",
+        f"nats://127.0.0.1:20598,tls://fleet:{PASSWORD}@127.0.0.1:20599",
+    ],
+)
+def test_credentials_in_the_url_are_refused_without_repeating_them(url: str) -> None:
+    with pytest.raises(FleetError, match="credentials in the URL are refused") as caught:
+        open_store(url, timeout=1.0)
+    _assert_secret_free(_messages(caught.value))
+    assert "127.0.0.1:20599" in str(caught.value)
+    _assert_secret_free(sanitised(url))
+
+
+def test_an_unreadable_secret_file_is_named_not_read_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PINEAPPLE_FLEET_TOKEN_FILE", str(tmp_path / "missing"))
+    with pytest.raises(FleetError, match=r"PINEAPPLE_FLEET_TOKEN_FILE .*missing: cannot read"):
+        open_store("nats://127.0.0.1:20599", timeout=1.0)
+    big = tmp_path / "big"
+    big.write_text(TOKEN * 10_000)
+    monkeypatch.setenv("PINEAPPLE_FLEET_TOKEN_FILE", str(big))
+    with pytest.raises(FleetError, match="over 65536 bytes") as caught:
+        open_store("nats://127.0.0.1:20599", timeout=1.0)
+    _assert_secret_free(_messages(caught.value))
