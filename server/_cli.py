@@ -196,49 +196,26 @@ def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="this pod's name in the fleet's heartbeats (default: HOSTNAME-PID)",
     )
-    defaults = FleetSettings("", "")
-    fleet.add_argument(
-        "--fleet-timeout",
-        type=float,
-        default=defaults.timeout,
-        metavar="S",
-        help="deadline of every fleet store operation (a download: --fleet-download-timeout)",
-    )
-    fleet.add_argument(
-        "--fleet-poll-seconds",
-        type=float,
-        default=defaults.poll_seconds,
-        metavar="S",
-        help="besides the watch, probe the store and look at every fleet resource this often",
-    )
-    fleet.add_argument(
-        "--fleet-heartbeat-seconds",
-        type=float,
-        default=defaults.heartbeat_seconds,
-        metavar="S",
-        help="write what this pod serves to the store this often",
-    )
-    fleet.add_argument(
-        "--fleet-max-snapshot-bytes",
-        type=int,
-        default=defaults.max_snapshot_bytes,
-        metavar="N",
-        help="refuse a snapshot larger than this (not downloaded)",
-    )
-    fleet.add_argument(
-        "--fleet-download-timeout",
-        type=float,
-        default=defaults.download_timeout,
-        metavar="S",
-        help="seconds one snapshot's download may take",
-    )
-    fleet.add_argument(
-        "--fleet-keep-generations",
-        type=int,
-        default=defaults.keep_generations,
-        metavar="N",
-        help="generations per resource the cache keeps (plus one download in progress)",
-    )
+    for field, kind, metavar, help in _FLEET_BOUNDS:
+        fleet.add_argument(
+            f"--fleet-{field.replace('_', '-')}",
+            type=kind,
+            default=getattr(FleetSettings, field),
+            metavar=metavar,
+            help=help,
+        )
+
+
+_FLEET_BOUNDS: tuple[tuple[str, type, str, str], ...] = (
+    ("timeout", float, "S", "deadline of every fleet store operation (a download: the next)"),
+    ("download_timeout", float, "S", "seconds one snapshot's download may take"),
+    ("max_snapshot_bytes", int, "N", "refuse a snapshot larger than this (not downloaded)"),
+    ("keep_generations", int, "N", "generations per resource the pod's cache keeps"),
+    ("poll_seconds", float, "S", "besides the watch, probe the store this often"),
+    ("heartbeat_seconds", float, "S", "write what this pod serves to the store this often"),
+)
+"""``FleetSettings`` fields set by a ``--fleet-*`` flag each: (field, type, metavar, help);
+every one must be > 0."""
 
 
 def _fleet_settings(args: argparse.Namespace) -> FleetSettings | None:
@@ -249,12 +226,9 @@ def _fleet_settings(args: argparse.Namespace) -> FleetSettings | None:
         return None
     if not args.fleet_cache:
         raise ValueError("--fleet needs --fleet-cache DIR (what the pod starts from)")
-    for flag in ("fleet_timeout", "fleet_poll_seconds", "fleet_heartbeat_seconds"):
-        if not getattr(args, flag) > 0:
-            raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
-    for flag in ("fleet_max_snapshot_bytes", "fleet_download_timeout", "fleet_keep_generations"):
-        if not getattr(args, flag) > 0:
-            raise ValueError(f"--{flag.replace('_', '-')} must be > 0")
+    for field, *_ in _FLEET_BOUNDS:
+        if not getattr(args, f"fleet_{field}") > 0:
+            raise ValueError(f"--fleet-{field.replace('_', '-')} must be > 0")
     return FleetSettings(
         url=args.fleet,
         cache_dir=args.fleet_cache,

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import orjson
+import pytest
 
 from pineapple import builtins
 from pineapple._params import validate_params
@@ -26,10 +27,12 @@ from server.workers._store import entry_key
 from .._serve import Serve, cli_env
 from ..server.fakes import dump, unified_config
 
-__all__ = ["MODES", "NAME", "WAIT", "Fleet", "Pod", "wait_until"]
+__all__ = ["IN_BOTH_MODES", "MODES", "NAME", "WAIT", "Fleet", "Pod", "wait_until"]
 
 MODES = {"one process": (), "--workers 2": ("--workers", "2")}
 """The process models every pod test runs in, with the same expected answers."""
+IN_BOTH_MODES = pytest.mark.parametrize("mode", list(MODES.values()), ids=list(MODES))
+"""A pod test's ``mode`` (the flags of its process model): it runs in each."""
 NAME = "cands"
 """The fleet resource of the tests' config (a ``json_file`` list, recalled by ``/execute``)."""
 WAIT = 30.0
@@ -141,6 +144,12 @@ class Fleet:
 
     def close(self) -> None:
         self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class Pod(Serve):

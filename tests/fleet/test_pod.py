@@ -10,7 +10,6 @@ every bound, so only the watch can make them change in time.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -18,26 +17,12 @@ import pytest
 
 from server.fleet import ANNOUNCEMENTS, PINS, PODS
 
-from ._pods import MODES, NAME, Fleet, wait_until
+from ._pods import IN_BOTH_MODES, NAME, Fleet, wait_until
 
 FOLLOW_WITHIN = 10.0
 """Seconds from an announcement to every pod serving it (the watch polls every 50 ms)."""
 
-pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(params=list(MODES))
-def mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
-    return MODES[str(request.param)]
-
-
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    made = Fleet(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+pytestmark = [pytest.mark.timeout(240), IN_BOTH_MODES]
 
 
 def test_a_published_generation_is_served_within_the_bound(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ._nats import NatsCluster, nats_cluster
-from ._pods import MODES, NAME, Fleet, wait_until
+from ._pods import IN_BOTH_MODES, NAME, Fleet, wait_until
 
 START_WITHIN = 5.0
 """Seconds from a pod's start (its process spawned) to serving its cached generation; on a
@@ -28,12 +28,7 @@ CATCH_UP_WITHIN = 15.0
 """Seconds from the store's return to the pod serving what it announced (retries back off
 to 5 s, plus one reconnect)."""
 
-pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(params=list(MODES))
-def mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
-    return MODES[str(request.param)]
+pytestmark = [pytest.mark.timeout(300), IN_BOTH_MODES]
 
 
 @pytest.fixture
