@@ -119,24 +119,17 @@ class StoreLink:
     Opened on first use, opened again after :meth:`reset` (the follower
     resets it when the store stopped answering). Once an operation found the
     store unavailable, every other caller is answered that failure at once
-    for ``retry_seconds`` (only a ``probe`` asks the store meanwhile): a pod
-    whose store is down starts from its cache after one deadline, not one per
-    resource.
+    until a ``probe`` (the follower's retries, the heartbeat) finds it
+    answering again: a pod whose store is down starts from its cache after
+    one wait, not one per resource.
 
     Guarantees: ``_store`` and ``_down`` change under ``_lock`` only; an
     opening holds ``_lock`` (bounded by the store's ``timeout``); an operation
     runs outside it, bounded by the store's deadline.
     """
 
-    def __init__(
-        self,
-        url: str,
-        opener: Callable[[], FleetStore],
-        *,
-        retry_seconds: float = 1.0,
-    ) -> None:
+    def __init__(self, url: str, opener: Callable[[], FleetStore]) -> None:
         self._opener = opener
-        self._retry = retry_seconds
         self._lock = threading.Lock()
         self._store: FleetStore | None = None
         self._down: tuple[float, str] | None = None
@@ -149,7 +142,7 @@ class StoreLink:
     def _open(self, probe: bool) -> FleetStore:
         with self._lock:
             down = self._down
-            if not probe and down is not None and time.monotonic() - down[0] < self._retry:
+            if not probe and down is not None:
                 raise StoreUnavailableError(down[1])
             if self._store is not None:
                 return self._store
@@ -166,8 +159,8 @@ class StoreLink:
     def run(
         self, operation: Callable[[FleetStore], T], *, probe: bool = False, quick: bool = False
     ) -> T:
-        """``operation(store)``; :class:`StoreUnavailableError` (at once while the store is
-        known down, unless ``probe``) when the store does not answer.
+        """``operation(store)``; :class:`StoreUnavailableError` when the store does not
+        answer (at once while it is known down, unless ``probe``).
 
         ``quick``: the caller has a fallback (a cached generation or config), so
         while the store has not answered yet, it waits at most

@@ -136,7 +136,7 @@ class FleetFollower:
                     continue
                 self._mark_all()
             self._run_dirty()
-            if self._stale():  # a fetch found the store down: open it again, soon
+            if self._stale() or self._link.down:  # the store does not answer: again, soon
                 self._wait(self._backoff())
                 self._reopen("a resource could not be confirmed")
                 continue

@@ -89,7 +89,7 @@ class FleetHeartbeat:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._interval + 30)
         try:
-            self._link.run(lambda store: store.delete(PODS, self.pod_id))
+            self._link.run(lambda store: store.delete(PODS, self.pod_id), probe=True)
         except Exception as exc:  # best effort: the pod is stopping
             _log.debug("cannot delete the heartbeat of pod %s: %s", self.pod_id, exc)
 
@@ -119,7 +119,7 @@ class FleetHeartbeat:
     def _beat(self) -> None:
         try:
             body = orjson.dumps(self.body())
-            self._link.run(lambda store: store.put(PODS, self.pod_id, body))
+            self._link.run(lambda store: store.put(PODS, self.pod_id, body), probe=True)
         except Exception as exc:  # never raised: the pod serves whatever its heartbeat does
             level = logging.DEBUG if self._failing else logging.WARNING
             _log.log(level, "pod %s: cannot write its heartbeat: %s", self.pod_id, exc)

@@ -16,6 +16,7 @@ import pytest
 
 from server.fleet import PODS
 
+from .._serve import run_cli
 from ._pods import IN_BOTH_MODES, Fleet, wait_until
 
 FOLLOW_WITHIN = 10.0
@@ -68,3 +69,18 @@ def test_a_pod_without_config_and_without_store_or_cache_refuses_to_start(
             assert "holds no config" in pod.text()
         finally:
             pod.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ((), "CONFIG is required (or --fleet URL"),
+        (("--fleet", "file:///tmp/x"), "--fleet needs --fleet-cache DIR"),
+        (("--fleet", "x", "--fleet-cache", "c", "--fleet-timeout", "0"), "--fleet-timeout must be"),
+    ],
+)
+def test_serve_names_a_missing_or_bad_fleet_flag(
+    args: tuple[str, ...], says: str, mode: tuple[str, ...]
+) -> None:
+    done = run_cli("serve", *mode, *args)
+    assert done.returncode == 2 and says in done.stderr, done.stderr

@@ -37,9 +37,12 @@ def nats(tmp_path: Path) -> Iterator[NatsCluster]:
         yield cluster
 
 
+@pytest.mark.parametrize("down", ["killed", "silent"])
 def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_up(
-    nats: NatsCluster, mode: tuple[str, ...], tmp_path: Path
+    nats: NatsCluster, mode: tuple[str, ...], tmp_path: Path, down: str
 ) -> None:
+    """``killed``: connections are refused; ``silent``: SIGSTOP, connections are accepted and
+    nothing answers (the unbounded case: every wait must have its own deadline)."""
     fleet = Fleet(tmp_path / "fleet", url=nats.url)
     try:
         fleet.put_config(fleet.config("fleet-config"))
@@ -50,7 +53,7 @@ def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_u
             assert pod.serves(1) and pod.tag() == "fleet-config"
             store_up_start = time.monotonic() - started
         node = nats.nodes[0]
-        node.kill()
+        node.kill() if down == "killed" else node.pause()
 
         started = time.monotonic()
         with fleet.pod(mode, own_config=False, cache=cache) as pod:
@@ -67,7 +70,7 @@ def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_u
             assert ready.status_code == 200
             assert "FleetStoreUnavailable" in ready.json()["stale"][NAME]
 
-            node.start()
+            node.start() if down == "killed" else node.resume()
             nats.wait_ready()
             fleet.publish(2)
             fleet.put_config(fleet.config("new-config"))
