@@ -87,8 +87,8 @@ _KV_OP = "KV-Operation"
 _DELETED_OPS = ("DEL", "PURGE")
 _EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 _WRONG_LAST_SEQUENCE = (10071, 10164)
-_STORE_FULL = (10047, 10028)
-"""JetStream API codes: insufficient resources; maximum bytes/messages exceeded."""
+_STORE_FULL = (10047, 10028, 10077)
+"""JetStream API codes: insufficient resources; maximum messages; maximum bytes exceeded."""
 
 _log = logging.getLogger("pineapple.fleet")
 T = TypeVar("T")
@@ -147,6 +147,8 @@ class JetStreamStore:
         self.timeout = timeout
         self.limits = limits or FleetLimits()
         self._nc: Client | None = None
+        self._attempt: Client | None = None
+        """The client of the connection attempt in progress (closed with the store)."""
         self._js: JetStreamContext | None = None
         self._made: set[str] = set()
         """Streams known to exist (created or found): looked up once per store."""
@@ -180,13 +182,14 @@ class JetStreamStore:
 
         logged = False
         while True:
+            nc = self._attempt = Client()
             try:
-                nc = await nats.connect(
+                await nc.connect(
                     servers=self._servers,
                     connect_timeout=max(1, round(min(self.timeout, 5.0))),
                     allow_reconnect=True,
                     max_reconnect_attempts=-1,
-                    reconnect_time_wait=0.5,
+                    reconnect_time_wait=0.5,  # type: ignore[arg-type]  # typed int; floats work
                     ping_interval=max(1, round(self.timeout)),
                     max_outstanding_pings=2,
                     disconnected_cb=disconnected,
@@ -204,6 +207,7 @@ class JetStreamStore:
                         type(exc).__name__,
                     )
                     logged = True
+                await _close_quietly(nc)  # a failed attempt's socket
                 await asyncio.sleep(0.5)
                 continue
             self._nc = nc
@@ -410,14 +414,14 @@ class JetStreamStore:
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> _JetStreamWatch:
         check_key(bucket, "x")
 
-        async def work() -> KeyValue.KeyWatcher:
-            await self._kv(bucket)
-            assert self._js is not None
-            kv = await self._js.key_value(bucket)
-            return await kv.watchall()
+        async def work() -> tuple[int, KeyValue.KeyWatcher]:
+            js, stream = await self._kv(bucket)
+            top = int((await js.stream_info(stream)).state.last_seq)
+            kv = await js.key_value(bucket)
+            return top, await kv.watchall()
 
-        watcher = self._call("watch", bucket, work)
-        watch = _JetStreamWatch(self, bucket, watcher, on_change)
+        top, watcher = self._call("watch", bucket, work)
+        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
         with self._watches_lock:
             self._watches.append(watch)
         watch.start()
@@ -582,12 +586,20 @@ class JetStreamStore:
         self._closed = True
 
         async def close() -> None:
-            if self._nc is not None:
-                await self._nc.close()
+            for nc in {id(c): c for c in (self._attempt, self._nc) if c is not None}.values():
+                await _close_quietly(nc)
 
-        with contextlib.suppress(TimeoutError, nats.errors.Error):
+        with contextlib.suppress(TimeoutError):
             self._loop.call(close(), self.timeout)
         self._loop.stop(self.timeout)
+
+
+async def _close_quietly(nc: Client) -> None:
+    """Close ``nc`` and its socket; a connection already lost is closed already."""
+    try:
+        await nc.close()
+    except (TimeoutError, OSError, nats.errors.Error) as exc:
+        _log.debug("fleet store: closing a connection: %s", type(exc).__name__)
 
 
 def _entry_record(entry: KeyValue.Entry) -> Record:
@@ -610,10 +622,13 @@ class _JetStreamWatch:
         bucket: str,
         watcher: KeyValue.KeyWatcher,
         on_change: Callable[[Record], None],
+        top: int,
     ) -> None:
         self._store = store
         self._bucket = bucket
         self._watcher = watcher
+        self._top = top
+        """The bucket's last revision before the watch began: up to it, current values."""
         self._on_change = on_change
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"fleet-watch-{bucket}", daemon=True)
@@ -631,7 +646,6 @@ class _JetStreamWatch:
             self._thread.join(timeout=WATCH_PULL_SECONDS + self._store.timeout + 1)
 
     def _run(self) -> None:
-        initial = True
         while not self._stopped.is_set():
             try:
                 entry = self._store._loop.call(
@@ -647,13 +661,12 @@ class _JetStreamWatch:
                 self._stopped.wait(WATCH_PULL_SECONDS)
                 continue
             if entry is None:
-                initial = False  # the current values are all delivered
-                continue
+                continue  # nats-py's mark after the first values (it moves with new changes)
             if not isinstance(entry, KeyValue.Entry):
                 return  # stopped
             record = _entry_record(entry)
-            if initial and record.deleted:
-                continue
+            if record.deleted and record.revision <= self._top:
+                continue  # a key deleted before the watch began: not a current value
             if self._stopped.is_set():
                 return
             try:

@@ -14,11 +14,13 @@ from server.fleet import (
     PODS,
     DigestMismatchError,
     FleetError,
+    FleetLimits,
     FleetStore,
     ObjectMissingError,
     Record,
     RevisionConflictError,
     SnapshotTooLargeError,
+    open_store,
 )
 
 from ._backends import Tamper
@@ -148,3 +150,24 @@ def test_a_truncated_object_is_refused(store: FleetStore, tmp_path: Path, tamper
     with pytest.raises(DigestMismatchError, match=r"obj.*truncated"):
         store.get_object("obj", tmp_path / "dest", max_bytes=10**8)
     assert not (tmp_path / "dest").exists()
+
+
+def test_a_full_bucket_refuses_an_upload_and_keeps_what_it_holds(
+    store_url: str, tmp_path: Path
+) -> None:
+    limits = FleetLimits(max_snapshot_bytes=2**20, max_bucket_bytes=2**21, keep_generations=2)
+    small = open_store(store_url, timeout=5.0, limits=limits)
+    try:
+        source = tmp_path / "source"
+        source.write_bytes(b"s" * 900_000)
+        first = small.put_object("one", source)
+        small.put_object("two", source)
+        with pytest.raises(SnapshotTooLargeError, match="three"):
+            small.put_object("three", source)
+        assert [o.name for o in small.objects()] == ["one", "two"]
+        assert small.get_object("one", tmp_path / "dest", max_bytes=2**20) == first
+        source.write_bytes(b"s" * (2**20 + 1))
+        with pytest.raises(SnapshotTooLargeError, match="over the 1048576 bytes"):
+            small.put_object("big", source)
+    finally:
+        small.close()
