@@ -27,6 +27,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.workers", "database_reads"),
     ("benchmarks.engine_cost", "engine_cost"),
     ("benchmarks.native", "native_core"),
+    ("benchmarks.fleet", "fleet"),
 ]
 
 

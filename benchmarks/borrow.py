@@ -148,7 +148,8 @@ def mapped_borrow() -> list[Result]:
     from pathlib import Path
 
     from resources.lowlevel import FEED_CODEC, build_feed_table
-    from server.workers._store import MappedFetcher, PublishingFetcher, SharedStore
+    from server.workers.supervisor._publishing import PublishingFetcher, SharedStore
+    from server.workers.worker._mapping import MappedFetcher, MappedStore
 
     rows = [(i, f"c{i % 2}", float(i)) for i in range(10_000)]
     table = build_feed_table(["id", "cat", "score"], [rows], "id", ["cat"])
@@ -156,7 +157,7 @@ def mapped_borrow() -> list[Result]:
         store = SharedStore.create(Path(tmp))
         publisher = PublishingFetcher(lambda: table, store, "feed_data-b", FEED_CODEC)
         publisher.commit(publisher())  # staged, then named in the manifest
-        rm = _manager(MappedFetcher(store, "feed_data-b", FEED_CODEC))
+        rm = _manager(MappedFetcher(MappedStore(store.path), "feed_data-b", FEED_CODEC))
         try:
             t = interleaved_stmts(
                 {

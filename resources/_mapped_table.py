@@ -56,6 +56,7 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotWriteError",
     "open_mapped_table",
+    "release_arrow_pool",
     "write_feed_snapshot",
 ]
 
@@ -171,6 +172,15 @@ def write_feed_snapshot(table: FeedTable, stem: Path) -> tuple[Path, Path]:
         table_path.unlink(missing_ok=True)
         raise SnapshotWriteError(f"cannot write snapshot {table_path}: {exc}") from exc
     return table_path, index_path
+
+
+def release_arrow_pool() -> None:
+    """Hand the buffers Arrow's default pool keeps for reuse back to the OS.
+
+    After a table was written and dropped, the pool holds its freed pages, so
+    a publisher's RSS would stay at its peak between refreshes.
+    """
+    pa.default_memory_pool().release_unused()
 
 
 # -- reading -----------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The codecs of the built-in data types: how each is shared between processes and hosts.
 
 ``pineapple serve --workers N`` fetches a type with a codec once, in the
-supervisor, and every worker opens what it published (``server/workers/_store.py``);
-a fleet producer publishes the same files to every pod (``server/fleet``).
+supervisor, and every worker opens what it published
+(``server/workers/supervisor/_publishing.py``); a fleet producer publishes the
+same files to every pod (``server/fleet``).
 Each schema names its codec (``ResourceSchema.codec``):
 
 - ``feed_data``: :data:`FEED_CODEC`, the Arrow IPC pair of ``_mapped_table``;
@@ -31,7 +32,7 @@ from pineapple.resource.lowlevel import SnapshotFormatError, SnapshotWriteError
 
 from ._feed_table import FeedTable
 from ._file_values import FileMapping, FileRows
-from ._mapped_table import open_mapped_table, write_feed_snapshot
+from ._mapped_table import open_mapped_table, release_arrow_pool, write_feed_snapshot
 
 __all__ = ["FEED_CODEC", "FILE_CODEC", "FeedCodec", "FileCodec"]
 
@@ -49,6 +50,10 @@ class FeedCodec:
 
     def open(self, stem: Path, generation: int) -> Any:
         return open_mapped_table(stem, generation=generation)
+
+    def release_memory(self) -> None:
+        """Hand Arrow's pool of freed buffers back to the OS (a ``CodecHooks`` hook)."""
+        release_arrow_pool()
 
 
 def _needs_wide(value: Any) -> bool:

@@ -17,14 +17,14 @@ Layers (each imports only the ones above it):
     _direct                      small /execute requests answered by the protocol itself
     _app, _serving               the Starlette app; serving one process on a bound socket
     workers/                     ``--workers N``: ``supervisor/`` and ``worker/`` (a path
-                                 says which process runs a line), ``_store``,
+                                 says which process runs a line), ``_store_format``,
                                  ``_control``, ``_config_leases``, ``_liveness`` for both
     _run, _cli, _commands        run()/check() (the one place that picks the mode); the
                                  CLI subcommands
 
-``import server`` loads all of it, ``workers/`` and pyarrow included (``_run``
-imports ``run_supervisor``); the built-in resource types load with the
-first build (``pineapple.builtins``).
+``import server`` loads all of it, ``workers/`` included (``_run`` imports
+``run_supervisor``), but no pyarrow: the built-in resource types and their
+codecs load with the first build (``pineapple.builtins``).
 
 Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`` and
 ``_watcher``.

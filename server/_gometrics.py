@@ -34,8 +34,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from pineapple.engine import EngineStats, StatsTotals
+from pineapple.engine import StatsTotals
 
+from ._engine_extras import engine_stats, operator_stats
 from ._snapshot import Snapshot
 
 __all__ = ["KNOWN_PATHS", "EngineTotals", "GoCollector", "HttpStats", "status_bucket"]
@@ -140,7 +141,7 @@ class EngineTotals:
 
     def track(self, engine: object) -> None:
         """Count ``engine`` from now on (engines without ``stats`` are ignored)."""
-        if isinstance(getattr(engine, "stats", None), EngineStats):
+        if engine_stats(engine) is not None:
             with self._lock:
                 self._open.append(engine)
 
@@ -307,9 +308,8 @@ def _lua_families(snap: Snapshot | None) -> Iterator[Metric]:
     active = GaugeMetricFamily(
         "pine_lua_pool_active", "Lua states currently borrowed.", labels=labels
     )
-    get = getattr(snap.engine, "operator_stats", None) if snap is not None else None
-    if get is not None:
-        for name, stats in sorted(get().items()):
+    if snap is not None:
+        for name, stats in sorted(operator_stats(snap.engine).items()):
             if "borrow_count" in stats:
                 borrow.add_metric([name], stats["borrow_count"])
                 give.add_metric([name], stats.get("return_count", 0))

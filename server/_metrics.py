@@ -33,10 +33,11 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pineapple.engine import EngineStats, stats_dict
+from pineapple.engine import stats_dict
 from pineapple.resource.lowlevel import LATENCY_BUCKETS, RefreshResult
 
 from ._client_metrics import client_families
+from ._engine_extras import engine_stats
 from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._pod_metrics import FLUSH_SECONDS, PodMetrics
 from ._probe_metrics import probe_families
@@ -227,9 +228,9 @@ class ServerMetrics:
         """This process's ``/stats`` counts: engine, ``server`` and ``http`` entries."""
         counts: dict[str, Any] = {}
         snap = self._current()
-        engine: Any = snap.engine if snap is not None else None
-        if isinstance(getattr(engine, "stats", None), EngineStats):
-            counts.update(stats_dict(engine.stats.totals()))
+        stats = engine_stats(snap.engine) if snap is not None else None
+        if stats is not None:
+            counts.update(stats_dict(stats.totals()))
         counts["server"] = self.server_stats()
         counts["http"] = self.http.snapshot()
         return counts

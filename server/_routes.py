@@ -33,6 +33,7 @@ from pineapple.engine import UnknownFormatError, UnknownGroupError
 from ._admin import admin_refusal
 from ._dag_view import DagView
 from ._decisions import ACTIONS, Action, Decisions, Refused
+from ._engine_extras import dag_renderer, operator_stats
 from ._metrics import CONTENT_TYPE, ServerMetrics
 from ._service import Service
 
@@ -163,10 +164,9 @@ class Views:
         if snap is None:
             return _error(503, "engine not loaded")
         try:
-            engine: Any = snap.engine
             body: dict[str, Any] = self._metrics.stats_counts()  # the pod's, with --workers
             body["resources"] = _resource_stats(snap.manager.status())
-            detail = engine.operator_stats() if hasattr(engine, "operator_stats") else {}
+            detail = operator_stats(snap.engine)
             if detail:
                 body["operator_detail"] = detail
         finally:
@@ -183,7 +183,7 @@ class Views:
         if snap is None:
             return _error(503, "engine not loaded")
         try:
-            render = getattr(snap.engine, "render_dag", None)
+            render = dag_renderer(snap.engine)
             if render is None:
                 return _error(404, "this engine cannot render its DAG")
             key = (fmt, int(raw), query.get("group"))

@@ -16,7 +16,7 @@ from pineapple import builtins
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_HEAVY = ("pineapple.engine", "pineapple.operators", "resources", "pymysql", "server")
+_HEAVY = ("pineapple.engine", "pineapple.operators", "resources", "pymysql", "pyarrow", "server")
 
 
 def _loaded_after(code: str) -> dict[str, bool]:
@@ -108,3 +108,9 @@ def test_importing_the_resource_runtime_loads_no_engine_and_no_types() -> None:
 def test_importing_pineapple_loads_no_engine() -> None:
     loaded = _loaded_after("import pineapple")
     assert not any(loaded.values()), loaded
+
+
+def test_importing_the_server_loads_no_pyarrow_and_no_resource_types() -> None:
+    """Only a codec touches Arrow (its ``release_memory`` hook): the server names none."""
+    loaded = _loaded_after("import server")
+    assert loaded["server"] and not loaded["pyarrow"] and not loaded["resources"], loaded

@@ -51,7 +51,8 @@ ManagerMetrics RefreshResult SnapshotCodec PickleCodec SnapshotFormatError Snaps
 LATENCY_BUCKETS Probed ProbeReport Reachability probe_report_of
 Metered ClientReport CommandStats CommandCell client_report_of
 JSONPrinter redact_value registered_validators
-entry_being_built SourceReport source_report_of"""
+FetcherHooks FETCHER_HOOKS Closable CodecHooks call_hook hook_of
+entry_being_built SourceReport source_report_of admitted_upstream"""
 
 TYPES_FACE = """FeedTable MappedFeedTable FeedQueryError FileMapping FileRows RedisConnection
 FeedDataFetcher FileTableFetcher RedisConnectionFetcher SourceError"""

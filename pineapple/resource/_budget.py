@@ -31,6 +31,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ._closer import add_release_hook
+from ._hooks import hook_of
 
 if TYPE_CHECKING:  # annotations only
     from ._refvalue import RefValue
@@ -45,8 +46,8 @@ _ledger: dict[int, list[tuple[MemoryBudget, int]]] = {}
 
 def size_of(printer: Any, label: str, value: Any) -> int | None:
     """``printer.size_of(value)`` in bytes, or None (no hook, or it failed: logged)."""
-    hook = getattr(printer, "size_of", None)
-    if not callable(hook):
+    hook = hook_of(printer, "size_of")
+    if hook is None:
         return None
     try:
         size = hook(value)

@@ -23,9 +23,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ._hooks import call_hook, hook_of
+
 __all__ = ["add_release_hook", "close_now", "flush", "schedule_close"]
 
-_log = logging.getLogger("pineapple.resource")
 
 _lock = threading.Lock()
 _queue: queue.SimpleQueue[tuple[str, Any] | threading.Event] = queue.SimpleQueue()
@@ -47,13 +48,7 @@ def add_release_hook(hook: Callable[[Any], None]) -> None:
 
 def close_now(label: str, value: Any) -> None:
     """Call ``value.close()`` if it has one; log (never raise) what it raises."""
-    close = getattr(value, "close", None)
-    if close is None or not callable(close):
-        return
-    try:
-        close()
-    except Exception:
-        _log.exception("closing resource %s failed", label)
+    call_hook(value, "close", label=f"closing {label}", level=logging.ERROR)
 
 
 def _run() -> None:
@@ -83,7 +78,7 @@ def schedule_close(label: str, value: Any) -> None:
     """
     for hook in _release_hooks:
         hook(value)
-    if not callable(getattr(value, "close", None)):
+    if hook_of(value, "close") is None:
         return
     _ensure_thread()
     _queue.put((label, value))

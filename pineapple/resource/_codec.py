@@ -42,7 +42,9 @@ class SnapshotCodec(Protocol):
     them); on failure it leaves none behind and raises :class:`SnapshotWriteError`.
     ``open`` (in another process) returns the value, or raises
     :class:`SnapshotFormatError`; ``generation`` is the publish's number, for
-    values that show it in their status.
+    values that show it in their status. A codec whose format keeps an
+    allocator's pool (Arrow's) may also define ``release_memory()``
+    (``CodecHooks``), called after each publish.
     """
 
     def write(self, value: Any, stem: Path) -> Sequence[Path]:

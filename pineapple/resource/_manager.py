@@ -77,12 +77,13 @@ from ._backoff import Backoff
 from ._budget import MemoryBudget
 from ._closer import close_now, flush
 from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
+from ._hooks import call_hook
 from ._instantiate import build_entry
 from ._interval import MIN_INTERVAL, check_interval
 from ._loaded import LoadedConfig
 from ._outcome import ManagerMetrics, RefreshError, RefreshResult, UnknownResourceError
 from ._redact import redact
-from ._refresh import Refresher
+from ._refresh import Refresher, carry_over
 from ._refusal import PinnedError
 from ._refvalue import ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
@@ -291,12 +292,7 @@ class Manager:
             return  # nothing loaded there: this manager fetches it at start
         # Let the new fetcher resume change detection (NOT_MODIFIED) from the
         # shared value instead of reloading everything on its first refresh.
-        resume = getattr(slot.fetcher, "carry_over", None)
-        if callable(resume):
-            try:
-                resume(ref.value)
-            except Exception as exc:
-                _log.warning("%s: carry_over hook failed: %s", slot.label, slot.redact(str(exc)))
+        carry_over(slot, ref.value)
 
     # -- life cycle -----------------------------------------------------------
 
@@ -573,13 +569,7 @@ def _set_safety(
 
 def _cancel_fetch(slot: Slot) -> None:
     """Call the fetcher's optional ``cancel()``: its fetch in flight ends now."""
-    cancel = getattr(slot.fetcher, "cancel", None)
-    if not callable(cancel):
-        return
-    try:
-        cancel()
-    except Exception as exc:
-        _log.warning("%s: cancelling its fetch failed: %s", slot.label, slot.redact(str(exc)))
+    call_hook(slot.fetcher, "cancel", label=slot.label, redact=slot.redact)
 
 
 def _start_message(failures: Mapping[str, str]) -> str:

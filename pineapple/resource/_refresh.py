@@ -21,6 +21,7 @@ from typing import Any
 
 from ._budget import size_of
 from ._closer import schedule_close
+from ._hooks import admitted_upstream, call_hook, hook_of
 from ._outcome import NOT_MODIFIED, ManagerMetrics, RefreshResult
 from ._refusal import PinnedError, ValidationRefusedError, ValueRefusedError
 from ._refvalue import RefValue, ResourceHandle
@@ -118,7 +119,7 @@ class Refresher:
         what its supervisor published): they are neither validated nor refused
         by the budget here, only counted.
         """
-        upstream = getattr(slot.fetcher, "admitted_upstream", False) is True
+        upstream = admitted_upstream(slot.fetcher)
         forced = None if upstream else self._validate(slot, value, force)
         size = size_of(slot.printer, slot.label, value)
         summary = slot.summary_of(value)  # before the swap: after it a rollback may retire it
@@ -170,25 +171,21 @@ class Refresher:
             slot.refusal, slot.refused_error = message, refused
             self._observe(slot, now)
         _log.warning("refresh of %s refused (Valid=False): %s", slot.label, message)
-        observe = getattr(self._metrics, "observe_refusal", None)
-        if callable(observe):
+        observe = hook_of(self._metrics, "observe_refusal")
+        if observe is not None:
             observe(slot.name, slot.type_name, exc.check)
         return "refused"
 
     def resume_from_current(self, slot: Slot) -> None:
         """Tell the fetcher which value is served (``fetcher.carry_over``), so that its
         change detection compares with it (after a refusal or a rollback)."""
-        resume = getattr(slot.fetcher, "carry_over", None)
+        if hook_of(slot.fetcher, "carry_over") is None:
+            return
         handle = self.get(slot.name)
-        if handle is None or not callable(resume):
-            if handle is not None:
-                handle.release()
+        if handle is None:
             return
         with handle as value:
-            try:
-                resume(value)
-            except Exception as exc:
-                _log.warning("%s: carry_over hook failed: %s", slot.label, slot.redact(str(exc)))
+            carry_over(slot, value)
 
     def _record_failure(self, slot: Slot, now: float, reason: str) -> RefreshResult:
         message = slot.redact(reason)
@@ -207,10 +204,12 @@ class Refresher:
 
 def drop_unserved(slot: Slot, value: Any) -> None:
     """A fetched value that is not served: the fetcher's ``discard`` hook, then the closer."""
-    discard = getattr(slot.fetcher, "discard", None)
-    if callable(discard):
-        try:
-            discard(value)
-        except Exception as exc:
-            _log.warning("%s: discard hook failed: %s", slot.label, slot.redact(str(exc)))
+    call_hook(slot.fetcher, "discard", value, label=slot.label, redact=slot.redact)
     schedule_close(slot.label, value)
+
+
+def carry_over(slot: Slot, value: Any) -> None:
+    """Tell ``slot``'s fetcher that ``value`` serves without its having fetched it (its
+    ``carry_over`` hook): a config reload carried it over, or a refusal or a rollback kept
+    it. The one place that calls the hook; its failure is logged."""
+    call_hook(slot.fetcher, "carry_over", value, label=slot.label, redact=slot.redact)

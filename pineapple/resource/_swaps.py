@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._budget import MemoryBudget
+from ._hooks import hook_of
 from ._outcome import RefreshError
 from ._refusal import MemoryBudgetExceededError, NoPreviousValueError, PinnedError
 from ._refvalue import RefValue
@@ -80,7 +81,7 @@ class SwapTable:
         raised; nothing is swapped then and ``ref`` is dropped unreleased (its
         value was never published: the caller hands it to the closer once).
         """
-        commit = getattr(slot.fetcher, "commit", None)
+        commit = hook_of(slot.fetcher, "commit")
         version: int | None = None
         with self.lock:
             if slot.pinned is not None:
@@ -91,7 +92,7 @@ class SwapTable:
                 if self._stopped():  # too late to publish: drop the new value
                     retire: tuple[RefValue, int | None] | None = (ref, None)
                 else:
-                    if callable(commit):  # every check passed: the fetcher publishes it
+                    if commit is not None:  # every check passed: the fetcher publishes it
                         commit(ref.value)
                     old_size = slot.current_size
                     old = slot.publish(ref, now)
@@ -138,7 +139,7 @@ class SwapTable:
         :class:`NoPreviousValueError` when none is kept; :class:`RefreshError`
         when the fetcher's ``commit`` of it failed (nothing swapped).
         """
-        commit = getattr(slot.fetcher, "commit", None)
+        commit = hook_of(slot.fetcher, "commit")
         with self.lock:
             previous, previous_size = slot.previous, slot.previous_size
             if previous is None:
@@ -146,7 +147,7 @@ class SwapTable:
                 raise NoPreviousValueError(
                     f"resource {slot.name!r} has no previous value to roll back to ({why})"
                 )
-            if callable(commit):  # the fetcher publishes it again (outside the slot lock)
+            if commit is not None:  # the fetcher publishes it again (outside the slot lock)
                 try:
                     commit(previous.value)
                 except Exception as exc:

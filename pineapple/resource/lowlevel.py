@@ -18,6 +18,12 @@ resource type that shares, probes or reports a client, builds on:
   whether it is known stale);
 - sharing between processes: ``SnapshotCodec``, ``PickleCodec``,
   ``SnapshotFormatError``, ``SnapshotWriteError``;
+- optional hooks, named: ``FetcherHooks`` (a fetcher's ``commit``,
+  ``discard``, ``carry_over``, ``cancel``, ``close``; ``FETCHER_HOOKS`` lists
+  them for wrappers), ``Closable`` (a value's ``close``), ``CodecHooks`` (a
+  codec's ``release_memory``); ``call_hook`` calls one and logs its failure,
+  ``hook_of`` finds one; ``admitted_upstream`` (a fetcher whose values another
+  process admitted);
 - what a value may report: the liveness probe (``Probed``, ``ProbeReport``,
   ``Reachability``, ``probe_report_of``, ``LATENCY_BUCKETS``) and a client's
   pool and commands (``Metered``, ``ClientReport``, ``CommandStats``,
@@ -41,6 +47,13 @@ from ._codec import SnapshotCodec as SnapshotCodec
 from ._codec import SnapshotFormatError as SnapshotFormatError
 from ._codec import SnapshotWriteError as SnapshotWriteError
 from ._deps import resource_names as resource_names
+from ._hooks import FETCHER_HOOKS as FETCHER_HOOKS
+from ._hooks import Closable as Closable
+from ._hooks import CodecHooks as CodecHooks
+from ._hooks import FetcherHooks as FetcherHooks
+from ._hooks import admitted_upstream as admitted_upstream
+from ._hooks import call_hook as call_hook
+from ._hooks import hook_of as hook_of
 from ._instantiate import entry_being_built as entry_being_built
 from ._loaded import LoadedConfig as LoadedConfig
 from ._loaded import load_config as load_config
@@ -59,10 +72,14 @@ from ._status import source_report_of as source_report_of
 from ._validate import registered_validators as registered_validators
 
 __all__ = [
+    "FETCHER_HOOKS",
     "LATENCY_BUCKETS",
     "ClientReport",
+    "Closable",
+    "CodecHooks",
     "CommandCell",
     "CommandStats",
+    "FetcherHooks",
     "JSONPrinter",
     "LoadedConfig",
     "ManagerMetrics",
@@ -78,9 +95,12 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotWriteError",
     "SourceReport",
+    "admitted_upstream",
+    "call_hook",
     "client_report_of",
     "close_now",
     "entry_being_built",
+    "hook_of",
     "load_config",
     "probe_report_of",
     "redact_value",

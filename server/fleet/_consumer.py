@@ -9,7 +9,7 @@ pod's cache (digest verified: :class:`~server.fleet.SnapshotCache`) and opens
 it with the type's codec. The producer validated and sized every generation
 it announced, so the pod's Manager serves it as it comes
 (``admitted_upstream``), exactly as a worker serves what its supervisor
-published (``server/workers/_store.py``'s ``MappedFetcher``). A type without a
+published (``server/workers/worker/_mapping.py``'s ``MappedFetcher``). A type without a
 portable codec is built by the pod from its source, as without a fleet.
 
 When the store cannot be reached, a fetcher that serves keeps its value (the
@@ -58,7 +58,7 @@ from pineapple.resource.lowlevel import (
 )
 
 from .._build_error import BuildError
-from ..workers._store import entry_key
+from ..workers._store_format import entry_key
 from ._cache import SnapshotCache
 from ._errors import FleetError, StoreUnavailableError
 from ._snapshots import Announcement, check_portable
@@ -396,7 +396,10 @@ class FleetFetcher:
 
     Guarantees: ``_pending`` and ``generation`` are written by ``__call__``,
     ``commit``, ``discard`` and ``carry_over``, which its Manager serialises
-    (the refresh lock around a fetch and its admission).
+    (the refresh lock around a fetch and its admission); a fetch's value is
+    committed or discarded before the next fetch, so ``commit`` and
+    ``discard`` concern the pending generation whatever value they are given
+    (a supervisor's ``PublishingFetcher`` passes its staged copy).
     """
 
     admitted_upstream = True
@@ -481,21 +484,25 @@ class FleetFetcher:
         return value
 
     def commit(self, value: Any) -> None:
-        """The Manager serves ``value`` now (called under its swap lock)."""
-        pending = self._pending
-        if pending is not None and pending[0] is value:
-            self._pending = None
+        """The generation this fetcher returned last serves now (called under the Manager's
+        swap lock; under ``--workers`` ``value`` is the supervisor's staged copy of it)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
             self.generation = pending[1].generation
             self._consumer.commit(pending[1], pending[2])
 
     def discard(self, value: Any) -> None:
-        """``value`` will not be served (refused, pinned here meanwhile, manager stopped)."""
-        pending = self._pending
-        if pending is not None and pending[0] is value:
-            self._pending = None
+        """The generation this fetcher returned last will not serve (refused, pinned here
+        meanwhile, the manager stopped)."""
+        self._pending = None
 
     def carry_over(self, value: Any) -> None:
-        """A config reload carried the served value over: it is the pod's served generation."""
+        """``value`` serves without this fetcher having fetched it: a config reload carried
+        the pod's served generation over (a new fetcher takes its number), or a local
+        rollback or refusal kept a value (the next fetch asks the fleet again)."""
+        if self.generation:
+            self.generation = 0
+            return
         served = self._consumer.served_of(self.name)
         if served is not None and served.params_hash == self.params_hash:
             self.generation = served.generation

@@ -22,7 +22,7 @@ import pytest
 from pineapple import builtins
 from pineapple._params import validate_params
 from server.fleet import CONFIG, PINS, Announcement, FleetStore, open_store, publish_snapshot
-from server.workers._store import entry_key
+from server.workers._store_format import entry_key
 
 from .._serve import Serve, cli_env
 from ..server.fakes import dump, unified_config

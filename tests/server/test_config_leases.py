@@ -14,7 +14,8 @@ import pytest
 import resources
 from server._config_read import ConfigFileError
 from server.workers._config_leases import take_lease
-from server.workers._store import SharedStore
+from server.workers.supervisor._publishing import SharedStore
+from server.workers.worker._mapping import MappedStore
 
 from .test_shared_store import _Source, _table, mapping_worker
 
@@ -47,7 +48,7 @@ def test_a_dropped_entry_goes_once_the_last_worker_read_a_newer_config(
     store: SharedStore,
 ) -> None:
     _reload(store, "v1", {"feed_data-a", "feed_data-b"})
-    worker = SharedStore(store.path)
+    worker = MappedStore(store.path)
     assert worker.read_config(1024) == (1, b"v1")  # the worker builds generation 1
     _reload(store, "v2", {"feed_data-a"})  # b is dropped (renamed, removed)
     assert store.sweep() == []  # the worker may still build generation 1: b stays
@@ -76,7 +77,7 @@ def test_a_worker_that_exits_releases_its_lease(store: SharedStore) -> None:
 
 
 def _hold_lease(path: str, writer: Connection) -> None:
-    worker = SharedStore(path)
+    worker = MappedStore(path)
     generation, _ = worker.read_config(1024)
     writer.send(generation)
     threading.Event().wait(60)  # hold the lease until the test kills this process
@@ -93,12 +94,12 @@ def test_a_superseded_config_cannot_be_leased(store: SharedStore) -> None:
     finally:
         os.close(fd)
     # A worker that read the old manifest is handed the new generation instead.
-    assert SharedStore(store.path).read_config(1024) == (2, b"v2")
+    assert MappedStore(store.path).read_config(1024) == (2, b"v2")
 
 
 def test_an_entry_named_again_before_the_sweep_stays(store: SharedStore) -> None:
     _reload(store, "v1", {"feed_data-a", "feed_data-b"})
-    worker = SharedStore(store.path)
+    worker = MappedStore(store.path)
     worker.read_config(1024)
     _reload(store, "v2", {"feed_data-a"})
     _reload(store, "v3", {"feed_data-a", "feed_data-b"})  # renamed back
@@ -109,7 +110,7 @@ def test_an_entry_named_again_before_the_sweep_stays(store: SharedStore) -> None
 
 def test_what_a_failed_reload_published_goes_at_the_next_sweep(store: SharedStore) -> None:
     _reload(store, "v1", {"feed_data-a"})
-    SharedStore(store.path).read_config(1024)  # a worker serves generation 1
+    MappedStore(store.path).read_config(1024)  # a worker serves generation 1
     _publish(store, "feed_data-new")  # fetched by a reload that failed afterwards
     store.retire({"feed_data-a"})
     assert store.sweep() == ["feed_data-new"]  # no config generation ever named it

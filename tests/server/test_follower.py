@@ -8,8 +8,9 @@ from typing import Any
 
 from server._reload_policy import ReloadOutcome
 from server._snapshot import SnapshotHolder
-from server.workers._store import SharedStore
+from server.workers.supervisor._publishing import SharedStore
 from server.workers.worker._follower import ConfigFollow, Follower
+from server.workers.worker._mapping import MappedStore
 from server.workers.worker._supervisor_link import SharedConfigSource
 
 
@@ -32,12 +33,13 @@ def _follower(
     tmp_path: Path, result: str
 ) -> tuple[Follower, SharedStore, SharedConfigSource, FakeReloader, list[str]]:
     store = SharedStore.create(tmp_path)
-    source = SharedConfigSource(store)
+    worker = MappedStore(store.path)
+    source = SharedConfigSource(worker)
     reloader = FakeReloader(source, result)
     faults: list[str] = []
     reader, _writer = multiprocessing.Pipe(duplex=False)
     follower = Follower(
-        store,
+        worker,
         SnapshotHolder(),
         reader,
         config=ConfigFollow(

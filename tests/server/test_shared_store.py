@@ -16,15 +16,10 @@ from pineapple.resource.lowlevel import SnapshotWriteError
 from resources import FeedTable, MappedFeedTable
 from resources._feed_data import FeedDataPrinter
 from resources.lowlevel import build_feed_table
-from server.workers._store import (
-    MappedFetcher,
-    PublishingFetcher,
-    SharedStore,
-    SnapshotMissingError,
-    entry_key,
-    mapped_registry,
-)
+from server.workers._store_format import SnapshotMissingError, entry_key
+from server.workers.supervisor._publishing import PublishingFetcher, SharedStore
 from server.workers.supervisor._staging import Staging
+from server.workers.worker._mapping import MappedFetcher, MappedStore, mapped_registry
 
 
 def _table(tag: str, n: int = 20) -> FeedTable:
@@ -79,7 +74,11 @@ class _FullCodec:
 def mapping_worker(store: SharedStore, key: str) -> resource.Manager:
     """A worker's started Manager with one resource, ``feed``, mapped from ``key``."""
     worker = resource.Manager()
-    worker.register("feed", MappedFetcher(store, key, resources.lowlevel.FEED_CODEC), interval=-1)
+    worker.register(
+        "feed",
+        MappedFetcher(MappedStore(store.path), key, resources.lowlevel.FEED_CODEC),
+        interval=-1,
+    )
     worker.start()
     return worker
 
@@ -127,7 +126,7 @@ def test_full_directory_publishes_nothing_and_keeps_the_last_good(tmp_path: Path
     with pytest.raises(resource.RefreshError, match=r"feed_data-k\.2.*full"):
         publisher.refresh("feed")
     assert store.manifest() == before
-    generation, table = store.open("feed_data-k", resources.lowlevel.FEED_CODEC)
+    generation, table = MappedStore(store.path).open("feed_data-k", resources.lowlevel.FEED_CODEC)
     try:
         assert generation == 1 and _titles(table) == ["v1-1", "v1-3", "v1-5"]
     finally:
@@ -140,7 +139,9 @@ def test_worker_registry_never_fetches_from_the_source(tmp_path: Path) -> None:
     store = SharedStore.create(tmp_path)
     params = {"sqlite_path": str(tmp_path / "missing.db"), "table": "items"}
     config = {"resource_config": {"feed": {"type": "feed_data", "params": params}}}
-    manager = resource.Manager(mapped_registry(resource.default_registry(), store))
+    manager = resource.Manager(
+        mapped_registry(resource.default_registry(), MappedStore(store.path))
+    )
     manager.load_from_root_config(config)
     with pytest.raises(resource.StartError, match="no shared snapshot of feed_data-"):
         manager.start()
@@ -156,7 +157,7 @@ def test_file_tables_are_published_whole(tmp_path: Path) -> None:
     value = resources.FileMapping({"a": 1})
     value.source = "x.json"
     store.publish("json_file-k", resources.lowlevel.FILE_CODEC, value)
-    generation, got = store.open("json_file-k", resources.lowlevel.FILE_CODEC)
+    generation, got = MappedStore(store.path).open("json_file-k", resources.lowlevel.FILE_CODEC)
     assert generation == 1 and got == {"a": 1} and got.source == "x.json"
     store.remove()
     assert not store.path.exists()
@@ -167,7 +168,9 @@ def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
 ) -> None:
     store = SharedStore.create(tmp_path)
     trims: list[str] = []
-    monkeypatch.setattr("server.workers._store.trim_heap", lambda: trims.append("trim"))
+    monkeypatch.setattr(
+        "server.workers.supervisor._publishing.trim_heap", lambda: trims.append("trim")
+    )
     publisher = publishing(store, _Source())
     try:
         assert store.generation("feed_data-k") == 1
@@ -176,12 +179,56 @@ def test_each_publish_hands_freed_memory_back_and_a_failing_trim_fails_nothing(
         def broken() -> None:
             raise OSError("no malloc_trim here")
 
-        monkeypatch.setattr("server.workers._store.trim_heap", broken)
+        monkeypatch.setattr("server.workers.supervisor._publishing.trim_heap", broken)
         assert publisher.refresh("feed") == "swapped"  # the publish stands
         assert store.generation("feed_data-k") == 2
     finally:
         publisher.stop()
         store.remove()
+
+
+class _ReleasingCodec(_FullCodec):
+    """The feed codec with a ``release_memory`` hook that counts its calls (and can fail)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.releases = 0
+        self.broken = False
+
+    def release_memory(self) -> None:
+        self.releases += 1
+        if self.broken:
+            raise RuntimeError("no pool here")
+
+
+def test_each_publish_releases_the_codecs_pool_and_a_failing_release_fails_nothing(
+    tmp_path: Path,
+) -> None:
+    store = SharedStore.create(tmp_path)
+    codec = _ReleasingCodec()
+    publisher = publishing(store, _Source(), codec=codec)
+    try:
+        assert store.generation("feed_data-k") == 1 and codec.releases == 1
+        codec.broken = True
+        assert publisher.refresh("feed") == "swapped"  # the publish stands
+        assert store.generation("feed_data-k") == 2 and codec.releases == 2
+    finally:
+        publisher.stop()
+        store.remove()
+
+
+def test_the_feed_codec_releases_arrows_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow
+
+    released: list[str] = []
+
+    class Pool:
+        def release_unused(self) -> None:
+            released.append("pool")
+
+    monkeypatch.setattr(pyarrow, "default_memory_pool", Pool)
+    resources.lowlevel.FEED_CODEC.release_memory()
+    assert released == ["pool"]
 
 
 class _Sized(_Source):
@@ -322,7 +369,7 @@ def test_a_worker_serves_what_was_published_whatever_its_own_checks(tmp_path: Pa
     worker = resource.Manager(budget=resource.lowlevel.MemoryBudget(1))
     worker.register(
         "feed",
-        MappedFetcher(store, "feed_data-k", resources.lowlevel.FEED_CODEC),
+        MappedFetcher(MappedStore(store.path), "feed_data-k", resources.lowlevel.FEED_CODEC),
         interval=-1,
         printer=FeedDataPrinter(),
         validate={"min_rows": 1000},
@@ -357,24 +404,25 @@ def test_a_candidate_configs_value_of_a_served_key_waits_until_it_is_accepted(
     tmp_path: Path,
 ) -> None:
     store = SharedStore.create(tmp_path)
+    worker = MappedStore(store.path)
     codec = resources.lowlevel.FILE_CODEC
     _publish(store, "json_file-k", _mapping(1))
     accepted, refused = Staging(), Staging()
     for staging, n in ((accepted, 2), (refused, 3)):
         _publish(store, "json_file-k", _mapping(n), staging)
         _publish(store, "json_file-new", _mapping(n), staging)  # no one names it
-        assert store.open("json_file-k", codec)[1] == {"n": 1}  # still what serves
+        assert worker.open("json_file-k", codec)[1] == {"n": 1}  # still what serves
     # The first candidate named "new" at once; the second one's value of it waits.
-    assert store.open("json_file-new", codec)[1] == {"n": 2}
+    assert worker.open("json_file-new", codec)[1] == {"n": 2}
     store.refuse(refused)
     with pytest.raises(SnapshotWriteError, match="its config was refused"):
         _publish(store, "json_file-k", _mapping(4), refused)  # a straggler
     store.publish_config(b"{}", "hash", accepted)
-    generation, value = store.open("json_file-k", codec)
+    generation, value = worker.open("json_file-k", codec)
     assert (generation, value) == (2, {"n": 2})
     store.refuse(accepted)  # a no-op once accepted: its value stays
     _publish(store, "json_file-k", _mapping(5), accepted)  # it serves: at once
-    generation, value = store.open("json_file-k", codec)
+    generation, value = worker.open("json_file-k", codec)
     assert value == {"n": 5} and generation > 2  # generations only grow
     stems = {p.name.split(".")[1] for p in store.path.iterdir() if p.name.startswith("json_file-k")}
     assert stems == {str(generation)}  # the superseded and the refused values' files are gone

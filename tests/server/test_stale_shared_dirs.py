@@ -16,7 +16,7 @@ import httpx
 import psutil
 import pytest
 
-from server.workers._store import SharedStore
+from server.workers.supervisor._publishing import SharedStore
 from server.workers.supervisor._stale_dirs import (
     LOCK_MARK,
     OWNER_FILE,

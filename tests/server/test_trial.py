@@ -13,8 +13,8 @@ import pytest
 
 import server
 from server._build_error import BuildError
-from server.workers._store import SharedStore
 from server.workers.supervisor import _trial
+from server.workers.supervisor._publishing import SharedStore
 
 from .fakes import items_resource, unified_config
 

@@ -62,7 +62,8 @@ from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._control import ControlError
-from .._store import RELOAD_ENTRY, SharedStore, codec_of, publishing_registry
+from .._store_format import RELOAD_ENTRY, codec_of
+from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
 

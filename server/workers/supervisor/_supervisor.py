@@ -65,9 +65,10 @@ from ..._pod_metrics import PodMetrics
 from ..._watcher import ConfigWatcher
 from .._control import CONTROL_SOCKET, ControlServer
 from .._liveness import BeatClock
-from .._store import METRICS_DIR, SharedStore
+from .._store_format import METRICS_DIR
 from ..worker._main import worker_main
 from ._authority import ConfigAuthority
+from ._publishing import SharedStore
 
 __all__ = [
     "RESTART_BACKOFF_MAX_SECONDS",

@@ -49,8 +49,8 @@ import orjson
 
 from ..._build_error import BuildError, BuildStep
 from ..._config import Config
-from .._store import SharedStore
 from ..worker._main import TRIAL_REPLY_MAX_BYTES, trial_main
+from ._publishing import SharedStore
 
 __all__ = ["TRIAL_SPAWN_SECONDS", "trial_build"]
 

@@ -52,7 +52,8 @@ from pineapple import PineappleError, resource
 
 from ..._reloader import Reloader
 from ..._snapshot import SnapshotHolder
-from .._store import CONFIG_ENTRY, SharedStore, SnapshotMissingError, codec_of
+from .._store_format import CONFIG_ENTRY, SnapshotMissingError, codec_of
+from ._mapping import MappedStore
 from ._supervisor_link import SharedConfigSource
 
 __all__ = ["FOLLOW_POLL_SECONDS", "ConfigFollow", "Follower"]
@@ -112,7 +113,7 @@ class Follower:
 
     def __init__(
         self,
-        store: SharedStore,
+        store: MappedStore,
         holder: SnapshotHolder,
         parent: Connection,
         poll_seconds: float = FOLLOW_POLL_SECONDS,

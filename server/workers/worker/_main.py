@@ -36,8 +36,9 @@ from ..._serving import exit_within, serve
 from ..._snapshot import SnapshotHolder
 from .._control import CONTROL_READ_SECONDS
 from .._liveness import START_SLACK_SECONDS, Heartbeat
-from .._store import METRICS_DIR, SharedStore, codec_of, mapped_registry
+from .._store_format import METRICS_DIR, codec_of
 from ._follower import ConfigFollow, Follower
+from ._mapping import MappedStore, mapped_registry
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
 __all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
@@ -65,7 +66,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def worker_settings(
-    config: Config, store: SharedStore, source: ConfigSource | None = None
+    config: Config, store: MappedStore, source: ConfigSource | None = None
 ) -> Config:
     """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
     base = config.wiring.registry or resource.default_registry()
@@ -101,7 +102,7 @@ def worker_main(
     heartbeat.start()
     configure_logging(config.log_level, config.log_format)
     import_plugins(config.plugins)
-    store = SharedStore(store_path)
+    store = MappedStore(store_path)
     source = SharedConfigSource(store)
     base = config.wiring.registry or resource.default_registry()
     worker_config = worker_settings(config, store, source)
@@ -188,7 +189,7 @@ def trial_main(
     snap = donor = None
     try:
         import_plugins(config.plugins)
-        settings = worker_settings(config, SharedStore(store_path))
+        settings = worker_settings(config, MappedStore(store_path))
         assert settings.wiring.registry is not None
         builder = Builder(settings)
         donor = _stand_ins(builder, settings.wiring.registry, data, carried)

@@ -31,7 +31,8 @@ from pineapple import resource
 from ..._decisions import Action, LocalDecisions, Refused
 from ..._reload_policy import Trigger
 from .._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
-from .._store import CONFIG_ENTRY, RELOAD_ENTRY, SharedStore, codec_of
+from .._store_format import CONFIG_ENTRY, RELOAD_ENTRY, codec_of
+from ._mapping import MappedStore
 
 __all__ = ["SharedConfigSource", "SupervisorLink"]
 
@@ -39,7 +40,7 @@ __all__ = ["SharedConfigSource", "SupervisorLink"]
 class SharedConfigSource:
     """The config bytes the supervisor accepted, read from the store (a ``ConfigSource``)."""
 
-    def __init__(self, store: SharedStore) -> None:
+    def __init__(self, store: MappedStore) -> None:
         self._store = store
         self.last_read = 0
         """Generation of the bytes last handed out."""
@@ -58,7 +59,7 @@ class SupervisorLink:
 
     def __init__(
         self,
-        store: SharedStore,
+        store: MappedStore,
         source: SharedConfigSource,
         timeout: float,
         local: LocalDecisions,

@@ -1,17 +1,12 @@
-"""Shared snapshots of data resources: the store, and the fetchers on both of its sides.
+"""The publishing side of the shared-snapshot store (the supervisor).
 
-With ``--workers N`` the supervisor fetches every resource whose type declares
-a codec (``ResourceSchema.codec``, see :func:`codec_of`) and publishes each new
-value into a :class:`SharedStore`, a private directory (under ``/dev/shm`` by default)
-holding immutable snapshot files and one small ``manifest.json``. Workers
-never talk to the data sources: their fetcher for a shared type is a
-:class:`MappedFetcher`, which opens the newest published generation with the
-type's codec, or answers ``NOT_MODIFIED`` when it already serves it. A type
-without a codec is fetched by each worker and never by the supervisor.
-
-An entry is identified by its *key*: a hash of its type and validated params,
-so the supervisor and a worker that read the same config agree on it without
-passing names around, and no secret from the params appears in a file name.
+The store's layout, which both sides read, is ``server/workers/_store_format.py``;
+the side that maps what is published is ``server/workers/worker/_mapping.py``.
+Here: :class:`SharedStore` (every write to the directory), and
+:class:`PublishingFetcher`, which fetches a shared type with its own fetcher and
+publishes each value with the type's codec; :func:`publishing_registry` makes one
+per shared entry of a config. :class:`SnapshotPublisher` is the seam between
+the two: what a ``PublishingFetcher`` asks of a store.
 
 Guarantees:
 - Publishing writes the snapshot files under new names first, then replaces
@@ -37,17 +32,15 @@ Guarantees:
 - A failed publish (``SnapshotWriteError``, e.g. ``/dev/shm`` full) leaves the
   manifest and the last good snapshot as they were, and the fetch fails: the
   supervisor's Manager keeps its last good value and retries with backoff.
-- Besides one entry per shared resource, the manifest holds entries whose keys
-  start with ``_`` (an entry key starts with a type name): ``_config`` (the
-  config bytes the supervisor accepted, its generation and hash) and
-  ``_reload`` (the supervisor's last reload outcome). They are amended under the same ``_lock``
-  and written with the same atomic rename, so a worker sees a config
-  generation only after every snapshot it names was published.
+- The reserved entries (``_config``: the config bytes the supervisor accepted,
+  its generation and hash; ``_reload``: its last reload outcome) are amended
+  under the same ``_lock`` and written with the same atomic rename, so a
+  worker sees a config generation only after every snapshot it names was
+  published.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -55,73 +48,36 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
-import pyarrow
 
-from pineapple import PineappleError
 from pineapple._heap_trim import trim_heap
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
-from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError, source_report_of
+from pineapple.resource.lowlevel import (
+    SnapshotCodec,
+    SnapshotWriteError,
+    SourceReport,
+    admitted_upstream,
+    call_hook,
+    hook_of,
+    source_report_of,
+)
 
-from .._config_read import ConfigFileError, read_config_file
-from ._config_leases import HeldGenerations, take_lease
-from .supervisor._staging import Staging
-from .supervisor._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
+from .._config_leases import HeldGenerations
+from .._store_format import CONFIG_ENTRY, StoreDirectory, default_shared_parent, entry_key
+from ._staging import Staging
+from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
 __all__ = [
-    "CONFIG_ENTRY",
-    "MANIFEST_MAX_BYTES",
-    "METRICS_DIR",
-    "RELOAD_ENTRY",
-    "MappedFetcher",
     "PublishingFetcher",
     "SharedStore",
-    "SnapshotMissingError",
+    "SnapshotPublisher",
     "Staged",
-    "codec_of",
-    "default_shared_parent",
-    "entry_key",
-    "mapped_registry",
     "publishing_registry",
 ]
 
-METRICS_DIR = "metrics"
-"""The store's subdirectory where every process of the pod flushes its metrics."""
-MANIFEST_MAX_BYTES = 1024 * 1024
-"""A manifest larger than this is refused (it lists one line per shared resource)."""
-
-CONFIG_ENTRY = "_config"
-"""Manifest entry: ``{"generation", "file", "content_hash"}`` of the accepted config."""
-RELOAD_ENTRY = "_reload"
-"""Manifest entry: the supervisor's last config reload outcome (``ReloadOutcome.to_dict``)."""
-_CONFIG_READ_ATTEMPTS = 3
-"""A worker reading the config retries this often when a newer publish unlinked its file."""
-
 _log = logging.getLogger("pineapple.server")
-
-
-class SnapshotMissingError(PineappleError):
-    """A worker asked for a shared resource the supervisor has not published."""
-
-
-def codec_of(registry: Registry, type_name: str) -> SnapshotCodec | None:
-    """The codec ``type_name`` declares in ``registry`` (None: not shared, or unknown)."""
-    schema = registry.get(type_name) if type_name else None
-    return None if schema is None else schema.codec
-
-
-def entry_key(type_name: str, params: Any) -> str:
-    """The key of a config entry in the store: a hash of its type and params."""
-    text = orjson.dumps({"type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS)
-    return f"{type_name}-{hashlib.sha256(text).hexdigest()[:24]}"
-
-
-def default_shared_parent() -> Path:
-    """``/dev/shm`` when it exists (memory-backed on Linux), else the temporary directory."""
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
 
 
 @dataclass(frozen=True)
@@ -135,29 +91,57 @@ class Staged:
     """The names of the files its codec wrote (inside the store's directory)."""
 
 
-class SharedStore:
-    """A directory of published snapshots and its manifest (see the module's Guarantees).
+class SnapshotPublisher(Protocol):
+    """What a :class:`PublishingFetcher` asks of a store (``SharedStore`` is one).
 
-    >>> store = SharedStore.create()     # doctest: +SKIP  (the supervisor)
-    >>> SharedStore(store.path)          # doctest: +SKIP  (a worker)
+    Two phases: :meth:`stage` writes a value where no reader looks yet,
+    :meth:`commit` names it (or :meth:`discard` removes it); :meth:`publish`
+    is both at once (a rollback's value, written again).
+    """
+
+    def stage(self, key: str, codec: SnapshotCodec, value: Any) -> Staged:
+        """Write ``value`` as the next generation of ``key``, not yet published."""
+        ...
+
+    def open_staged(self, staged: Staged, codec: SnapshotCodec) -> Any:
+        """The value of ``staged``, opened as a reader opens a published one."""
+        ...
+
+    def commit(self, staged: Staged, staging: Staging | None = None) -> None:
+        """Publish ``staged`` (``SnapshotWriteError``: nothing published)."""
+        ...
+
+    def discard(self, staged: Staged) -> None:
+        """Remove ``staged``, which was never committed."""
+        ...
+
+    def publish(self, key: str, codec: SnapshotCodec, value: Any) -> Staged:
+        """Stage and commit ``value`` as the next generation of ``key``."""
+        ...
+
+
+class SharedStore(StoreDirectory):
+    """The supervisor's store: every write to the directory (see the module's Guarantees).
+
+    A :class:`SnapshotPublisher`. A worker opens the same directory as a
+    ``MappedStore`` (``server/workers/worker/_mapping.py``).
+
+    >>> store = SharedStore.create()     # doctest: +SKIP
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.manifest_path = self.path / "manifest.json"
+        super().__init__(path)
         self._lock = threading.Lock()
         self._held = HeldGenerations()
-        """Supervisor: the config generations a worker may still build from."""
+        """the config generations a worker may still build from."""
         self._config_generation = 0
-        """Supervisor: the config generation last published."""
+        """the config generation last published."""
         self._dropped: dict[str, int] = {}
-        """Supervisor: ``key -> newest config generation that may name it`` of unnamed entries."""
-        self._lease: tuple[int, int] | None = None
-        """Worker: ``(generation, descriptor)`` of the config generation it last read."""
+        """``key -> newest config generation that may name it`` of unnamed entries."""
         self._staged_top: dict[str, int] = {}
-        """Supervisor: ``key -> newest generation staged`` (generations only grow)."""
+        """``key -> newest generation staged`` (generations only grow)."""
         self._owner: int | None = None
-        """Supervisor: the locked descriptor of the ``owner`` file (``_stale_dirs``)."""
+        """the locked descriptor of the ``owner`` file (``_stale_dirs``)."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -178,22 +162,6 @@ class SharedStore:
         store = cls(path)
         store._owner = owner
         return store
-
-    def manifest(self) -> dict[str, dict[str, Any]]:
-        """``key -> {"generation", "stem", "files"}`` as last published ({} before any)."""
-        try:
-            with open(self.manifest_path, "rb") as source:
-                data = source.read(MANIFEST_MAX_BYTES + 1)
-        except FileNotFoundError:
-            return {}
-        if len(data) > MANIFEST_MAX_BYTES:
-            raise SnapshotMissingError(
-                f"{self.manifest_path}: over {MANIFEST_MAX_BYTES} bytes, not a manifest we wrote"
-            )
-        parsed = orjson.loads(data)
-        if not isinstance(parsed, dict):
-            raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
-        return parsed
 
     def stage(self, key: str, codec: SnapshotCodec, value: Any) -> Staged:
         """Write ``value`` with ``codec`` as the next generation of ``key``, not yet named in
@@ -359,36 +327,6 @@ class SharedStore:
         _log.info("removed %d shared snapshot(s) no config names any more", len(gone))
         return gone
 
-    def read_config(self, max_bytes: int) -> tuple[int, bytes]:
-        """``(generation, bytes)`` of the newest accepted config; ``ConfigFileError`` if none."""
-        # Bounded: _CONFIG_READ_ATTEMPTS tries; each loses only to a newer publish.
-        for _ in range(_CONFIG_READ_ATTEMPTS):
-            entry = self.manifest().get(CONFIG_ENTRY)
-            if entry is None:
-                break
-            generation, path = int(entry["generation"]), self.path / str(entry["file"])
-            try:
-                lease = take_lease(path)  # held until this worker reads a newer generation
-                try:
-                    data = read_config_file(path, max_bytes)
-                except BaseException:
-                    os.close(lease)
-                    raise
-            except ConfigFileError:
-                if self.manifest().get(CONFIG_ENTRY) == entry:
-                    raise  # not replaced meanwhile: a real failure
-                continue
-            self._keep_lease(generation, lease)
-            return generation, data
-        raise ConfigFileError(self.path, "holds no config accepted by the supervisor")
-
-    def _keep_lease(self, generation: int, fd: int) -> None:
-        """Hold the lease on ``generation`` and release the one this worker held before."""
-        with self._lock:
-            old, self._lease = self._lease, (generation, fd)
-        if old is not None:
-            os.close(old[1])
-
     def _write(self, manifest: dict[str, Any]) -> None:
         try:
             self._write_manifest(manifest)
@@ -405,22 +343,6 @@ class SharedStore:
             tmp.unlink(missing_ok=True)
             raise
 
-    def open(self, key: str, codec: SnapshotCodec) -> tuple[int, Any]:
-        """``(generation, value)`` of the newest snapshot of ``key``, opened with ``codec``."""
-        entry = self.manifest().get(key)
-        if entry is None:
-            raise SnapshotMissingError(
-                f"no shared snapshot of {key} in {self.path} (has the supervisor loaded it?)"
-            )
-        generation = int(entry["generation"])
-        value = codec.open(self.path / str(entry["stem"]), generation)
-        return generation, value
-
-    def generation(self, key: str) -> int:
-        """The newest published generation of ``key`` (0: none)."""
-        entry = self.manifest().get(key)
-        return 0 if entry is None else int(entry["generation"])
-
     def remove(self) -> None:
         """Delete the directory and every snapshot in it (the supervisor, at exit)."""
         with self._lock:
@@ -431,21 +353,22 @@ class SharedStore:
             self._owner = None
 
 
-def _release_freed_memory() -> None:
-    """Hand the memory of a table just published and dropped back to the OS.
+def _release_freed_memory(codec: SnapshotCodec) -> None:
+    """Hand the memory of a value just published and dropped back to the OS.
 
-    Arrow's pool and glibc keep freed pages for reuse, so without this the
+    The codec's allocator (its optional ``release_memory`` hook: Arrow's pool
+    for ``feed_data``) and glibc keep freed pages for reuse, so without this the
     supervisor's RSS stays at its peak between refreshes. Never fails a publish.
     """
+    call_hook(codec, "release_memory", label="shared snapshot codec", level=logging.DEBUG)
     try:
-        pyarrow.default_memory_pool().release_unused()
         trim_heap()
-    except Exception as exc:  # a missing symbol or an old pyarrow: only memory is lost
+    except Exception as exc:  # a missing symbol: only memory is lost
         _log.debug("cannot release freed memory after a publish: %s", exc)
 
 
 class PublishingFetcher:
-    """Supervisor side: fetch with the type's own fetcher, stage with its codec, serve what
+    """Fetch with the type's own fetcher, stage with its codec, serve what
     workers map.
 
     Two-phase (the Manager's ``commit``/``discard`` hooks): a fetched value is
@@ -455,12 +378,10 @@ class PublishingFetcher:
     manifest names it) only once it is accepted, under its swap lock. A
     refused or pinned-meanwhile value is discarded: no worker ever sees it.
     A rollback commits the kept previous value, which is written again as the
-    newest generation.
-
-    An inner fetcher that serves values admitted elsewhere (a fleet pod's,
-    ``admitted_upstream``) keeps that word here, and its ``commit`` and
-    ``discard`` hooks and its ``source_report`` are called through: the
-    supervisor of a fleet pod serves what the producer admitted.
+    newest generation. Every hook of ``FetcherHooks`` is forwarded to the
+    inner fetcher, and so are its ``admitted_upstream`` and ``source_report``:
+    the supervisor of a fleet pod serves what the fleet's producer admitted,
+    and shows where it came from.
 
     Guarantees: ``_pending`` is written by ``__call__``, ``commit`` and
     ``discard`` of one resource, which its Manager serialises (the refresh
@@ -471,7 +392,7 @@ class PublishingFetcher:
     def __init__(
         self,
         inner: Fetcher,
-        store: SharedStore,
+        store: SnapshotPublisher,
         key: str,
         codec: SnapshotCodec,
         staging: Staging | None = None,
@@ -482,9 +403,7 @@ class PublishingFetcher:
         self.codec = codec
         self._staging = staging
         self._pending: tuple[Any, Staged] | None = None
-        self._inner_value: Any = None
-        """The inner fetcher's value behind ``_pending`` (for its commit/discard hooks)."""
-        self.admitted_upstream = getattr(inner, "admitted_upstream", False) is True
+        self.admitted_upstream = admitted_upstream(inner)
 
     def __call__(self) -> Any:
         value = self._inner()
@@ -492,20 +411,10 @@ class PublishingFetcher:
             return NOT_MODIFIED
         try:
             staged = self._store.stage(self.key, self.codec, value)
-        except BaseException:
-            self._inner_hook("discard", value)
-            raise
-        else:
-            # Held for the inner's commit/discard hooks only when it has them (a fleet
-            # pod's, whose value is mapped from its cache): else freed below, at once.
-            two_phase = callable(getattr(self._inner, "commit", None))
-            self._inner_value = value if two_phase else None
         finally:
-            close = getattr(value, "close", None)
-            if callable(close):
-                close()
+            call_hook(value, "close", label=f"shared snapshot {self.key}")
             del value
-            _release_freed_memory()
+            _release_freed_memory(self.codec)
         try:
             opened = self._store.open_staged(staged, self.codec)
         except BaseException:
@@ -516,38 +425,37 @@ class PublishingFetcher:
 
     def commit(self, value: Any) -> None:
         """Publish ``value``: the staged one named in the manifest, or (a rollback) written
-        again as the newest generation."""
+        again as the newest generation. The inner fetcher's own ``commit`` runs first (what it
+        raises refuses the swap, and nothing is published)."""
+        forward = hook_of(self._inner, "commit")
+        if forward is not None:
+            forward(value)
         pending = self._pending
         if pending is not None and pending[0] is value:
             self._pending = None
             self._store.commit(pending[1], self._staging)  # on failure the Manager discards it
-            self._inner_hook("commit", self._inner_value)
             return
         self._store.publish(self.key, self.codec, value)
 
     def discard(self, value: Any) -> None:
-        """``value`` will not be served: its staged files go."""
+        """``value`` will not be served: its staged files go (then the inner fetcher's own
+        ``discard``)."""
         pending = self._pending
         if pending is not None and pending[0] is value:
             self._pending = None
             self._store.discard(pending[1])
-            self._inner_hook("discard", self._inner_value)
+        forward = hook_of(self._inner, "discard")
+        if forward is not None:
+            forward(value)
 
-    def _inner_hook(self, name: str, value: Any) -> None:
-        """The inner fetcher's ``commit``/``discard`` for the value it returned (if it has one)."""
-        self._inner_value = None
-        hook = getattr(self._inner, name, None)
-        if callable(hook):
-            hook(value)
-
-    def source_report(self) -> Any:
+    def source_report(self) -> SourceReport | None:
         """The inner fetcher's ``source_report()`` (None when it has none)."""
         return source_report_of(self._inner)
 
     def carry_over(self, value: Any) -> None:
         """A config reload carried ``value`` over: the inner fetcher resumes from it."""
-        resume = getattr(self._inner, "carry_over", None)
-        if callable(resume):
+        resume = hook_of(self._inner, "carry_over")
+        if resume is not None:
             resume(value)
 
     def close(self) -> None:
@@ -555,39 +463,15 @@ class PublishingFetcher:
         pending, self._pending = self._pending, None
         if pending is not None:
             self._store.discard(pending[1])
-        close = getattr(self._inner, "close", None)
-        if callable(close):
+        close = hook_of(self._inner, "close")
+        if close is not None:
             close()
 
     def cancel(self) -> None:
         """Stop a load in flight (forwarded to the inner fetcher)."""
-        cancel = getattr(self._inner, "cancel", None)
-        if callable(cancel):
+        cancel = hook_of(self._inner, "cancel")
+        if cancel is not None:
             cancel()
-
-
-class MappedFetcher:
-    """Worker side: the newest published snapshot of ``key``, opened (never a source read).
-
-    ``admitted_upstream``: the supervisor validated every published value and
-    fitted it in its budget before publishing, so the worker's Manager serves
-    it as it comes (no worker can refuse what the supervisor published).
-    """
-
-    admitted_upstream = True
-
-    def __init__(self, store: SharedStore, key: str, codec: SnapshotCodec) -> None:
-        self._store = store
-        self.key = key
-        self.codec = codec
-        self.generation = 0
-
-    def __call__(self) -> Any:
-        if self.generation and self._store.generation(self.key) in (self.generation, 0):
-            return NOT_MODIFIED  # unchanged, or no config names it any more (this one drains)
-        generation, value = self._store.open(self.key, self.codec)
-        self.generation = generation
-        return value
 
 
 def publishing_registry(
@@ -623,26 +507,3 @@ def publishing_registry(
 
         registry.register(schema, make)
     return registry
-
-
-def mapped_registry(base: Registry, store: SharedStore) -> Registry:
-    """``base`` with every type that declares a codec read from ``store``, not its source."""
-    registry = Registry()
-    for schema in base.all():  # bounded: the registered types
-        factory, codec = base.factory(schema.name), schema.codec
-        if factory is None:
-            continue
-        if codec is not None:
-            factory = _mapped_factory(factory, store, schema.name, codec)
-        registry.register(schema, factory)
-    return registry
-
-
-def _mapped_factory(
-    factory: FetcherFactory, store: SharedStore, type_name: str, codec: SnapshotCodec
-) -> FetcherFactory:
-    def make(params: dict[str, Any]) -> Fetcher:
-        factory(params)  # the type's own checks of its params (no I/O)
-        return MappedFetcher(store, entry_key(type_name, params), codec)
-
-    return make

@@ -1,0 +1,124 @@
+"""The shared-snapshot store's format: what the publishing and the mapping side both read.
+
+With ``--workers N`` the supervisor fetches every resource whose type declares
+a codec (``ResourceSchema.codec``, see :func:`codec_of`) and publishes each new
+value into a store: a private directory (under ``/dev/shm`` by default) of
+immutable snapshot files and one small ``manifest.json``. Workers never talk
+to the data sources: they open the newest published generation with the type's
+codec. A type without a codec is fetched by each worker and never by the
+supervisor. The two sides are two modules:
+
+    supervisor/_publishing.py   SharedStore (every write), PublishingFetcher,
+                                publishing_registry
+    worker/_mapping.py          MappedStore (open, the config read), MappedFetcher,
+                                mapped_registry
+
+This module is the layout between them: the manifest (``key -> {"generation",
+"stem", "files"}``, read bounded by :data:`MANIFEST_MAX_BYTES`), the entry keys
+(:func:`entry_key`), the reserved entries (:data:`CONFIG_ENTRY`,
+:data:`RELOAD_ENTRY`), the metrics subdirectory and where a store lives.
+
+An entry is identified by its *key*: a hash of its type and validated params,
+so the supervisor and a worker that read the same config agree on it without
+passing names around, and no secret from the params appears in a file name.
+Besides one entry per shared resource, the manifest holds entries whose keys
+start with ``_`` (an entry key starts with a type name).
+
+Guarantees (what a reader may rely on; the writer's side keeps them, see
+``supervisor/_publishing.py``):
+- ``manifest.json`` is only ever replaced whole, by one ``rename``: a reader
+  sees the old or the new manifest, never a mix, and every file a manifest
+  names is complete.
+- A manifest names a config generation only after every snapshot it names
+  was published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pineapple import PineappleError
+from pineapple.resource import Registry
+from pineapple.resource.lowlevel import SnapshotCodec
+
+__all__ = [
+    "CONFIG_ENTRY",
+    "MANIFEST_MAX_BYTES",
+    "MANIFEST_NAME",
+    "METRICS_DIR",
+    "RELOAD_ENTRY",
+    "SnapshotMissingError",
+    "StoreDirectory",
+    "codec_of",
+    "default_shared_parent",
+    "entry_key",
+]
+
+METRICS_DIR = "metrics"
+"""The store's subdirectory where every process of the pod flushes its metrics."""
+MANIFEST_NAME = "manifest.json"
+"""The store's one mutable file: what is published (replaced whole, by a rename)."""
+MANIFEST_MAX_BYTES = 1024 * 1024
+"""A manifest larger than this is refused (it lists one line per shared resource)."""
+
+CONFIG_ENTRY = "_config"
+"""Manifest entry: ``{"generation", "file", "content_hash"}`` of the accepted config."""
+RELOAD_ENTRY = "_reload"
+"""Manifest entry: the supervisor's last config reload outcome (``ReloadOutcome.to_dict``)."""
+
+
+class SnapshotMissingError(PineappleError):
+    """A worker asked for a shared resource the supervisor has not published."""
+
+
+def codec_of(registry: Registry, type_name: str) -> SnapshotCodec | None:
+    """The codec ``type_name`` declares in ``registry`` (None: not shared, or unknown)."""
+    schema = registry.get(type_name) if type_name else None
+    return None if schema is None else schema.codec
+
+
+def entry_key(type_name: str, params: Any) -> str:
+    """The key of a config entry in the store: a hash of its type and params."""
+    text = orjson.dumps({"type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS)
+    return f"{type_name}-{hashlib.sha256(text).hexdigest()[:24]}"
+
+
+def default_shared_parent() -> Path:
+    """``/dev/shm`` when it exists (memory-backed on Linux), else the temporary directory."""
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+class StoreDirectory:
+    """A store's directory and its manifest, read as both sides read it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.manifest_path = self.path / MANIFEST_NAME
+
+    def manifest(self) -> dict[str, dict[str, Any]]:
+        """``key -> {"generation", "stem", "files"}`` as last published ({} before any)."""
+        try:
+            with open(self.manifest_path, "rb") as source:
+                data = source.read(MANIFEST_MAX_BYTES + 1)  # bounded: one byte past the cap
+        except FileNotFoundError:
+            return {}
+        if len(data) > MANIFEST_MAX_BYTES:
+            raise SnapshotMissingError(
+                f"{self.manifest_path}: over {MANIFEST_MAX_BYTES} bytes, not a manifest we wrote"
+            )
+        parsed = orjson.loads(data)
+        if not isinstance(parsed, dict):
+            raise SnapshotMissingError(f"{self.manifest_path}: not a manifest")
+        return parsed
+
+    def generation(self, key: str) -> int:
+        """The newest published generation of ``key`` (0: none)."""
+        entry = self.manifest().get(key)
+        return 0 if entry is None else int(entry["generation"])
