@@ -10,6 +10,7 @@ every bound, so only the watch can make them change in time.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -23,6 +24,12 @@ FOLLOW_WITHIN = 10.0
 """Seconds from an announcement to every pod serving it (the watch polls every 50 ms)."""
 
 pytestmark = [pytest.mark.timeout(240), IN_BOTH_MODES]
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    with Fleet(tmp_path) as made:
+        yield made
 
 
 def test_a_published_generation_is_served_within_the_bound(

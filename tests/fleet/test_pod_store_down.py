@@ -19,9 +19,10 @@ from ._nats import NatsCluster, nats_cluster
 from ._pods import IN_BOTH_MODES, NAME, Fleet, wait_until
 
 START_WITHIN = 5.0
-"""Seconds from a pod's start (its process spawned) to serving its cached generation; on a
-box so loaded that a pod takes longer to start with its store up, at most
-``STORE_DOWN_COSTS`` more than that start."""
+"""Seconds from a pod's start (its process spawned) to serving its cached generation. On a
+box so loaded that the same pod took longer to start with its store up, the bound is that
+start with room for the load's own variation (half of it) plus ``STORE_DOWN_COSTS``; the
+log shows the store itself was waited for 0.5 s only."""
 STORE_DOWN_COSTS = 1.0
 """Seconds a store that does not answer may add to a pod's start (it waits 0.5 s for it)."""
 CATCH_UP_WITHIN = 15.0
@@ -59,10 +60,11 @@ def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_u
         with fleet.pod(mode, own_config=False, cache=cache) as pod:
             assert pod.serves(1) and pod.tag() == "fleet-config"
             took = time.monotonic() - started
-            bound = max(START_WITHIN, store_up_start + STORE_DOWN_COSTS)
+            bound = max(START_WITHIN, 1.5 * store_up_start + STORE_DOWN_COSTS)
             assert took < bound, (
                 f"served its cache {took:.1f}s after its start (up: {store_up_start:.1f}s)"
             )
+            assert pod.count("no answer within 0.5s; serving its cached generation 1") == 1
             fresh = pod.fresh()
             assert fresh["status"] == "False" and fresh["reason"] == "FleetStoreUnavailable"
             assert f"127.0.0.1:{node.port}" in fresh["message"], fresh
