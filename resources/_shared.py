@@ -61,20 +61,26 @@ def _needs_wide(value: Any) -> bool:
 
     orjson cannot round-trip those (it refuses wide integers and writes
     ``inf`` as null); a ``csv_file`` cell such as ``1e999`` or a 30-digit id
-    makes them. The walk visits each container once (an explicit stack).
+    makes them. The walk visits each container once (an explicit stack of
+    iterables), by exact type: a subclass of int that is too wide is refused
+    by orjson (``SnapshotWriteError``) rather than missed silently.
     """
-    stack = [value]
+    stack = [value.values() if isinstance(value, dict) else value]
+    low, high = _INT64
     while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
+        for item in stack.pop():
+            kind = type(item)  # exact types: what JSON and CSV parsing make
+            if kind is str:
+                continue
+            if kind is dict:
+                stack.append(item.values())
+            elif kind is list:
+                stack.append(item)
+            elif kind is float:
+                if item != item or item in (math.inf, -math.inf):
+                    return True
+            elif kind is int and not low <= item <= high:
                 return True
-        elif isinstance(item, int) and not _INT64[0] <= item <= _INT64[1]:
-            return True
     return False
 
 

@@ -15,6 +15,7 @@ FACES = [
     "resources",
     "resources.lowlevel",
     "server",
+    "server.fleet",
     "dsl",
     "codegen",
 ]
@@ -67,6 +68,11 @@ OperatorInput OperatorKind OperatorOutput OperatorRegistry OperatorSchema Result
 TraceEntry UnknownFormatError UnknownGroupError all_operator_schemas build_operator
 default_operator_registry pieces register_operator stable_order stats_dict"""
 
+FLEET_FACE = """ANNOUNCEMENTS BUCKETS CONFIG LEASES PINS PODS PRODUCER_LEASE Announcement
+AnnouncementError DigestMismatchError FleetError FleetLimits FleetStore Lease ObjectInfo
+ObjectMissingError Record RevisionConflictError SnapshotCache SnapshotTooLargeError
+StoreUnavailableError Watch announced check_portable open_store publish_snapshot"""
+
 HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_BAD_REQUEST STATUS_BUSY STATUS_CONTRACT
 STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
 STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
@@ -81,6 +87,7 @@ STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
         ("resources.lowlevel", TYPES_LOWLEVEL),
         ("pineapple.engine", ENGINE_FACE),
         ("pineapple.engine.http", HTTP_FACE),
+        ("server.fleet", FLEET_FACE),
         ("pineapple.builtins", "load operator_registry resource_registry"),
     ],
 )

@@ -41,21 +41,13 @@ from ._bundle import read_bundle
 from ._errors import DigestMismatchError, FleetError, ObjectMissingError
 from ._snapshots import ANNOUNCEMENT_MAX_BYTES, Announcement
 from ._store import FleetStore
+from ._transfer import write_atomic
 
 __all__ = ["CONFIG_MAX_BYTES", "SnapshotCache"]
 
 CONFIG_MAX_BYTES = 64 * 1024 * 1024
 """A cached fleet config larger than this is refused."""
 _STEM = "snapshot"
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.rename(tmp, path)
 
 
 class SnapshotCache:
@@ -134,7 +126,7 @@ class SnapshotCache:
             staged.mkdir()
             read_bundle(bundle, staged / _STEM)
             bundle.unlink()
-            _write_atomic(staged / "announcement.json", announcement.to_json())
+            write_atomic(staged / "announcement.json", announcement.to_json())
             entry.parent.mkdir(parents=True, exist_ok=True)
             if entry.exists():
                 shutil.rmtree(entry)
@@ -145,7 +137,7 @@ class SnapshotCache:
     def _mark_accepted(self, name: str, entry: Path) -> None:
         top = max((self._accepted(e) for e in self._entries(name)), default=0)
         if self._accepted(entry) != top or top == 0:
-            _write_atomic(entry / "accepted", str(top + 1).encode())
+            write_atomic(entry / "accepted", str(top + 1).encode())
 
     def _prune(self, name: str, keep_entry: Path) -> None:
         others = sorted(
@@ -180,7 +172,7 @@ class SnapshotCache:
         """Keep the fleet config ``data`` at ``revision``."""
         if len(data) > CONFIG_MAX_BYTES:
             raise FleetError(f"fleet config of {len(data)} bytes, over {CONFIG_MAX_BYTES}")
-        _write_atomic(self.root / "config", orjson.dumps({"revision": revision}) + b"\n" + data)
+        write_atomic(self.root / "config", orjson.dumps({"revision": revision}) + b"\n" + data)
 
     def config(self) -> tuple[int, bytes] | None:
         """``(revision, bytes)`` of the last saved fleet config (None: none)."""

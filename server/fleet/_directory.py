@@ -56,7 +56,8 @@ from ._store import (
     check_object_name,
     check_record,
 )
-from ._transfer import CHUNK_BYTES, Download, digest_of
+from ._transfer import CHUNK_BYTES, Download, digest_of, write_atomic
+from ._watch_thread import WatchThread
 
 __all__ = ["POLL_SECONDS", "DirectoryStore"]
 
@@ -75,17 +76,6 @@ def _hex(text: str) -> str:
 
 def _unhex(name: str) -> str:
     return bytes.fromhex(name).decode()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as out:
-            out.write(data)
-        os.rename(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 class DirectoryStore:
@@ -143,7 +133,7 @@ class DirectoryStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        _write_atomic(
+        write_atomic(
             info_path, orjson.dumps({"name": name, "size": info.size, "digest": info.digest})
         )
         return info
@@ -259,8 +249,8 @@ class DirectoryStore:
         key_dir = folder / "keys" / _hex(key)
         key_dir.mkdir(exist_ok=True)
         header = orjson.dumps({"revision": revision, "time": time.time(), "deleted": deleted})
-        _write_atomic(key_dir / f"{revision:020d}", header + b"\n" + value)
-        _write_atomic(folder / "revision", str(revision).encode())
+        write_atomic(key_dir / f"{revision:020d}", header + b"\n" + value)
+        write_atomic(folder / "revision", str(revision).encode())
         for old in self._revisions(key_dir)[: -BUCKET_HISTORY[bucket]]:
             (key_dir / f"{old:020d}").unlink(missing_ok=True)
         return revision
@@ -349,8 +339,8 @@ class DirectoryStore:
             watch.stop()
 
 
-class _DirectoryWatch:
-    """One polling thread (see the module's Guarantees)."""
+class _DirectoryWatch(WatchThread):
+    """Polls the bucket's revision counter (see the module's Guarantees)."""
 
     def __init__(
         self,
@@ -360,39 +350,21 @@ class _DirectoryWatch:
         seen: int,
         records: list[Record],
     ) -> None:
+        super().__init__(bucket, on_change, join_seconds=max(1.0, store.timeout))
         self._store = store
         self._seen = seen
         self._first = records
-        self._bucket = bucket
-        self._on_change = on_change
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"fleet-watch-{bucket}", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=max(1.0, self._store.timeout))
-
-    def _deliver(self, records: list[Record]) -> None:
-        for record in records:
-            if self._stopped.is_set():
-                return
-            try:
-                self._on_change(record)
-            except Exception:
-                _log.exception("fleet watch of %s: the callback failed", self._bucket)
-
-    def _run(self) -> None:
+    def follow(self) -> None:
         seen = self._seen
-        self._deliver(self._first)
-        while not self._stopped.wait(POLL_SECONDS):
+        for record in self._first:
+            self.deliver(record)
+        while not self.stopped.wait(POLL_SECONDS):
             try:
-                top = self._store.revision(self._bucket)
+                top = self._store.revision(self.bucket)
                 if top > seen:
-                    self._deliver(self._store.changes(self._bucket, seen, top))
+                    for record in self._store.changes(self.bucket, seen, top):
+                        self.deliver(record)
                     seen = top
             except OSError as exc:
-                _log.warning("fleet watch of %s in %s: %s", self._bucket, self._store.url, exc)
+                _log.warning("fleet watch of %s in %s: %s", self.bucket, self._store.url, exc)

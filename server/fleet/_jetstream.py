@@ -74,6 +74,7 @@ from ._store import (
     check_record,
 )
 from ._transfer import DIGEST_PREFIX, Download, digest_of
+from ._watch_thread import WatchThread
 
 __all__ = ["CHUNK_BYTES", "RECORD_BUCKET_BYTES", "JetStreamStore"]
 
@@ -155,6 +156,8 @@ class JetStreamStore:
         self._watches: list[_JetStreamWatch] = []
         self._watches_lock = threading.Lock()
         self._closed = False
+        self.reconnections = 0
+        """How often the connection came back (written on the loop; read by watch threads)."""
         self._loop = LoopThread(f"fleet-nats {self.url}")
         self._up = self._loop.call(self._event(), timeout)
         self._connector = self._loop.submit(self._connect())
@@ -174,6 +177,7 @@ class JetStreamStore:
                 _log.warning("fleet store %s: disconnected; reconnecting", self.url)
 
         async def reconnected() -> None:
+            self.reconnections += 1  # each watch opens its watcher again (_JetStreamWatch)
             self._up.set()
             _log.info("fleet store %s: reconnected", self.url)
 
@@ -414,18 +418,24 @@ class JetStreamStore:
     def watch(self, bucket: str, on_change: Callable[[Record], None]) -> _JetStreamWatch:
         check_key(bucket, "x")
 
+        top, watcher = self.open_watcher(bucket)
+        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
+        with self._watches_lock:
+            self._watches.append(watch)
+        watch.start()
+        return watch
+
+    def open_watcher(self, bucket: str) -> tuple[int, KeyValue.KeyWatcher]:
+        """nats-py's watcher of every key of ``bucket`` (current values first), and the
+        bucket's last revision before it began."""
+
         async def work() -> tuple[int, KeyValue.KeyWatcher]:
             js, stream = await self._kv(bucket)
             top = int((await js.stream_info(stream)).state.last_seq)
             kv = await js.key_value(bucket)
             return top, await kv.watchall()
 
-        top, watcher = self._call("watch", bucket, work)
-        watch = _JetStreamWatch(self, bucket, watcher, on_change, top)
-        with self._watches_lock:
-            self._watches.append(watch)
-        watch.start()
-        return watch
+        return self._call("watch", bucket, work)
 
     # objects
 
@@ -613,8 +623,14 @@ def _entry_record(entry: KeyValue.Entry) -> Record:
     )
 
 
-class _JetStreamWatch:
-    """A thread delivering one ``KeyWatcher``'s updates to a callback (never on the loop)."""
+class _JetStreamWatch(WatchThread):
+    """Pulls nats-py's watcher updates from the loop and delivers them (never on the loop).
+
+    After the connection comes back it opens a new watcher (the server may
+    have lost the old consumer): its current values are delivered where they
+    are newer than what this watch delivered of their key, so a pod catches
+    up at once; changes in between are folded into each key's latest.
+    """
 
     def __init__(
         self,
@@ -624,29 +640,39 @@ class _JetStreamWatch:
         on_change: Callable[[Record], None],
         top: int,
     ) -> None:
+        super().__init__(bucket, on_change, join_seconds=WATCH_PULL_SECONDS + store.timeout + 1)
         self._store = store
-        self._bucket = bucket
         self._watcher = watcher
+        self._reconnections = store.reconnections
         self._top = top
         """The bucket's last revision before the watch began: up to it, current values."""
-        self._on_change = on_change
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"fleet-watch-{bucket}", daemon=True)
+        self._delivered: dict[str, int] = {}
+        """``key -> revision`` last delivered (as many entries as the bucket has keys)."""
 
-    def start(self) -> None:
-        self._thread.start()
+    def stopping(self) -> None:
+        self._stop_watcher()
 
-    def stop(self) -> None:
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
+    def _stop_watcher(self) -> None:
         with contextlib.suppress(TimeoutError, nats.errors.Error, RuntimeError):
             self._store._loop.call(self._watcher.stop(), self._store.timeout)  # type: ignore[no-untyped-call]
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=WATCH_PULL_SECONDS + self._store.timeout + 1)
 
-    def _run(self) -> None:
-        while not self._stopped.is_set():
+    def _reopen(self) -> None:
+        """A new watcher after a reconnection (retried on the next pull when it fails)."""
+        reconnections = self._store.reconnections
+        try:
+            top, watcher = self._store.open_watcher(self.bucket)
+        except FleetError as exc:
+            _log.warning("fleet watch of %s: reopening: %s", self.bucket, exc)
+            self.stopped.wait(WATCH_PULL_SECONDS)
+            return
+        self._stop_watcher()
+        self._watcher, self._top, self._reconnections = watcher, top, reconnections
+
+    def follow(self) -> None:
+        while not self.stopped.is_set():
+            if self._store.reconnections != self._reconnections:
+                self._reopen()
+                continue
             try:
                 entry = self._store._loop.call(
                     self._watcher.updates(WATCH_PULL_SECONDS),  # type: ignore[no-untyped-call]
@@ -657,19 +683,21 @@ class _JetStreamWatch:
             except RuntimeError:
                 return  # the loop stopped: the store closed
             except Exception as exc:
-                _log.warning("fleet watch of %s in %s: %s", self._bucket, self._store.url, exc)
-                self._stopped.wait(WATCH_PULL_SECONDS)
+                _log.warning("fleet watch of %s in %s: %s", self.bucket, self._store.url, exc)
+                self.stopped.wait(WATCH_PULL_SECONDS)
                 continue
             if entry is None:
                 continue  # nats-py's mark after the first values (it moves with new changes)
             if not isinstance(entry, KeyValue.Entry):
-                return  # stopped
+                continue  # a stopped watcher's end (a reopened one replaced it)
             record = _entry_record(entry)
-            if record.deleted and record.revision <= self._top:
-                continue  # a key deleted before the watch began: not a current value
-            if self._stopped.is_set():
-                return
-            try:
-                self._on_change(record)
-            except Exception:
-                _log.exception("fleet watch of %s: the callback failed", self._bucket)
+            if (
+                record.deleted
+                and record.revision <= self._top
+                and record.key not in self._delivered
+            ):
+                continue  # a key deleted before the watch began, never seen: no current value
+            if record.revision <= self._delivered.get(record.key, 0):
+                continue  # delivered already (a reopened watcher starts at current values)
+            self._delivered[record.key] = record.revision
+            self.deliver(record)

@@ -60,7 +60,7 @@ class Announcement:
     type: str
     """Its type."""
     params_hash: str
-    """``server.workers.entry_key(type, params)``: a pod declaring other params refuses it."""
+    """``server.workers._store_format.entry_key(type, params)``: other params refuse it."""
     generation: int
     """1, 2, ... per resource name, never reused."""
     object: str

@@ -262,3 +262,34 @@ def test_every_node_stopped_is_unavailable_then_started_again_works(
         assert _eventually(lambda: store.put(PINS, "kept", b"w")) > revision
     finally:
         store.close()
+
+
+def test_a_watch_goes_on_after_the_server_restarts(one_node: NatsCluster) -> None:
+    store = open_store(one_node.url, timeout=DEADLINE, limits=LIMITS)
+    seen: list[bytes] = []
+    arrived = threading.Condition()
+
+    def on_change(record: Any) -> None:
+        with arrived:
+            seen.append(record.value)
+            arrived.notify_all()
+
+    def wait_for(value: bytes) -> bool:
+        with arrived:
+            return arrived.wait_for(lambda: value in seen, timeout=60)
+
+    try:
+        store.put(PINS, "a", b"before")
+        store.put(PINS, "gone", b"here")
+        watch = store.watch(PINS, on_change)
+        assert wait_for(b"before") and wait_for(b"here")
+        one_node.restart(one_node.nodes[0])  # SIGKILL, then the same port and store
+        one_node.wait_ready()
+        _eventually(lambda: store.delete(PINS, "gone"))
+        _eventually(lambda: store.put(PINS, "a", b"after"))
+        assert wait_for(b"after"), seen
+        assert wait_for(b""), seen  # the delete, once
+        watch.stop()
+        assert seen.count(b"before") == 1 and seen.count(b"") == 1, seen
+    finally:
+        store.close()
