@@ -136,6 +136,8 @@ class StoreLink:
         """``(monotonic time, message)`` of the last failure (None: the store answers)."""
         self._answered = False
         """Whether the store has answered since it was opened."""
+        self.on_down: list[Callable[[str], None]] = []
+        """Called (outside the lock) with the failure when the store stops answering."""
         self.url = safe_url(url)
         """The store's address for messages (no credentials)."""
 
@@ -176,11 +178,20 @@ class StoreLink:
         except (StoreUnavailableError, OSError) as exc:
             message = str(exc) if isinstance(exc, StoreUnavailableError) else f"{store.url}: {exc}"
             with self._lock:
-                self._down = (time.monotonic(), message)
+                was_up, self._down = self._down is None, (time.monotonic(), message)
+            if was_up:
+                self._went_down(message)
             raise StoreUnavailableError(message) from None
         with self._lock:
             self._down, self._answered = None, True
         return result
+
+    def _went_down(self, message: str) -> None:
+        for listener in list(self.on_down):  # bounded: the pod's few listeners
+            try:
+                listener(message)
+            except Exception:
+                _log.exception("a fleet store listener failed")
 
     @property
     def down(self) -> bool:
@@ -320,12 +331,17 @@ class FleetConsumer:
         if was is not None:
             _log.info("resource %s: the fleet store %s answers again", name, self.link.url)
 
-    def mark_stale(self, name: str, exc: BaseException) -> None:
+    def mark_stale(self, name: str, exc: BaseException | str) -> None:
         """The store could not be asked about ``name``: what it serves may be old."""
         message = f"the fleet store {self.link.url} is unavailable ({exc})"
         with self._lock:
             since = self._stale.get(name, (message, time.time()))[1]
             self._stale[name] = (message, since)
+
+    def store_down(self, why: str) -> None:
+        """The store stopped answering: everything the pod serves from the fleet may be old."""
+        for name in self.served():  # bounded: the fleet resources
+            self.mark_stale(name, why)
 
     def stale(self) -> dict[str, str]:
         """``name -> why`` of every served resource the store could not confirm."""

@@ -105,6 +105,11 @@ class FleetFollower:
             self._thread.join(timeout=self._poll + 30)
         self._unwatch()
 
+    def nudge(self) -> None:
+        """Wake the thread to look at the store now (it stopped answering)."""
+        with self._wake:
+            self._wake.notify_all()
+
     def wake(self, key: str) -> None:
         """Mark ``key`` (a resource name) changed and wake the thread."""
         with self._wake:

@@ -62,6 +62,8 @@ class FleetPod:
             interval=settings.heartbeat_seconds,
         )
         self.consumer.on_change = self.heartbeat.changed
+        # A failed heartbeat or probe says the store is down before any refresh would.
+        self.link.on_down.append(self.consumer.store_down)
         self.follower: FleetFollower | None = None
         self._registry: resource.Registry | None = None
 
@@ -130,8 +132,13 @@ class FleetPod:
             reload if self.config_source is not None else None,
             poll_seconds=self.settings.poll_seconds,
         )
+        self.link.on_down.append(lambda why: self._wake_follower())
         self.follower.start()
         self.heartbeat.start()
+
+    def _wake_follower(self) -> None:
+        if self.follower is not None:
+            self.follower.nudge()
 
     def _on_reload(self, outcome: ReloadOutcome) -> None:
         """A reload's outcome: an accepted fleet config is kept (and its revision beaten)."""

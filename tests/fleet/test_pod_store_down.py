@@ -25,6 +25,8 @@ start with room for the load's own variation (half of it) plus ``STORE_DOWN_COST
 log shows the store itself was waited for 0.5 s only."""
 STORE_DOWN_COSTS = 1.0
 """Seconds a store that does not answer may add to a pod's start (it waits 0.5 s for it)."""
+SAYS_DOWN_WITHIN = 10.0
+"""Seconds from the store's end to a running pod's ``Fresh=False`` (a heartbeat's deadline)."""
 CATCH_UP_WITHIN = 15.0
 """Seconds from the store's return to the pod serving what it announced (retries back off
 to 5 s, plus one reconnect)."""
@@ -50,11 +52,18 @@ def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_u
         fleet.publish(1)
         cache = tmp_path / "cache"
         started = time.monotonic()
+        node = nats.nodes[0]
         with fleet.pod(mode, own_config=False, cache=cache) as pod:
             assert pod.serves(1) and pod.tag() == "fleet-config"
             store_up_start = time.monotonic() - started
-        node = nats.nodes[0]
-        node.kill() if down == "killed" else node.pause()
+            assert pod.fresh()["status"] == "True"
+            node.kill() if down == "killed" else node.pause()
+            wait_until(  # its heartbeat (every 0.5 s here) finds the store gone
+                "the running pod says its store is down",
+                lambda: pod.fresh()["reason"] == "FleetStoreUnavailable",
+                SAYS_DOWN_WITHIN,
+            )
+            assert pod.serves(1)
 
         started = time.monotonic()
         with fleet.pod(mode, own_config=False, cache=cache) as pod:
