@@ -1,4 +1,5 @@
-"""A pod in the fleet (``serve --fleet``), against real processes and a directory store.
+"""A pod in the fleet (``serve --fleet``), against real processes and a directory store
+(the fleet-wide tests, several pods and a fleet pin, on a real nats-server too).
 
 Each test runs in one process and with ``--workers 2`` and expects the same
 answers. The source of the fleet resource is deleted as soon as a generation
@@ -18,6 +19,7 @@ import pytest
 
 from server.fleet import ANNOUNCEMENTS, PINS, PODS
 
+from ._nats import nats_cluster
 from ._pods import IN_BOTH_MODES, NAME, Fleet, wait_until
 
 FOLLOW_WITHIN = 10.0
@@ -27,9 +29,18 @@ pytestmark = [pytest.mark.timeout(240), IN_BOTH_MODES]
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    with Fleet(tmp_path) as made:
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    """A fleet on a directory store, or (``indirect`` param ``nats``) on a real nats-server."""
+    if getattr(request, "param", "directory") == "directory":
+        with Fleet(tmp_path) as made:
+            yield made
+        return
+    with nats_cluster(tmp_path / "nats") as nats, Fleet(tmp_path / "fleet", url=nats.url) as made:
         yield made
+
+
+ON_BOTH_STORES = pytest.mark.parametrize("fleet", ["directory", "nats"], indirect=True)
+"""The fleet-wide tests run on both store backends."""
 
 
 def test_a_published_generation_is_served_within_the_bound(
@@ -51,6 +62,7 @@ def test_a_published_generation_is_served_within_the_bound(
         assert pod.fresh()["status"] == "True"
 
 
+@ON_BOTH_STORES
 def test_several_pods_serve_the_same_generation_and_say_so(
     fleet: Fleet, mode: tuple[str, ...]
 ) -> None:
@@ -77,6 +89,7 @@ def test_several_pods_serve_the_same_generation_and_say_so(
     assert fleet.store.keys(PODS) == []  # a clean stop deletes its heartbeat
 
 
+@ON_BOTH_STORES
 def test_a_pin_is_served_by_every_pod_and_survives_a_restart(
     fleet: Fleet, mode: tuple[str, ...], tmp_path: Path
 ) -> None:
