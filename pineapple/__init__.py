@@ -2,6 +2,7 @@
 
 Layers (each imports only the ones above it):
 
+    _error_text                     the one bound on an error's text, and the one cut
     _errors, _params, _context      plain values: errors, parameter specs, request context
     pineapple.resource              the resource runtime (registry, RefValue, Manager)
     pineapple.engine                the Pine engine (config, operator registry, execution)

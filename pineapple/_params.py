@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import pydantic
 
+from ._error_text import clipped
 from ._errors import ConfigError
 from ._suggest import did_you_mean
 
@@ -81,7 +82,7 @@ def _problems(specs: Mapping[str, ParamSpec], errors: list[Any]) -> str:
     seen: dict[str, str] = {}
     for err in errors:
         loc = err.get("loc", ())
-        name = str(loc[0]) if loc else "(params)"
+        name = clipped(loc[0]) if loc else "(params)"  # quoted back: bounded
         if name in seen:
             continue
         kind = err.get("type", "")

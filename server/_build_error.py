@@ -1,10 +1,17 @@
-"""``BuildError``: why a snapshot could not be built, and at which step."""
+"""``BuildError``: why a snapshot could not be built, and at which step.
+
+Its text is bounded where it is made (``pineapple/_error_text.py``): a config
+can make an error as long as itself (a 1 MB name quoted back), and that text
+goes into logs, HTTP answers and, with ``--workers N``, the store's manifest
+and the control channel, which have caps of their own.
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pineapple import PineappleError
+from pineapple._error_text import MAX_ERROR_BYTES, capped
 
 __all__ = ["BuildError", "BuildStep", "CheckError"]
 
@@ -12,17 +19,27 @@ BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps"]
 
 
 class BuildError(PineappleError):
-    """A snapshot could not be built; ``step`` says where, the message says why."""
+    """A snapshot could not be built; ``step`` says where, the message says why.
+
+    ``reason`` is at most ``MAX_ERROR_BYTES`` (cut, saying how much more there was).
+    """
 
     def __init__(self, step: BuildStep, message: str) -> None:
-        super().__init__(f"{step}: {message}")
+        reason = capped(message)
+        super().__init__(f"{step}: {reason}")
         self.step: BuildStep = step
-        self.reason = message
+        self.reason = reason
 
 
 class CheckError(BuildError):
-    """Several steps of ``check`` failed; ``errors`` holds each, in step order."""
+    """Several steps of ``check`` failed; ``errors`` holds each, in step order.
+
+    The joined reason is bounded like any other, each step given an equal share
+    of it, so every failed step shows (each of ``errors`` keeps its own reason).
+    """
 
     def __init__(self, errors: list[BuildError]) -> None:
-        super().__init__(errors[0].step, "; ".join(f"[{e.step}] {e.reason}" for e in errors))
+        share = MAX_ERROR_BYTES // len(errors) - 16  # room for "[step] " and "; "
+        joined = "; ".join(f"[{e.step}] {capped(e.reason, share)}" for e in errors)
+        super().__init__(errors[0].step, joined)
         self.errors = errors

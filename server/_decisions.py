@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 
 import pineapple
 from pineapple import PineappleError, resource
+from pineapple._error_text import capped
 from pineapple.resource import ResourceStatus
 
 from ._config_read import describe_path
@@ -75,10 +76,11 @@ def http_status(exc: BaseException, default: int = 502) -> int:
 
 
 class Refused(PineappleError):
-    """A decision was refused: ``status`` (HTTP), the message, and ``resource``'s status."""
+    """A decision was refused: ``status`` (HTTP), the message (at most ``MAX_ERROR_BYTES``,
+    cut here), and ``resource``'s status."""
 
     def __init__(self, status: int, message: str, resource: dict[str, Any] | None = None):
-        super().__init__(message)
+        super().__init__(capped(message))
         self.status = status
         self.resource = resource
         """The status of the resource concerned (``GET /resources/{name}``'s), if any."""

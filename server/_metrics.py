@@ -10,6 +10,14 @@ With a :class:`~server._pod_metrics.PodMetrics` (a process of ``serve
 --workers N``) this process's metrics are also flushed into the pod's
 directory, and ``GET /metrics`` and ``/stats`` answer for every process of
 the pod (see ``server/_pod_metrics.py``).
+
+A flush that fails (the directory is full, or cannot be written) never fails
+a scrape: ``/metrics`` shows what every process last copied (the last good
+figures), and this process's ``pineapple_metrics_flush_failing`` (1 while its
+last flush failed) and ``pineapple_metrics_flush_failures_total``, which are
+never copied (they say whether the copy works) and are added to each scrape
+by the process that answers it. A merge that fails (its lock held too long)
+serves the last good one. The failure is logged when it starts and ends.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pineapple.engine import stats_dict
@@ -149,6 +157,12 @@ class ServerMetrics:
         self.registry.register(_SnapshotCollector(current, self.last_success))
         self.registry.register(GoCollector(current, self.engines, self.http))
         ProcessCollector(registry=self.registry)  # process_*: CPU, memory, descriptors
+        self.flush_health = _FlushHealth(pid=None if pod is None else pod.pid)
+        """Whether this process's flushes fail (added to a scrape, never flushed)."""
+        self._health = CollectorRegistry(auto_describe=False)
+        self._health.register(self.flush_health)
+        self._last_merge = b""
+        """The pod's last merged exposition (served when a merge fails)."""
 
     # -- ManagerMetrics -----------------------------------------------------------------
 
@@ -240,7 +254,7 @@ class ServerMetrics:
         own = self._own_counts()
         if self.pod is None:
             return own
-        self.pod.flush(self.registry.collect(), own)
+        self._flush_counts(own)
         pod = self.pod.stats()
         return {**{k: pod[k] for k in own if k in pod}, **pod}  # in this process's order
 
@@ -248,33 +262,102 @@ class ServerMetrics:
         """Copy this process's metrics into the pod's directory (none: nothing to do).
 
         On the event loop in a worker (the request families are read there).
+        Never raises: a failure is counted in :attr:`flush_health` and the files
+        keep what the last good flush wrote.
         """
         if self.pod is not None:
-            self.pod.flush(self.registry.collect(), self._own_counts())
+            self._flush_counts(self._own_counts())
+
+    def _flush_counts(self, own: dict[str, Any]) -> None:
+        assert self.pod is not None
+        try:
+            self.pod.flush(self.registry.collect(), own)
+        except (OSError, TimeoutError) as exc:  # /dev/shm full, unwritable: the next retries
+            if self.flush_health.failed():
+                _log.warning("cannot flush metrics to %s (retried): %s", self.pod.path, exc)
+            return
+        if self.flush_health.succeeded():
+            _log.info("metrics are flushed to %s again", self.pod.path)
 
     async def keep_flushing(self) -> None:
         """Flush every ``FLUSH_SECONDS`` until cancelled; returns at once without a pod."""
         # Bounded: one flush per FLUSH_SECONDS; ends when the lifespan cancels it.
         while self.pod is not None:
             await asyncio.sleep(FLUSH_SECONDS)
-            try:
-                self.flush()
-            except Exception as exc:  # /dev/shm full, a lock held too long: the next one retries
-                _log.warning("cannot flush metrics to %s: %s", self.pod.path, exc)
+            self.flush()
 
     def render(self) -> bytes:
         """The exposition text for ``GET /metrics`` (the pod's, with a pod)."""
-        if self.pod is None:
-            return generate_latest(self.registry)
         self.flush()
-        return self.pod.render()
+        return self._merged() + generate_latest(self._health)
 
     async def exposition(self) -> bytes:
         """:meth:`render` for the event loop: the pod's merge of every file runs off it."""
         if self.pod is None:
-            return generate_latest(self.registry)
+            return self.render()
         self.flush()  # on the loop, where the request families are written
-        return await anyio.to_thread.run_sync(self.pod.render)
+        merged = await anyio.to_thread.run_sync(self._merged)
+        return merged + generate_latest(self._health)
+
+    def _merged(self) -> bytes:
+        """This process's families, or the pod's merge (the last good one when it fails)."""
+        if self.pod is None:
+            return generate_latest(self.registry)
+        try:
+            self._last_merge = self.pod.render()
+        except (OSError, TimeoutError, ValueError) as exc:  # ValueError: a torn file
+            _log.warning(
+                "cannot merge the metrics of %s (the last merge is served): %s", self.pod.path, exc
+            )
+        return self._last_merge
+
+
+class _FlushHealth(Collector):
+    """Whether this process's copies into the pod's directory fail (see module docs).
+
+    Guarantees: ``_failures`` and ``_failing`` change under ``_lock`` (the event
+    loop flushes, and so may a route's thread).
+    """
+
+    def __init__(self, pid: int | None) -> None:
+        self._labels = {} if pid is None else {"pid": str(pid)}
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._failing = False
+
+    def failed(self) -> bool:
+        """Count a failed flush; whether it is the first of a run (then say so once)."""
+        with self._lock:
+            self._failures += 1
+            first, self._failing = not self._failing, True
+        return first
+
+    def succeeded(self) -> bool:
+        """A flush worked; whether it ends a run of failures."""
+        with self._lock:
+            ended, self._failing = self._failing, False
+        return ended
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+    def collect(self) -> Iterator[Metric]:
+        names = list(self._labels)
+        failing = GaugeMetricFamily(
+            "pineapple_metrics_flush_failing",
+            "1 while this process cannot copy its metrics into the pod's directory (a full or "
+            "unwritable directory): the figures shown are the last copied.",
+            labels=names,
+        )
+        failures = CounterMetricFamily(
+            "pineapple_metrics_flush_failures",
+            "Copies of this process's metrics into the pod's directory that failed.",
+            labels=names,
+        )
+        with self._lock:
+            failing.add_metric(list(self._labels.values()), 1.0 if self._failing else 0.0)
+            failures.add_metric(list(self._labels.values()), float(self._failures))
+        yield from (failing, failures)
 
 
 class _SnapshotCollector(Collector):

@@ -55,6 +55,8 @@ from prometheus_client.mmap_dict import mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from ._atomic_file import write_atomically
+
 __all__ = ["FLUSH_SECONDS", "LOCK_SECONDS", "MAX_STATS_BYTES", "PodMetrics", "merge_stats"]
 
 FLUSH_SECONDS = 0.5
@@ -118,7 +120,7 @@ class PodMetrics:
             name = f"gauge_liveall_{self.pid}.db" if typ == "gauge" else f"{typ}_{self.pid}.db"
             _write_db(self.path / name, entries, self._keys)
         if stats is not None:
-            _write_bytes(self.path / f"stats_{self.pid}.json", orjson.dumps(stats))
+            write_atomically(self.path / f"stats_{self.pid}.json", orjson.dumps(stats))
 
     # -- the pod's view -----------------------------------------------------------------
 
@@ -181,7 +183,7 @@ class PodMetrics:
             if stats.exists():
                 archive = self.path / f"stats_{_DEAD}.json"
                 total = merge_stats(_read_stats(archive), _read_stats(stats))
-                _write_bytes(archive, orjson.dumps(total))
+                write_atomically(archive, orjson.dumps(total))
             for path in (*mine, gauges, stats):
                 path.unlink(missing_ok=True)
         return True
@@ -322,14 +324,7 @@ def _write_db(path: Path, entries: list[tuple[_Key, float]], keys: _Keys) -> Non
     now = time.time()
     body = b"".join(keys.head(key) + _TWO_DOUBLES.pack(value, now) for key, value in entries)
     used = 8 + len(body)  # the header: bytes used, then 4 bytes of padding
-    _write_bytes(path, _INT.pack(used) + b"\0\0\0\0" + body)
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(data)
-    os.rename(tmp, path)
+    write_atomically(path, _INT.pack(used) + b"\0\0\0\0" + body)
 
 
 def _read_stats(path: Path) -> dict[str, Any]:

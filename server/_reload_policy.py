@@ -36,6 +36,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pineapple._error_text import capped
+
 from ._build_error import BuildError
 
 __all__ = ["ReloadOutcome", "ReloadPolicy", "ReloadResult", "Trigger"]
@@ -48,7 +50,8 @@ Trigger = Literal["start", "watch", "poll", "signal", "admin", "supervisor"]
 
 @dataclass(frozen=True)
 class ReloadOutcome:
-    """What one reload attempt did. ``error`` is redacted; ``step`` says where it failed."""
+    """What one reload attempt did. ``error`` is redacted and at most ``MAX_ERROR_BYTES``
+    (cut here, whatever made it); ``step`` says where it failed."""
 
     result: ReloadResult
     trigger: Trigger
@@ -58,6 +61,10 @@ class ReloadOutcome:
     serial: int | None = None
     error: str | None = None
     step: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.error is not None:
+            object.__setattr__(self, "error", capped(self.error))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form shown by ``GET /config`` and ``POST /admin/reload``."""
@@ -158,7 +165,6 @@ class ReloadPolicy(ABC):
     ) -> ReloadOutcome:
         self._failed_hash = digest
         kept, serial = self._kept()
-        _log.error("config reload (%s) %s: %s", trigger, kept, exc)
         outcome = ReloadOutcome(
             "error",
             trigger,
@@ -169,6 +175,7 @@ class ReloadPolicy(ABC):
             error=str(exc),
             step=exc.step if isinstance(exc, BuildError) else "start",
         )
+        _log.error("config reload (%s) %s: %s", trigger, kept, outcome.error)  # bounded
         return self._record(outcome)
 
     # -- what each authority says ---------------------------------------------------------

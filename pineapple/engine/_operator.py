@@ -83,6 +83,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._context import Context
+from .._error_text import clipped
 from .._errors import RegistryError
 from .._suggest import did_you_mean
 from ._io import OperatorInput, OperatorOutput
@@ -223,10 +224,11 @@ def build_operator(
     schema = reg.get(type_name)
     factory = reg.factory(type_name)
     if schema is None or factory is None:
-        entry = f' in operator "{name}"' if name else ""
+        entry = f' in operator "{clipped(name)}"' if name else ""  # quoted: bounded
         hint = did_you_mean(type_name, [s.name for s in reg.all()])
         raise RegistryError(
-            f"pine: registry error [{type_name}]: operator type not registered{entry}{hint}"
+            f"pine: registry error [{clipped(type_name)}]: "
+            f"operator type not registered{entry}{hint}"
         )
     checked = check_params(schema, params or {})
     try:

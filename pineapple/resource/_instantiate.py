@@ -17,6 +17,7 @@ import os
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from .._error_text import clipped
 from .._errors import ConfigError, PineappleError
 from .._params import validate_params
 from .._suggest import did_you_mean
@@ -62,13 +63,14 @@ def build_entry(
     ``${VAR}`` values.
     """
     secrets = frozenset(secrets_of(entry.params)) | entry.secrets
-    what = f"resource {entry.name!r} (type {entry.type!r})"
+    name, type_name = clipped(entry.name), clipped(entry.type)  # quoted: bounded
+    what = f"resource {name!r} (type {type_name!r})"
     schema = registry.get(entry.type)
     factory = registry.factory(entry.type)
     if schema is None or factory is None:
         names = [s.name for s in registry.all()]
         raise ConfigError(
-            f"resource {entry.name!r}: unknown type {entry.type!r}"
+            f"resource {name!r}: unknown type {type_name!r}"
             f"{did_you_mean(entry.type, names)} (registered: {', '.join(names) or 'none'})"
         )
     try:

@@ -149,7 +149,7 @@ class Refresher:
         except ValidationRefusedError as exc:
             if not force:
                 raise
-            reason = slot.redact(str(exc))
+            reason = slot.said(str(exc))
             _log.warning(
                 "%s: refresh forced by an admin, validators overridden: %s", slot.label, reason
             )
@@ -162,7 +162,7 @@ class Refresher:
     def _record_refusal(self, slot: Slot, now: float, exc: ValueRefusedError) -> RefreshResult:
         with slot.lock:
             refused = type(exc)(
-                slot.name, exc.check, slot.redact(exc.reason), serving=slot.current is not None
+                slot.name, exc.check, slot.said(exc.reason), serving=slot.current is not None
             )
             message = str(refused)
             slot.last_attempt_at = now
@@ -188,7 +188,7 @@ class Refresher:
             carry_over(slot, value)
 
     def _record_failure(self, slot: Slot, now: float, reason: str) -> RefreshResult:
-        message = slot.redact(reason)
+        message = slot.said(reason)
         with slot.lock:
             slot.last_attempt_at = now
             slot.last_error = message

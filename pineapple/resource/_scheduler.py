@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from .._error_text import capped
+
 __all__ = ["MAX_DELAY", "MAX_WAIT", "Scheduler"]
 
 _log = logging.getLogger("pineapple.resource")
@@ -111,7 +113,7 @@ class Scheduler:
         try:
             self._loop()
         except BaseException as exc:
-            reason = f"the refresh timer thread died: {type(exc).__name__}: {exc}"
+            reason = capped(f"the refresh timer thread died: {type(exc).__name__}: {exc}")
             with self._cond:
                 self._failure = reason
             _log.critical("%s; no resource will refresh until the next reload", reason)

@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+from .._error_text import capped
 from ._probe import ProbeReport, probe_report_of
 from ._redact import redact
 from ._refusal import ValueRefusedError
@@ -93,6 +94,11 @@ class Slot:
 
     def redact(self, text: str) -> str:
         return redact(text, self.secrets)
+
+    def said(self, text: str) -> str:
+        """``text`` redacted and cut to ``MAX_ERROR_BYTES``: what a status says of this
+        resource (an error, a refusal, a probe's message, a summary) is bounded."""
+        return capped(self.redact(text))
 
     def publish(self, ref: RefValue, now: float) -> RefValue | None:
         """Swap ``ref`` in (caller holds ``lock``); returns the value it replaced."""
@@ -204,7 +210,7 @@ class Slot:
             return self._flip("Reachable", "Unknown", "NotProbed", report.message, at)
         if report.up:
             return self._flip("Reachable", "True", "ProbeSucceeded", report.message, at)
-        return self._flip("Reachable", "False", "ProbeFailed", self.redact(report.message), at)
+        return self._flip("Reachable", "False", "ProbeFailed", self.said(report.message), at)
 
     def _valid(self, at: float) -> Condition:
         if self.refusal is not None:
@@ -282,6 +288,6 @@ class Slot:
     def summary_of(self, value: Any) -> str:
         """The printer's summary of ``value``, redacted (never raises)."""
         try:
-            return self.redact(self.printer.summarize(value))
+            return self.said(self.printer.summarize(value))
         except Exception as exc:  # a printer bug must not break status output
             return f"(summary failed: {type(exc).__name__})"

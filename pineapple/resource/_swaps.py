@@ -151,7 +151,7 @@ class SwapTable:
                 try:
                     commit(previous.value)
                 except Exception as exc:
-                    reason = slot.redact(f"{type(exc).__name__}: {exc}")
+                    reason = slot.said(f"{type(exc).__name__}: {exc}")
                     raise RefreshError(
                         f"rollback of resource {slot.name!r} failed: {reason}"
                     ) from None

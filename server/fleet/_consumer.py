@@ -358,7 +358,7 @@ class FleetConsumer:
             "store": self.link.url,
             "generation": None if served is None else served.generation,
             "announcement": None if served is None else _announcement_dict(served),
-            "pin": pin,
+            "pin": None if pin is None else dict(pin),
         }
         if stale is None:
             return SourceReport(FLEET_SOURCE, detail)

@@ -14,10 +14,18 @@ when the handler raised a ``PineappleError`` (the status from
 redacted by whoever raised them; any other exception is logged here and
 answered without its text).
 
+Only decisions travel here (a reload, an admin action on a shared resource:
+what the admin check let through); every status a worker shows is read from
+what the supervisor posts in the store (``server/workers/_pod_status.py``),
+so no read, however many, takes a slot.
+
 Bounds (fixed: requests are a few hundred bytes and admin calls are rare):
 ``CONTROL_MAX_BYTES`` per message, ``CONTROL_MAX_HANDLERS`` requests at once
 (another is answered ``Busy``), ``CONTROL_READ_SECONDS`` to read a request;
-the caller gives its own timeout for the whole call.
+the caller gives its own timeout for the whole call. An error's message is at
+most ``MAX_ERROR_BYTES`` (``pineapple/_error_text.py``), and a reply that
+would not fit in a message is answered with an error saying how large it
+was: no answer breaks the channel.
 
 Guarantees:
 - ``_slots`` (a semaphore) holds one unit per running handler thread: it is
@@ -42,6 +50,7 @@ from typing import Any
 import orjson
 
 from pineapple import PineappleError
+from pineapple._error_text import capped
 
 from .._decisions import Refused, http_status
 
@@ -124,7 +133,21 @@ def _sun_path(path: Path, act: Callable[[str], None]) -> None:
 
 
 def _error_reply(status: int, message: str, resource: Any = None) -> dict[str, Any]:
-    return {"error": {"status": status, "message": message, "resource": resource}}
+    return {"error": {"status": status, "message": capped(message), "resource": resource}}
+
+
+def _fitted(reply: dict[str, Any]) -> bytes:
+    """``reply`` encoded; one that would not fit in a message is answered with an error
+    saying so (bounded), so no answer can break the channel for its caller."""
+    data = orjson.dumps(reply)
+    if len(data) < CONTROL_MAX_BYTES:  # with its newline, at most the cap
+        return data
+    refusal = (
+        f"the supervisor's answer is {len(data)} bytes, "
+        f"over the control channel's {CONTROL_MAX_BYTES}"
+    )
+    _log.error("%s; answered with this error", refusal)
+    return orjson.dumps(_error_reply(502, refusal))
 
 
 def refusal_of(reply: dict[str, Any]) -> Refused | None:
@@ -233,6 +256,6 @@ class ControlServer:
         with conn:
             try:
                 conn.settimeout(CONTROL_READ_SECONDS)
-                conn.sendall(orjson.dumps(reply) + b"\n")
+                conn.sendall(_fitted(reply) + b"\n")
             except OSError:
                 pass  # the caller gave up; nothing to tell it

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pineapple import PineappleError, resource
+from pineapple._error_text import MAX_ERROR_BYTES
 from server._decisions import Refused
 from server.workers import _control
 from server.workers._control import (
@@ -106,6 +107,29 @@ def test_oversized_and_silent_requests_are_cut_off(
             silent.connect(str(tmp_path / _control.CONTROL_SOCKET))
             reply = silent.recv(4096)  # never sends: answered within the read bound
         assert b"no complete message" in reply
+    finally:
+        server.stop()
+
+
+def test_a_reply_that_cannot_fit_is_answered_with_a_bounded_error(tmp_path: Path) -> None:
+    def handle(request: dict[str, Any]) -> dict[str, Any]:
+        if request["op"] == "huge":
+            return {"statuses": ["s" * 1000] * 200}  # ~200 KB: over one message
+        if request["op"] == "long refusal":
+            raise Refused(409, "r" * 200_000, {"name": "feed"})
+        return {"ok": True}
+
+    server = _serve(tmp_path, handle)
+    target = tmp_path / _control.CONTROL_SOCKET
+    try:
+        huge = call(target, {"op": "huge"}, 5)
+        refused = refusal_of(huge)
+        assert refused is not None and refused.status == 502
+        assert f"over the control channel's {CONTROL_MAX_BYTES}" in str(refused)
+        long = refusal_of(call(target, {"op": "long refusal"}, 5))
+        assert long is not None and long.status == 409
+        assert len(str(long).encode()) <= MAX_ERROR_BYTES and "more bytes)" in str(long)
+        assert call(target, {"op": "next"}, 5) == {"ok": True}  # the channel still serves
     finally:
         server.stop()
 

@@ -16,7 +16,12 @@ from pineapple.resource.lowlevel import SnapshotWriteError
 from resources import FeedTable, MappedFeedTable
 from resources._feed_data import FeedDataPrinter
 from resources.lowlevel import build_feed_table
-from server.workers._store_format import SnapshotMissingError, entry_key
+from server.workers._store_format import (
+    MANIFEST_MAX_BYTES,
+    RELOAD_ENTRY,
+    SnapshotMissingError,
+    entry_key,
+)
 from server.workers.supervisor._publishing import PublishingFetcher, SharedStore
 from server.workers.supervisor._staging import Staging
 from server.workers.worker._mapping import MappedFetcher, MappedStore, mapped_registry
@@ -427,3 +432,17 @@ def test_a_candidate_configs_value_of_a_served_key_waits_until_it_is_accepted(
     stems = {p.name.split(".")[1] for p in store.path.iterdir() if p.name.startswith("json_file-k")}
     assert stems == {str(generation)}  # the superseded and the refused values' files are gone
     store.remove()
+
+
+def test_a_manifest_over_its_cap_is_never_written(tmp_path: Path) -> None:
+    store = SharedStore.create(tmp_path)
+    try:
+        store.amend(RELOAD_ENTRY, {"result": "ok"})
+        before = store.manifest()
+        with pytest.raises(SnapshotWriteError, match=f"over {MANIFEST_MAX_BYTES}"):
+            store.amend(RELOAD_ENTRY, {"error": "e" * MANIFEST_MAX_BYTES})
+        assert store.manifest() == before  # every reader still takes it
+        assert MappedStore(store.path).manifest() == before
+        assert sorted(p.name for p in store.path.iterdir() if p.name.startswith(".m")) == []
+    finally:
+        store.remove()

@@ -1,11 +1,11 @@
-"""The errors of the Lua operator, and the cap on the Lua text they carry."""
+"""The errors of the Lua operator; the Lua text they carry is cut as every error text is
+(``capped``, ``MAX_ERROR_BYTES``: ``pineapple/_error_text.py``)."""
 
 from __future__ import annotations
 
-__all__ = ["MAX_ERROR_BYTES", "LuaMemoryLimitError", "LuaRuntimeError", "LuaScriptError", "capped"]
+from ..._error_text import MAX_ERROR_BYTES, capped
 
-MAX_ERROR_BYTES = 4096
-"""At most this many bytes of a Lua error text reach a message (responses, logs)."""
+__all__ = ["MAX_ERROR_BYTES", "LuaMemoryLimitError", "LuaRuntimeError", "LuaScriptError", "capped"]
 
 
 class LuaScriptError(ValueError):
@@ -27,12 +27,3 @@ class LuaRuntimeError(RuntimeError):
 
 class LuaMemoryLimitError(LuaRuntimeError):
     """A Lua state reached its ``max_memory_mb``; the state is discarded, not reused."""
-
-
-def capped(text: str, limit: int = MAX_ERROR_BYTES) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 bytes, saying how much was cut."""
-    raw = text.encode("utf-8", "replace")
-    if len(raw) <= limit:
-        return text
-    head = raw[: limit - 64].decode("utf-8", "ignore")
-    return f"{head}... ({len(raw) - len(head.encode())} more bytes)"

@@ -8,7 +8,7 @@ next config generation in the store's manifest. Every worker's follower sees
 it within one poll and rebuilds from exactly those bytes (never from the
 file); a bad config is logged once, here, and publishes nothing, so no worker
 switches. Each outcome is kept in the manifest (``_reload``) for every
-worker's ``GET /config``.
+worker's ``GET /config``, and in the pod's status (``server/workers/_pod_status.py``).
 
 The authority is the pod's one process for what it shares, with the
 single-process semantics: its publisher is a plain Manager (validators,
@@ -18,7 +18,11 @@ workers map them, and a value is published only once that Manager accepted
 it (``PublishingFetcher``). Admin actions, reloads and the statuses of shared
 resources reach it over the control channel (``server/workers/_control.py``,
 answered by :meth:`handle` with the answers of ``server/_decisions.py``): one
-source read, one pin, one log line, whatever worker was asked.
+source read, one pin, one log line, whatever worker was asked. The statuses
+of shared resources, the reload record and ``halted`` are posted as the pod's
+status (:attr:`board`), which workers read without asking: after each
+decision and each recorded reload, before the answer, and every half
+second on the board's thread (``server/workers/_pod_status.py``).
 
 Guarantees:
 - Only the publisher Manager's refresh threads and the reload path write the
@@ -53,7 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from pineapple import resource
-from pineapple.resource.lowlevel import LoadedConfig, MemoryBudget, SnapshotWriteError, load_config
+from pineapple.resource.lowlevel import (
+    LoadedConfig,
+    MemoryBudget,
+    RefreshResult,
+    SnapshotWriteError,
+    load_config,
+)
 
 from ..._build import Builder
 from ..._build_error import BuildError
@@ -62,6 +72,7 @@ from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._control import ControlError
+from .._pod_status import STATUS_FILE, StatusBoard
 from .._store_format import RELOAD_ENTRY, codec_of
 from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
@@ -110,6 +121,8 @@ class ConfigAuthority(ReloadPolicy):
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
+        self.board = StatusBoard(store.path / STATUS_FILE, self.pod_status)
+        """Where the pod's status is posted for the workers (``_pod_status``)."""
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
@@ -151,8 +164,9 @@ class ConfigAuthority(ReloadPolicy):
         base = self._base()
         registry = publishing_registry(base, self.store, set() if named is None else named, staging)
         shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
+        noted = _Noted(self.metrics, self.board)  # a refresh's end changes the pod's status
         manager = resource.Manager(
-            registry, self.metrics, start_timeout=self.config.start_timeout, budget=self._budget
+            registry, noted, start_timeout=self.config.start_timeout, budget=self._budget
         )
         try:
             manager.load_from_root_config(
@@ -262,6 +276,7 @@ class ConfigAuthority(ReloadPolicy):
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())
         except SnapshotWriteError as exc:
             _log.warning("cannot record the reload outcome: %s", exc)
+        self.board.post()
         return outcome
 
     # -- the control channel ------------------------------------------------------------
@@ -269,18 +284,22 @@ class ConfigAuthority(ReloadPolicy):
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         """Answer one control request from a worker (see ``server/workers/_control.py``).
 
-        Actions and statuses answer what :mod:`server._decisions` answers in one
+        A reload or an action answers what :mod:`server._decisions` answers in one
         process; a refusal is a :class:`Refused` (its status and the resource's).
+        The pod's status is posted before the answer, so the next read in any
+        worker shows what it decided.
         """
+        try:
+            return self._decide_request(request)
+        finally:
+            self.board.post()
+
+    def _decide_request(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         force = request.get("force") is True
         if op == "reload":
             trigger: Trigger = "signal" if request.get("trigger") == "signal" else "admin"
             return self.reload(trigger, force=force).to_dict()
-        if op == "config":
-            return self._config_status()
-        if op == "status":
-            return {"resources": self._shared_statuses()}
         name = request.get("name")
         if not isinstance(name, str) or len(name.encode()) > _MAX_NAME_BYTES:
             raise ControlError(f"control request {op!r}: a resource name is required")
@@ -305,19 +324,39 @@ class ConfigAuthority(ReloadPolicy):
             raise Refused(400, f"resource {name!r} is not shared: each worker owns its own")
         return publisher
 
-    def _shared_statuses(self) -> list[dict[str, Any]]:
+    def pod_status(self) -> dict[str, Any]:
+        """What the workers show of the supervisor (posted by :attr:`board`): the reload
+        record (as one process's ``GET /config``), the publisher's ``halted`` and the
+        status of every shared resource (the publisher holds only shared entries)."""
         publisher = self.publisher
-        if publisher is None:
-            return []
-        return [st.to_dict() for st in publisher.status()]  # it holds only shared entries
-
-    def _config_status(self) -> dict[str, Any]:
-        """The reload record (as one process's ``GET /config``) and the publisher's state."""
-        publisher = self.publisher
-        return {
+        config = {
             "reload_attempts": self.attempts,
             "last_reload": self.last.to_dict() if self.last else None,
             "last_reload_error": self.last_error.to_dict() if self.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
             "stale": stale_sources(publisher) if publisher is not None else {},
         }
+        statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
+        return {"config": config, "resources": statuses}
+
+
+class _Noted:
+    """The publisher's ``ManagerMetrics``: the supervisor's metrics, and a note to the
+    board that a status changed after every fetch attempt (so the workers see it within
+    the board's next wake)."""
+
+    def __init__(self, metrics: ServerMetrics | None, board: StatusBoard) -> None:
+        self._metrics = metrics
+        self._board = board
+
+    def observe_refresh(
+        self, name: str, type_name: str, result: RefreshResult, seconds: float
+    ) -> None:
+        if self._metrics is not None:
+            self._metrics.observe_refresh(name, type_name, result, seconds)
+        self._board.changed()
+
+    def observe_refusal(self, name: str, type_name: str, check: str) -> None:
+        if self._metrics is not None:
+            self._metrics.observe_refusal(name, type_name, check)
+        self._board.changed()

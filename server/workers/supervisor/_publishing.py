@@ -37,6 +37,9 @@ Guarantees:
   under the same ``_lock`` and written with the same atomic rename, so a
   worker sees a config generation only after every snapshot it names was
   published.
+- A manifest that would be over ``MANIFEST_MAX_BYTES`` (which every reader
+  refuses) is never written: the write fails as on a full directory, so no
+  config can wedge the pod.
 """
 
 from __future__ import annotations
@@ -64,8 +67,15 @@ from pineapple.resource.lowlevel import (
     source_report_of,
 )
 
+from ..._atomic_file import write_atomically
 from .._config_leases import HeldGenerations
-from .._store_format import CONFIG_ENTRY, StoreDirectory, default_shared_parent, entry_key
+from .._store_format import (
+    CONFIG_ENTRY,
+    MANIFEST_MAX_BYTES,
+    StoreDirectory,
+    default_shared_parent,
+    entry_key,
+)
 from ._staging import Staging
 from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
 
@@ -334,14 +344,10 @@ class SharedStore(StoreDirectory):
             raise SnapshotWriteError(f"cannot write {self.manifest_path}: {exc}") from exc
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        tmp = self.manifest_path.with_name(".manifest.json.tmp")
-        try:
-            with open(tmp, "wb") as out:
-                out.write(orjson.dumps(manifest))
-            os.rename(tmp, self.manifest_path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        data = orjson.dumps(manifest)
+        if len(data) > MANIFEST_MAX_BYTES:  # no reader would take it: the old one stays
+            raise OSError(f"it would be {len(data)} bytes, over {MANIFEST_MAX_BYTES}")
+        write_atomically(self.manifest_path, data)
 
     def remove(self) -> None:
         """Delete the directory and every snapshot in it (the supervisor, at exit)."""

@@ -35,6 +35,9 @@ Guarantees:
   (Linux; workers are spawned only from the main thread, which it watches).
 - A worker slot is either running (in ``workers``) or due to start again (in
   ``_due``), never both; only the main thread's supervision loop changes them.
+- The pod's status is posted for the workers on its board's own thread
+  (``_pod_status``), never by this loop: a slow status cannot hold up the
+  heartbeats; its age tells a worker whether a supervisor still runs.
 - At exit, workers are stopped (SIGTERM, then SIGKILL after the shutdown delay and
   the drain time), and this process closes its copy of the listening socket,
   then the store's directory is deleted. Before that, every ``SWEEP_SECONDS``,
@@ -181,6 +184,7 @@ class Supervisor:
         """Load, start the workers and supervise them until SIGTERM/SIGINT; the exit code."""
         try:
             self.authority.load_initial()
+            self.authority.board.start()  # posted before any worker reads it
             self._control.start()
             if self._attach is not None:
                 self._attach(self.authority)
@@ -333,6 +337,7 @@ class Supervisor:
         if self._watcher is not None:
             self._watcher.stop()
         self._control.stop()
+        self.authority.board.stop()
         deadline = (
             time.monotonic() + self.config.shutdown_delay_seconds + self.config.drain_seconds + 5
         )

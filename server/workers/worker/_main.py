@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 import orjson
 
 from pineapple import resource
+from pineapple._error_text import capped
 
 from ..._build import Builder, import_plugins
 from ..._build_error import BuildError
@@ -44,7 +45,7 @@ from ._supervisor_link import SharedConfigSource, SupervisorLink
 __all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
 
 TRIAL_REPLY_MAX_BYTES = 64 * 1024
-"""The largest trial reply read (its message is cut to an eighth: JSON escapes fit)."""
+"""The largest trial reply read (its message is at most ``MAX_ERROR_BYTES``: escaped, it fits)."""
 _TRIAL_TEARDOWN_SECONDS = 5.0
 
 _PR_SET_PDEATHSIG = 1
@@ -196,10 +197,10 @@ def trial_main(
         snap = builder.build(data, carry_over=donor)
         outcome: dict[str, object] = {"ok": True}
     except BuildError as exc:
-        outcome = {"step": exc.step, "reason": exc.reason[: TRIAL_REPLY_MAX_BYTES // 8]}
+        outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
     except Exception as exc:  # not a build step's error: still an answer, never a hang
         text = resource.redact(f"{type(exc).__name__}: {exc}")
-        outcome = {"step": "start", "reason": text[: TRIAL_REPLY_MAX_BYTES // 8]}
+        outcome = {"step": "start", "reason": capped(text)}
     with contextlib.suppress(OSError):  # the supervisor gave up on this trial: no one to tell
         reply.send_bytes(orjson.dumps(outcome))
     reply.close()

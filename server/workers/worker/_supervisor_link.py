@@ -10,9 +10,12 @@ A worker never reads the config file and never decides anything shared:
   (refresh, rollback, pin, unpin) are the supervisor's, asked over the
   control channel; the worker then catches up with what it published before
   answering, so the answering worker already serves the result. The status
-  of a shared resource (``/resources``, an admin answer, ``/readyz``) is the
+  of a shared resource (``/resources``, an admin answer) is the
   supervisor's, plus a ``worker`` block saying what this worker maps. A
   resource that is not shared is this worker's own (:class:`LocalDecisions`).
+  Statuses (``/resources``, ``/config``, ``/readyz``) are read from the
+  status the supervisor posts in the store (``server/workers/_pod_status.py``),
+  never asked over the control channel, whose slots are the admin's.
 
 Guarantees:
 - ``served`` and ``last_read`` are written only by the follower's pass
@@ -30,7 +33,8 @@ from pineapple import resource
 
 from ..._decisions import Action, LocalDecisions, Refused
 from ..._reload_policy import Trigger
-from .._control import CONTROL_READ_SECONDS, CONTROL_SOCKET, ControlError, call, refusal_of
+from .._control import CONTROL_SOCKET, ControlError, call, refusal_of
+from .._pod_status import STATUS_FILE, StatusReader
 from .._store_format import CONFIG_ENTRY, RELOAD_ENTRY, codec_of
 from ._mapping import MappedStore
 
@@ -75,12 +79,14 @@ class SupervisorLink:
         """This worker's own decisions (for what it does not share)."""
         self.catch_up: Callable[[], None] = lambda: None
         """Maps what the supervisor published (set to the follower's pass once it runs)."""
+        self.pod = StatusReader(store.path / STATUS_FILE)
+        """The status the supervisor posts (shared resources, reloads, ``halted``)."""
 
-    def _call(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """The supervisor's answer to ``request`` within ``timeout`` (default: ``self.timeout``);
-        :class:`Refused` when it refused or cannot be asked."""
+    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The supervisor's answer to ``request`` within ``self.timeout``; :class:`Refused`
+        when it refused or cannot be asked."""
         try:
-            reply = call(self._store.path / CONTROL_SOCKET, request, timeout or self.timeout)
+            reply = call(self._store.path / CONTROL_SOCKET, request, self.timeout)
         except ControlError as exc:
             raise Refused(503, str(exc)) from None
         refused = refusal_of(reply)
@@ -117,10 +123,7 @@ class SupervisorLink:
         body = self.local.resources()
         local = body["resources"]
         if any(self._shared(st["type"]) for st in local):
-            pod = {
-                st["name"]: st
-                for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
-            }
+            pod = self.pod.resources()
             body["resources"] = [
                 _with_worker(pod[st["name"]], st) if st["name"] in pod else st for st in local
             ]
@@ -129,17 +132,14 @@ class SupervisorLink:
     def resource(self, name: str) -> dict[str, Any]:
         body = self.local.resource(name)
         if self._shared(body["status"]["type"]):
-            pod = {
-                st["name"]: st
-                for st in self._call({"op": "status"}, CONTROL_READ_SECONDS)["resources"]
-            }
+            pod = self.pod.resources()
             if name in pod:
                 body["status"] = _with_worker(pod[name], body["status"])
         return body
 
     def config(self) -> dict[str, Any]:
         body = self.local.config()
-        pod = self._call({"op": "config"}, CONTROL_READ_SECONDS)
+        pod = self.pod.config()
         shared = self.describe()
         shared["worker_last_reload"] = body["last_reload"]  # this worker's switch
         for key in ("reload_attempts", "last_reload", "last_reload_error"):
@@ -151,8 +151,8 @@ class SupervisorLink:
         code, body = self.local.readiness()
         if code != 200:
             return code, body
-        try:
-            pod = self._call({"op": "config"}, CONTROL_READ_SECONDS)
+        try:  # what the supervisor last posted: no channel slot, whatever reads run
+            pod = self.pod.config()
         except Refused as exc:
             return 503, {"status": "no supervisor", "reason": str(exc)}
         halted = pod.get("halted")
@@ -162,11 +162,6 @@ class SupervisorLink:
         if stale:  # what the supervisor shares and could not confirm (a fleet store down)
             body["stale"] = stale
         return code, body
-
-    def _pod_statuses(self) -> dict[str, dict[str, Any]]:
-        """``name -> status`` of every shared resource, as the supervisor sees it."""
-        reply = self._call({"op": "status"}, CONTROL_READ_SECONDS)
-        return {st["name"]: st for st in reply["resources"]}
 
     def _shares(self, name: str) -> bool:
         """Whether ``name`` is a shared resource (its admin actions are the supervisor's)."""
