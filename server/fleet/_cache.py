@@ -102,11 +102,18 @@ class SnapshotCache:
         with self._lock:
             entry = self._entry(announcement)
             cached = self._cached(entry)
-            if cached is None or cached.digest != announcement.digest:
+            fresh = cached is None or cached.digest != announcement.digest
+            if fresh:
                 self._download(store, announcement, entry, max_bytes)
+            try:
+                value = codec.open(entry / _STEM, announcement.generation)
+            except BaseException:
+                if fresh:  # what the codec cannot open is not kept
+                    shutil.rmtree(entry, ignore_errors=True)
+                raise
             self._mark_accepted(announcement.name, entry)
             self._prune(announcement.name, entry)
-            return codec.open(entry / _STEM, announcement.generation)
+            return value
 
     def _download(
         self, store: FleetStore, announcement: Announcement, entry: Path, max_bytes: int

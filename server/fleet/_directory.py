@@ -21,6 +21,9 @@ Guarantees:
 - An object's ``.info`` is renamed into place after its ``.data``: an object
   listed in ``objects()`` has its bytes. A get verifies size and digest, so a
   file edited or cut on the volume is refused (:class:`DigestMismatchError`).
+- Waits for the lock are bounded by ``timeout``; reads and writes of the
+  volume itself are not (a hung NFS mount hangs them): NATS is the store that
+  answers within its deadline whatever happens to a server.
 - A watch is one thread polling the bucket's counter every
   :data:`POLL_SECONDS` (one small read); when it moved, the records above the
   last seen revision are delivered in revision order.
@@ -49,6 +52,7 @@ from ._errors import (
 )
 from ._store import (
     BUCKET_HISTORY,
+    MAX_RECORD_BYTES,
     FleetLimits,
     ObjectInfo,
     Record,
@@ -217,18 +221,24 @@ class DirectoryStore:
 
     def _read_record(self, key: str, path: Path) -> Record | None:
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as src:
+                data = src.read(_RECORD_HEADER_MAX + MAX_RECORD_BYTES + 1)
         except FileNotFoundError:
             return None  # pruned meanwhile
         header, _, value = data.partition(b"\n")
-        doc = orjson.loads(header[:_RECORD_HEADER_MAX])
-        return Record(
-            key=key,
-            value=value,
-            revision=int(doc["revision"]),
-            time=float(doc["time"]),
-            deleted=bool(doc["deleted"]),
-        )
+        try:
+            if len(header) > _RECORD_HEADER_MAX or len(value) > MAX_RECORD_BYTES:
+                raise ValueError("longer than a record")
+            doc = orjson.loads(header)
+            return Record(
+                key=key,
+                value=value,
+                revision=int(doc["revision"]),
+                time=float(doc["time"]),
+                deleted=bool(doc["deleted"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            raise FleetError(f"{self.url}: record {path.name} of {key}: damaged ({exc})") from None
 
     def _revisions(self, key_dir: Path) -> list[int]:
         try:
@@ -282,10 +292,8 @@ class DirectoryStore:
 
     def delete(self, bucket: str, key: str) -> None:
         check_key(bucket, key)
-        with self._locked(bucket, "delete") as folder:
-            current = self._latest(folder, key)
-            if current is not None and not current.deleted:
-                self._append(bucket, folder, key, b"", deleted=True)
+        with self._locked(bucket, "delete") as folder:  # a marker, as JetStream writes one
+            self._append(bucket, folder, key, b"", deleted=True)
 
     def _key_names(self, folder: Path) -> list[str]:
         return sorted(_unhex(p.name) for p in (folder / "keys").iterdir())

@@ -30,12 +30,15 @@ Guarantees:
   loop: the callback never runs on the loop (it may call the store).
 - Credentials (``_nats_auth``) are passed to nats-py only; :attr:`url` and
   every message carry the sanitised server list.
+- A store belongs to the process that opened it (its loop thread and socket
+  do not survive a fork): a child process opens its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import datetime
 import logging
@@ -80,6 +83,10 @@ __all__ = ["CHUNK_BYTES", "RECORD_BUCKET_BYTES", "JetStreamStore"]
 
 CHUNK_BYTES = 128 * 1024
 """An object's chunk (as the NATS Object Store writes them)."""
+_CHUNK_OVERHEAD = 256
+"""What a chunk message takes in a stream beyond its bytes (subject, headers), at most."""
+UPLOAD_WINDOW = 16
+"""Chunks an upload keeps unacknowledged (2 MiB in flight)."""
 RECORD_BUCKET_BYTES = 256 * 1024 * 1024
 """The byte limit of each record bucket (records are at most 1 MiB each)."""
 WATCH_PULL_SECONDS = 1.0
@@ -464,19 +471,8 @@ class JetStreamStore:
         stream = f"OBJ_{OBJECTS}"
         try:
             old = self._call("put_object", name, lambda: self._info(js, name))
-            count = 0
-            with open(source, "rb") as src:
-                while chunk := src.read(CHUNK_BYTES):
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise self._unavailable("put_object", name, TimeoutError())
-                    self._call(
-                        "put_object",
-                        name,
-                        lambda c=chunk: js.publish(chunks, c, stream=stream),  # type: ignore[misc]
-                        min(self.timeout, left),
-                    )
-                    count += 1
+            self._check_room(js, name, local.size)
+            count = self._send_chunks(js, name, source, chunks, deadline)
             raw = bytes.fromhex(local.digest[len(DIGEST_PREFIX) :])
             info = api.ObjectInfo(
                 name=name,
@@ -502,6 +498,62 @@ class JetStreamStore:
         if old is not None and old.nuid:
             self._purge_quietly(js, f"$O.{OBJECTS}.C.{old.nuid}")
         return local
+
+    def _send_chunks(
+        self, js: JetStreamContext, name: str, source: Path, chunks: str, deadline: float
+    ) -> int:
+        """Publish ``source`` in chunks to ``chunks``, at most :data:`UPLOAD_WINDOW` unacknowledged
+        at a time, each acknowledged within ``timeout`` and all before ``deadline``; their count."""
+        pending: collections.deque[asyncio.Future[api.PubAck]] = collections.deque()
+        count = 0
+
+        def acknowledged(oldest: asyncio.Future[api.PubAck]) -> None:
+            wait = self._left("put_object", name, deadline)
+            self._call("put_object", name, lambda: asyncio.wait_for(oldest, wait), wait + 1)
+
+        with open(source, "rb") as src:
+            while chunk := src.read(CHUNK_BYTES):
+                wait = self._left("put_object", name, deadline)
+                pending.append(
+                    self._call(
+                        "put_object",
+                        name,
+                        lambda c=chunk: js.publish_async(chunks, c, stream=f"OBJ_{OBJECTS}"),  # type: ignore[misc]
+                        wait,
+                    )
+                )
+                count += 1
+                if len(pending) >= UPLOAD_WINDOW:
+                    acknowledged(pending.popleft())
+        while pending:
+            acknowledged(pending.popleft())
+        return count
+
+    def _check_room(self, js: JetStreamContext, name: str, size: int) -> None:
+        """:class:`SnapshotTooLargeError` unless the object bucket has room for ``size`` bytes.
+
+        Checked before the upload: the server refuses a chunk past the bucket's
+        ``max_bytes`` with a 503 that nats-py's asynchronous publish does not
+        hand to its future (the upload would wait out its deadline instead).
+        """
+        info = self._call(
+            "put_object", name, lambda: js.stream_info(f"OBJ_{OBJECTS}"), self.timeout
+        )
+        limit = info.config.max_bytes or -1
+        needed = size + (size // CHUNK_BYTES + 1) * _CHUNK_OVERHEAD
+        if limit > 0 and info.state.bytes + needed > limit:
+            raise SnapshotTooLargeError(
+                f"{self.url}: object {name} of {size} bytes: the bucket holds"
+                f" {info.state.bytes} of its {limit} bytes (--fleet-max-bucket-bytes)"
+            )
+
+    def _left(self, operation: str, name: str, deadline: float) -> float:
+        """The wait one step of a transfer may take: ``timeout``, within ``deadline``."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            whole = self.limits.download_timeout
+            raise self._unavailable(operation, name, TimeoutError(), whole)
+        return min(self.timeout, left)
 
     def _purge_quietly(self, js: JetStreamContext, subject: str) -> None:
         """Best effort: purge ``subject`` from the object stream (a failure is only logged)."""
@@ -543,10 +595,7 @@ class JetStreamStore:
         sub = self._call("get_object", name, lambda: js.subscribe(chunks, ordered_consumer=True))
         try:
             for _ in range(count):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise self._unavailable("get_object", name, TimeoutError())
-                wait = min(self.timeout, left)
+                wait = self._left("get_object", name, deadline)
                 msg = self._call("get_object", name, lambda w=wait: sub.next_msg(w), wait + 1)  # type: ignore[misc]
                 download.write(msg.data)
         finally:

@@ -25,7 +25,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import nats
 import nats.errors
@@ -177,7 +177,7 @@ async def _quiet(exc: Exception) -> None:
     """nats-py's error callback: the caller sees the error (its default logs a traceback)."""
 
 
-async def _jetstream_answers(url: str, env: dict[str, str]) -> None:
+async def _jetstream_answers(url: str, env: dict[str, Any]) -> None:
     nc = await nats.connect(url, connect_timeout=1, allow_reconnect=False, error_cb=_quiet, **env)
     try:
         await nc.jetstream(timeout=1).account_info()
@@ -202,7 +202,7 @@ class NatsCluster:
             self.nodes.append(node)
         for node in self.nodes:
             node.routes = [n.route_port for n in self.nodes if n.route_port is not None]
-        self.connect_options: dict[str, str] = {}
+        self.connect_options: dict[str, Any] = {}
         """``nats.connect`` credentials the test servers require (for :meth:`wait_ready`)."""
 
     @property
@@ -244,9 +244,17 @@ class NatsCluster:
 
 @contextlib.contextmanager
 def nats_cluster(
-    root: Path, size: int = 1, extra: list[str] | None = None
+    root: Path,
+    size: int = 1,
+    extra: list[str] | None = None,
+    connect_options: dict[str, Any] | None = None,
 ) -> Iterator[NatsCluster]:
-    """Start ``size`` nodes under ``root`` (JetStream ready), and kill them at the end."""
+    """Start ``size`` nodes under ``root`` (JetStream ready), and kill them at the end.
+
+    ``extra``: more ``nats-server`` flags; a ``--auth`` token or ``--user``/``--pass``
+    there is what :meth:`NatsCluster.wait_ready` connects with, unless
+    ``connect_options`` (``nats.connect`` keywords, e.g. ``tls``) says otherwise.
+    """
     nats_server_binary()
     root.mkdir(parents=True, exist_ok=True)
     cluster = NatsCluster(root, size, extra)
@@ -257,6 +265,8 @@ def nats_cluster(
             "user": extra[extra.index("--user") + 1],
             "password": extra[extra.index("--pass") + 1],
         }
+    if connect_options is not None:
+        cluster.connect_options = connect_options
     try:
         cluster.start()
         yield cluster

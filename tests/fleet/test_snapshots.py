@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
 import pytest
 
 import resources
-from pineapple.resource.lowlevel import PickleCodec
+from pineapple.resource.lowlevel import PickleCodec, SnapshotFormatError
 from resources.lowlevel import FILE_CODEC
 from server.fleet import (
     ANNOUNCEMENTS,
@@ -200,3 +201,25 @@ def test_the_fleet_config_survives_in_the_cache(tmp_path: Path) -> None:
     assert cache.config() is None
     cache.save_config(7, b'{"resources": {}}\n')
     assert SnapshotCache(tmp_path / "cache", keep=1).config() == (7, b'{"resources": {}}\n')
+
+
+class _Unopenable:
+    """A codec that writes like FILE_CODEC and cannot open what it wrote."""
+
+    def write(self, value: object, stem: Path) -> Sequence[Path]:
+        return FILE_CODEC.write(value, stem)
+
+    def open(self, stem: Path, generation: int) -> object:
+        raise SnapshotFormatError(f"cannot read snapshot {stem}: written by another version")
+
+
+def test_a_snapshot_the_codec_cannot_open_is_not_kept(store: FleetStore, tmp_path: Path) -> None:
+    cache = SnapshotCache(tmp_path / "cache", keep=2)
+    first = _publish(store, tmp_path, 1)
+    cache.fetch(store, first, FILE_CODEC, max_bytes=10**7)
+    second = _publish(store, tmp_path, 2)
+    with pytest.raises(SnapshotFormatError, match="another version"):
+        cache.fetch(store, second, _Unopenable(), max_bytes=10**7)
+    assert cache.latest("table") == first
+    with pytest.raises(ObjectMissingError):
+        cache.open(second, FILE_CODEC)

@@ -164,3 +164,14 @@ def test_a_full_bucket_refuses_an_upload_and_keeps_what_it_holds(
             small.put_object("big", source)
     finally:
         small.close()
+
+
+def test_a_delete_is_a_revision_of_its_own(store: FleetStore) -> None:
+    put = store.put(PINS, "k", b"v")
+    store.delete(PINS, "k")
+    store.delete(PINS, "never")
+    history = store.history(PINS, "k")
+    assert [(r.value, r.deleted) for r in history] == [(b"v", False), (b"", True)]
+    assert history[1].revision > put
+    assert [r.deleted for r in store.history(PINS, "never")] == [True]
+    assert store.keys(PINS) == [] and store.get(PINS, "never") is None
