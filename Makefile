@@ -4,16 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(VENV)/.native
-# The engine core that setup.py compiles with mypyc (pineapple/_native.py: COMPILED):
-# a changed source rebuilds it before check, test, bench and run.
-NATIVE_SRC := $(shell sed -n '/^COMPILED = (/,/^)/p' pineapple/_native.py | grep -o '"[a-z_.]*"' | tr -d '"' | sed 's|\.|/|g; s|$$|.py|')
-# What the pure-Python pass of `make test` runs again with PINEAPPLE_PURE_PYTHON=1.
-PURE_TESTS := tests/engine tests/operators tests/conformance
+# The compiled groups that setup.py builds with mypyc (each package's _native_modules.txt:
+# the engine core's and the server's), listed by setup.py itself (its one reader of the
+# lists): a changed source rebuilds them before check, test, bench and run.
+NATIVE_LISTS := pineapple/_native_modules.txt server/_native_modules.txt
+NATIVE_SRC := $(shell $(PY) setup.py --native-sources)
+# What the pure-Python pass of `make test` runs again with PINEAPPLE_PURE_PYTHON=1: every
+# test of a compiled module's package (the server's twins included).
+PURE_TESTS := tests/engine tests/operators tests/conformance tests/server
 PACKAGES := pineapple resources server dsl codegen
 CONFIG ?= configs/demo.json
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: install check lint fmt typecheck codegen test stress bench docs run clean
+.PHONY: install check lint fmt typecheck codegen test unit stress bench docs run clean
 
 # The venv and the dependencies; the compiled core is built once, by the $(NATIVE) rule.
 $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.c
@@ -22,7 +25,7 @@ $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.
 	PINEAPPLE_NO_COMPILE=1 $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-$(NATIVE): $(STAMP) setup.py pineapple/_native.py $(NATIVE_SRC)
+$(NATIVE): $(STAMP) setup.py pineapple/_native_list.py $(NATIVE_LISTS) $(NATIVE_SRC)
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(NATIVE)
 
@@ -51,6 +54,12 @@ test: $(NATIVE)
 	PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} $(BIN)/python -m pytest $(XDIST)
 	PINEAPPLE_PURE_PYTHON=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \
 		$(BIN)/python -m pytest -q $(XDIST) $(PURE_TESTS)
+
+# A developer's loop: the tests that start no other process and need no service (about
+# half the suite, in well under a minute); a test that starts one anyway fails, named.
+unit: $(NATIVE)
+	PINEAPPLE_UNIT=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \
+		$(BIN)/python -m pytest -q $(XDIST) -m "not process and not e2e and not stress and not mysql and not redis"
 
 stress: $(NATIVE)
 	$(BIN)/python -m pytest -m stress

@@ -4,41 +4,66 @@ Every one is optional: where it cannot be compiled, the install still
 succeeds. Without ``_cref`` Pineapple uses the pure-Python
 RefValue/ResourceHandle; without ``_untrack`` feed_data columns are left to
 the garbage collector to untrack (one long collection after each load);
-without the mypyc group (the engine core: ``pineapple._native.COMPILED``,
-compiled from its typed source by mypyc, a build requirement from PyPI) the
-same modules run as Python. A build that compiled the whole group writes
-``pineapple/_native_manifest.json`` (each source's SHA-256): at run time a
+without a mypyc group the same modules run as Python. Each package with a
+compiled group lists it in its ``_native_modules.txt`` (:data:`GROUPS`): the
+engine core (``pineapple``) and the server's per-request counters and answer
+batch (``server``), each compiled by mypyc as a group of its own (no module of
+one calls the other's natively). A build that compiled a whole group writes
+``<package>/_native_manifest.json`` (each source's SHA-256): at run time a
 source that no longer matches runs as Python (``pineapple._native``).
+
+``python setup.py --native-sources`` prints every group's sources, one a
+line (the Makefile's ``NATIVE_SRC``), without building anything.
 """
 
 from __future__ import annotations
 
-import ast
-import hashlib
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
-
-from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
-MANIFEST = Path("pineapple") / "_native_manifest.json"
+GROUPS = {"pineapple": "pineapple_core", "server": "server_native"}
+"""``package -> mypyc group name`` of every compiled group."""
 
 
-def _compiled_modules() -> tuple[str, ...]:
-    """``pineapple._native.COMPILED``, read without importing the package."""
-    tree = ast.parse((HERE / "pineapple" / "_native.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "COMPILED":
-            modules: tuple[str, ...] = ast.literal_eval(node.value)
-            return modules
-    raise RuntimeError("pineapple/_native.py: COMPILED not found")
+def _native_list() -> ModuleType:
+    """``pineapple/_native_list.py`` (stdlib only, no side effect) loaded by path."""
+    path = HERE / "pineapple" / "_native_list.py"
+    spec = importlib.util.spec_from_file_location("_pineapple_native_list", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-MODULES = _compiled_modules()
-SOURCES = {m: Path(*m.split(".")).with_suffix(".py") for m in MODULES}
+NATIVE_LIST = _native_list()
+
+
+def group_modules() -> dict[str, tuple[str, ...]]:
+    """``package -> its compiled group's modules``, read by the one reader of the lists."""
+    read, name = NATIVE_LIST.read_module_list, NATIVE_LIST.MODULE_LIST
+    return {pkg: read(HERE / pkg / name) for pkg in GROUPS}
+
+
+def _source(module: str) -> Path:
+    """The source of ``module``, relative to this directory (as mypycify takes it)."""
+    path: Path = NATIVE_LIST.source_path(module, Path())
+    return path
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--native-sources"]:
+    for modules in group_modules().values():
+        print("\n".join(str(_source(m)) for m in modules))
+    sys.exit(0)
+
+from setuptools import Extension, setup  # noqa: E402  (not needed to list the sources)
+from setuptools.command.build_ext import build_ext  # noqa: E402
+
+MODULES = group_modules()
 
 
 def _mypyc_extensions() -> list[Extension]:
@@ -47,31 +72,36 @@ def _mypyc_extensions() -> list[Extension]:
     try:
         from mypyc.build import mypycify
     except ImportError:
-        print("setup.py: mypyc not available; the engine core stays Python", file=sys.stderr)
+        print("setup.py: mypyc not available; the compiled groups stay Python", file=sys.stderr)
         return []
-    try:
-        exts: list[Extension] = mypycify(
-            [str(p) for p in SOURCES.values()], opt_level="3", group_name="pineapple_core"
-        )
-    except (Exception, SystemExit) as exc:  # mypy's errors end in SystemExit
-        print(f"setup.py: mypyc failed ({exc}); the engine core stays Python", file=sys.stderr)
-        return []
+    exts: list[Extension] = []
+    for package, modules in MODULES.items():
+        try:
+            group: list[Extension] = mypycify(
+                [str(_source(m)) for m in modules], opt_level="3", group_name=GROUPS[package]
+            )
+        except (Exception, SystemExit) as exc:  # mypy's errors end in SystemExit
+            print(f"setup.py: mypyc failed on {package} ({exc}); it stays Python", file=sys.stderr)
+            continue
+        exts.extend(group)
     for ext in exts:
         ext.optional = True
     return exts
 
 
 class BuildExt(build_ext):
-    """build_ext that writes the group's manifest when every module of it was built."""
+    """build_ext that writes each group's manifest when every module of it was built."""
 
     def run(self) -> None:
-        manifest = (HERE if self.inplace else Path(self.build_lib)) / MANIFEST
-        manifest.unlink(missing_ok=True)  # a failed build must not vouch for old extensions
+        base = HERE if self.inplace else Path(self.build_lib)
+        for package in MODULES:  # a failed build must not vouch for old extensions
+            (base / package / "_native_manifest.json").unlink(missing_ok=True)
         super().run()
-        if all(Path(self.get_ext_fullpath(m)).is_file() for m in MODULES):
-            hashes = {
-                m: hashlib.sha256((HERE / p).read_bytes()).hexdigest() for m, p in SOURCES.items()
-            }
+        for package, modules in MODULES.items():
+            if not all(Path(self.get_ext_fullpath(m)).is_file() for m in modules):
+                continue
+            hashes = NATIVE_LIST.source_hashes(modules, HERE)
+            manifest = base / package / "_native_manifest.json"
             manifest.parent.mkdir(parents=True, exist_ok=True)
             manifest.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
 

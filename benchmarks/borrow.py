@@ -112,7 +112,7 @@ def _borrows_per_second(
         t.join()
     elapsed = time.perf_counter() - start
     rm.stop()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     misuse = sum(v.used_after_close for v in made)
     unclosed = sum(not v.closed for v in made)
     if unclosed:

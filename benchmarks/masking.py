@@ -4,7 +4,7 @@ Two texts of 1 MB each: random letters and digits (what made the old,
 quadratic DSN regex take seconds per 100 KB), and log-like lines that each
 hold a URL DSN and a Go DSN whose passwords contain ``@`` and spaces, with
 three known literal secrets (as a Manager's slot has). The figure is the
-median of interleaved rounds of ``pineapple.resource.redact``.
+median of interleaved rounds of ``pineapple.resource.lowlevel.redact``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import string
 
-from pineapple.resource import redact
+from pineapple.resource.lowlevel import redact
 
 from ._measure import Result, interleaved
 
@@ -55,7 +55,7 @@ def masking() -> list[Result]:
             f"mask 1 MB of {name} / 50 ms",
             seconds / TARGET_SECONDS,
             1.0,
-            f"{seconds * 1e3:.1f} ms per MB (pineapple.resource.redact, 3 known secrets)",
+            f"{seconds * 1e3:.1f} ms per MB (pineapple.resource.lowlevel.redact, 3 known secrets)",
         )
         for name, seconds in t.items()
     ]

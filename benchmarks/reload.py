@@ -1,6 +1,6 @@
 """Target 3: a reload that changes only ``pipeline_config`` carries a 200,000-row table over.
 
-Two :class:`server.Service` instances run in one child process, one serving a
+Two :class:`server.lowlevel.Service` instances run in one child process, one serving a
 1,000-row ``feed_data`` table and one a 200,000-row table. Rounds alternate
 between them; each round rewrites the config file with the other ``top_n``
 (so only ``pipeline_config`` changes) and times ``Reloader.reload`` — the path
@@ -94,7 +94,8 @@ class _Peak:
 
 def _child(small_table: str, big_table: str, rounds: int) -> dict[str, object]:
     """Runs in the child process: both services, interleaved reloads, timings and RSS."""
-    from server import Config, Service
+    from server import Config
+    from server.lowlevel import Service
 
     with tempfile.TemporaryDirectory() as tmp:
         services: dict[str, tuple[Service, Path, str]] = {}
@@ -188,7 +189,7 @@ def reload_carry_over(rounds: int = 40) -> list[Result]:
             got["big"] / got["small"],
             1.2,
             f"{got['big'] * 1e3:.2f} ms vs {got['small'] * 1e3:.2f} ms "
-            f"(median of {rounds}; server.Reloader.reload, table carried over)",
+            f"(median of {rounds}; server.lowlevel.Reloader.reload, table carried over)",
         ),
         Result(
             3,

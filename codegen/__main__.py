@@ -1,8 +1,8 @@
-"""``python -m codegen``: see :func:`codegen.main`."""
+"""``python -m codegen``: see :func:`codegen.run`."""
 
 import sys
 
-from codegen import main
+from codegen._main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 from pineapple.plugins import add_plugin_argument
 
 from ._errors import CodegenError

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 from pineapple.plugins import PluginError, import_plugins
 
 from ._advice import advice

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self, Unpack
 
 from pineapple import ConfigError, ParamSpec
-from pineapple.resource import ValidationSpec
+from pineapple.resource.lowlevel import ValidationSpec
 
 from ._apple_call import split_apple_keywords
 from ._branch import BranchCall, BranchScope, SkipField

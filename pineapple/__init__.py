@@ -9,7 +9,8 @@ Layers (each imports only the ones above it):
     pineapple.operators             built-in operators (import registers them)
     resources/                      built-in resource types (a separate top-level package)
     pineapple.builtins              the one place that imports operators and resources
-    pineapple.plugins, pineapple.cli    plugin loading and the command line
+    pineapple.plugins, pineapple.commands, pineapple.cli
+                                    plugin loading, the subcommand contract, the command line
     server/ dsl/ codegen/           separate top-level packages built on all of the above
 
 ``import pineapple`` and ``import pineapple.resource`` load no engine:

@@ -3,7 +3,7 @@
 Every error raised on purpose by the library is a :class:`PineappleError`.
 Messages name what was wrong (the resource, operator, parameter or field) and
 never carry a secret: callers that format user-supplied values into a message
-pass them through :func:`pineapple.resource.redact` first.
+pass them through :func:`pineapple.resource.lowlevel.redact` first.
 """
 
 from __future__ import annotations

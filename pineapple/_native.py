@@ -1,13 +1,17 @@
 """Which engine core runs: the compiled one (mypyc, built at install) or the pure-Python source.
 
-``setup.py`` compiles the modules of :data:`COMPILED` with mypyc as one group
-(their code calls each other natively: all of them run compiled, or none) and
-writes the SHA-256 of every source it compiled to ``_native_manifest.json``
-beside this file. ``import pineapple`` imports this module first; importing it
-runs :func:`install`, which puts
-a finder at the head of ``sys.meta_path`` that serves the ``.py`` source of
-every module of the group (the compiled ``.so`` beside it is then never
-loaded) when:
+A package's compiled group is listed in its ``_native_modules.txt`` (one
+module a line; ``_native_list.read_module_list`` is the one reader, which
+``setup.py`` and the Makefile call too). ``setup.py`` compiles each group with mypyc as
+one group (their code calls each other natively: all of them run compiled,
+or none) and writes the SHA-256 of every source it compiled to
+``_native_manifest.json`` beside the list. A :class:`NativeGroup` decides for
+one group: the engine core's is :data:`CORE` (this package; it names no
+module of another package), the server's is ``server._native``.
+``import pineapple`` imports this module first; importing it runs
+:func:`install`, which puts a finder at the head of ``sys.meta_path`` that
+serves the ``.py`` source of every module of the group (the compiled ``.so``
+beside it is then never loaded) when:
 
 - ``PINEAPPLE_PURE_PYTHON=1`` (the tested fallback, as for ``_cref``);
 - the manifest is missing (nothing was compiled, or the build failed);
@@ -27,7 +31,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -39,31 +42,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["COMPILED", "PureCopy", "StaleNativeWarning", "compiled", "install", "pure_reason"]
+from . import _native_list
+from ._native_list import MODULE_LIST, read_module_list, source_hashes
 
-COMPILED = (
-    "pineapple.engine._engine",
-    "pineapple.engine._frame",
-    "pineapple.engine._gofmt",
-    "pineapple.engine._io",
-    "pineapple.engine._run",
-    "pineapple.engine._step",
-    "pineapple.engine._template",
-    "pineapple.engine.http",
-    "pineapple.operators._lua._values",
-    "pineapple.operators.filter_condition",
-    "pineapple.operators.filter_truncate",
-    "pineapple.operators.merge_dedup",
-    "pineapple.operators.recall_static",
-    "pineapple.operators.reorder_sort",
-    "pineapple.operators.transform_copy",
-    "pineapple.operators.transform_dispatch",
-    "pineapple.operators.transform_normalize",
-    "server._answer_batch",
-    "server._gometrics",
-    "server._request_metrics",
-)
-"""The compiled group (``setup.py`` reads this tuple; keep it a literal)."""
+__all__ = [
+    "COMPILED",
+    "CORE",
+    "NativeGroup",
+    "PureCopy",
+    "StaleNativeWarning",
+    "compiled",
+    "install",
+    "pure_reason",
+]
 
 MANIFEST = "_native_manifest.json"
 _ROOT = Path(__file__).resolve().parent.parent
@@ -74,85 +65,116 @@ class StaleNativeWarning(RuntimeWarning):
 
 
 def source_path(module: str) -> Path:
-    """The ``.py`` file of a module of the group."""
-    return _ROOT.joinpath(*module.split(".")).with_suffix(".py")
-
-
-def source_hashes(modules: Sequence[str] = COMPILED) -> dict[str, str]:
-    """SHA-256 of every module's source, by module name (what the manifest holds)."""
-    return {m: hashlib.sha256(source_path(m).read_bytes()).hexdigest() for m in modules}
+    """The ``.py`` file of a module of the engine core's group."""
+    return _native_list.source_path(module, _ROOT)
 
 
 class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds the ``.py`` source of the group's modules, ahead of their extensions."""
+    """Finds the ``.py`` source of a group's modules, ahead of their extensions."""
 
-    def __init__(self, names: frozenset[str]) -> None:
+    def __init__(self, names: frozenset[str], root: Path) -> None:
         self.names = names
+        self.root = root
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in self.names:
             return None
-        return importlib.util.spec_from_file_location(fullname, source_path(fullname))
+        source = _native_list.source_path(fullname, self.root)
+        return importlib.util.spec_from_file_location(fullname, source)
 
 
-_reason: str | None = None
-_decided = False
+class NativeGroup:
+    """One package's compiled group: its module list, its build manifest, its decision.
+
+    ``directory`` (a package's) holds the list (:data:`MODULE_LIST`) and, once
+    ``setup.py`` compiled every module of it, the manifest (:data:`MANIFEST`);
+    ``probe`` is a module of the group whose file tells whether the compiled
+    one loaded. Guarantees: as the module's (one decision per process, made
+    by :meth:`install` before any module of the group is imported, the same
+    for every module of the group).
+    """
+
+    def __init__(self, directory: Path, probe: str) -> None:
+        self.directory = directory
+        self.root = directory.parent
+        self.modules = read_module_list(directory / MODULE_LIST)
+        self.probe = probe
+        self._reason: str | None = None
+        self._decided = False
+
+    def finder(self) -> importlib.abc.MetaPathFinder:
+        """A finder that serves the group's sources ahead of its extensions."""
+        return _SourceFinder(frozenset(self.modules), self.root)
+
+    def _pure_reason(self) -> str | None:
+        """Why this process runs the pure source (None: the compiled modules may load)."""
+        if os.environ.get("PINEAPPLE_PURE_PYTHON") == "1":
+            return "PINEAPPLE_PURE_PYTHON=1"
+        try:
+            built: dict[str, str] = json.loads((self.directory / MANIFEST).read_bytes())
+        except (OSError, ValueError):
+            return "not compiled (no build manifest)"
+        if set(built) != set(self.modules):
+            return "the build compiled another set of modules"
+        try:
+            hashes = source_hashes(self.modules, self.root)
+        except OSError as exc:  # a source of the group is not there to check
+            return f"a compiled module's source is unreadable: {exc}"
+        stale = sorted(m for m, digest in hashes.items() if built[m] != digest)
+        if stale:
+            warnings.warn(
+                f"{', '.join(stale)}: source changed since the build; running the "
+                "pure-Python source (make install rebuilds it)",
+                StaleNativeWarning,
+                stacklevel=4,
+            )
+            return f"source changed since the build: {', '.join(stale)}"
+        return None
+
+    def install(self) -> None:
+        """Decide once for this process; serve the sources when the group may not run."""
+        if self._decided:
+            return
+        self._decided = True
+        self._reason = self._pure_reason()
+        if self._reason is not None:
+            sys.meta_path.insert(0, self.finder())
+
+    def pure_reason(self) -> str | None:
+        """Why the group's pure-Python source runs, or None when its compiled modules do."""
+        if self._reason is None and not self.compiled():
+            return "not compiled (the extensions are absent)"
+        return self._reason
+
+    def compiled(self) -> bool:
+        """True when this process runs the group compiled."""
+        if self._reason is not None:
+            return False
+        probe = importlib.import_module(self.probe)
+        return not (probe.__file__ or "").endswith(".py")
 
 
-def _pure_reason() -> str | None:
-    """Why this process runs the pure source (None: the compiled modules may load)."""
-    if os.environ.get("PINEAPPLE_PURE_PYTHON") == "1":
-        return "PINEAPPLE_PURE_PYTHON=1"
-    manifest = Path(__file__).with_name(MANIFEST)
-    try:
-        built: dict[str, str] = json.loads(manifest.read_bytes())
-    except (OSError, ValueError):
-        return "not compiled (no build manifest)"
-    if set(built) != set(COMPILED):
-        return "the build compiled another set of modules"
-    try:
-        hashes = source_hashes()
-    except OSError as exc:  # a source of the group is not there to check
-        return f"a compiled module's source is unreadable: {exc}"
-    stale = sorted(m for m, digest in hashes.items() if built[m] != digest)
-    if stale:
-        warnings.warn(
-            f"{', '.join(stale)}: source changed since the build; running the pure-Python "
-            "engine core (make install rebuilds it)",
-            StaleNativeWarning,
-            stacklevel=3,
-        )
-        return f"source changed since the build: {', '.join(stale)}"
-    return None
+CORE = NativeGroup(Path(__file__).resolve().parent, "pineapple.engine._frame")
+"""The engine core's group (``_native_modules.txt`` beside this file)."""
+COMPILED = CORE.modules
+"""The modules of the engine core's group."""
 
 
 def install() -> None:
-    """Decide once for this process; serve the sources when the compiled core may not run."""
-    global _reason, _decided
-    if _decided:
-        return
-    _decided = True
-    _reason = _pure_reason()
-    if _reason is not None:
-        sys.meta_path.insert(0, _SourceFinder(frozenset(COMPILED)))
+    """Decide once for this process whether the engine core runs compiled."""
+    CORE.install()
 
 
 def pure_reason() -> str | None:
     """Why the pure-Python core runs, or None when the compiled one does."""
-    if _reason is None and not compiled():
-        return "not compiled (the extensions are absent)"
-    return _reason
+    return CORE.pure_reason()
 
 
 def compiled() -> bool:
     """True when this process runs the compiled engine core."""
-    if _reason is not None:
-        return False
-    from .engine import _frame
-
-    return not (_frame.__file__ or "").endswith(".py")
+    return CORE.compiled()
 
 
 _PACKAGES = ("pineapple", "resources")
@@ -183,7 +205,7 @@ class PureCopy:
         self._saved: dict[str, ModuleType] | None = None
         env = os.environ.get("PINEAPPLE_PURE_PYTHON")
         meta = list(sys.meta_path)
-        finder = _SourceFinder(frozenset(COMPILED))
+        finder = CORE.finder()
         saved = _take_modules()
         try:
             sys.meta_path.insert(0, finder)

@@ -1,5 +1,6 @@
-"""How every package adds its subcommand to the ``pineapple`` command line.
+"""``add_subcommand``: how every package adds its subcommand to the ``pineapple`` command line.
 
+The contract is public in :mod:`pineapple.commands` (read it there).
 :func:`add_subcommand` is the one place that decides what a subcommand
 parser looks like: its ``--help`` shows each option's default once, it runs
 ``func(args) -> exit code``, its help is ``func``'s docstring (the first
@@ -20,7 +21,10 @@ from typing import TypeAlias
 from ._config_file import add_max_config_bytes
 from .plugins import add_plugin_argument
 
-__all__ = ["DefaultsOnceFormatter", "Subparsers", "add_subcommand"]
+__all__ = ["COMMANDS_GROUP", "DefaultsOnceFormatter", "Subparsers", "add_subcommand"]
+
+COMMANDS_GROUP = "pineapple.commands"
+"""The entry-point group whose callables add subcommands (``add(subparsers)``)."""
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """What ``ArgumentParser.add_subparsers()`` returns; each ``add_*_command`` takes it."""

@@ -23,7 +23,8 @@ here and hand them on explicitly (``Engine(config, registry=...)``,
 from __future__ import annotations
 
 from .engine import OperatorRegistry, default_operator_registry
-from .resource import Registry, default_registry
+from .resource import Registry
+from .resource.lowlevel import default_registry
 
 __all__ = ["load", "operator_registry", "resource_registry"]
 

@@ -2,9 +2,10 @@
 
 The core knows none of the packages above it: each registers its own
 subcommands through the ``pineapple.commands`` entry-point group (a callable
-taking the subparsers; ``server``: ``serve``, ``check``, ``run``, ``admin``;
-``dsl``: ``compile``; ``codegen``: ``codegen``), and this module assembles
-them, plus ``dag``, which lives in the core.
+taking the subparsers: the contract is :mod:`pineapple.commands`; ``server``:
+``serve``, ``check``, ``run``, ``admin``; ``dsl``: ``compile``; ``codegen``:
+``codegen``), and this module assembles them, plus ``dag``, which lives in the
+core.
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ import sys
 from collections.abc import Callable
 from typing import cast
 
-from ._subcommand import Subparsers
+from ._subcommand import COMMANDS_GROUP, Subparsers
 
-__all__ = ["COMMANDS_GROUP", "build_parser", "main"]
-
-COMMANDS_GROUP = "pineapple.commands"
-"""The entry-point group whose callables add subcommands (``add(subparsers)``)."""
+__all__ = ["build_parser", "main"]
 
 _ORDER = ("server", "compile", "codegen")
 """How ``--help`` lists the groups we ship (a third party's come after, by name)."""

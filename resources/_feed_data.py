@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import NOT_MODIFIED, redact
+from pineapple.resource import NOT_MODIFIED
+from pineapple.resource.lowlevel import redact
 
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import parse_mysql_dsn

@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 import pymysql
 import pymysql.cursors
 
-from pineapple.resource import redact
+from pineapple.resource.lowlevel import redact
 
 from ._cancel import Cancel
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline

@@ -39,8 +39,8 @@ import orjson
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
 from pineapple._file_kind import file_kind
-from pineapple.resource import NOT_MODIFIED, redact
-from pineapple.resource.lowlevel import redact_value
+from pineapple.resource import NOT_MODIFIED
+from pineapple.resource.lowlevel import redact, redact_value
 
 from ._errors import SourceError
 from ._file_values import FileMapping, FileRows

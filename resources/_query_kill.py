@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import pymysql
 import pymysql.cursors
 
-from pineapple.resource import redact
+from pineapple.resource.lowlevel import redact
 
 __all__ = ["KILL_SECONDS", "kill_query", "query_may_run", "read_timed_out", "undrained"]
 

@@ -35,8 +35,13 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from pineapple import ConfigError, ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import redact
-from pineapple.resource.lowlevel import ClientReport, CommandStats, ProbeReport, Reachability
+from pineapple.resource.lowlevel import (
+    ClientReport,
+    CommandStats,
+    ProbeReport,
+    Reachability,
+    redact,
+)
 
 from ._errors import SourceError
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from pineapple import ParamSpec, ResourceSchema, register_resource
-from pineapple.resource import NOT_MODIFIED, Fetcher, redact
-from pineapple.resource.lowlevel import redact_value
+from pineapple.resource import NOT_MODIFIED, Fetcher
+from pineapple.resource.lowlevel import redact, redact_value
 
 from ._printing import deep_sizeof, estimate_sizeof, human_bytes, json_preview, shape_of
 
@@ -16,7 +16,7 @@ __all__ = ["STATIC_SCHEMA", "StaticFetcher", "StaticPrinter", "static_fetcher"]
 class StaticPrinter:
     """Shape and approximate size; the description is the value as JSON (truncated).
 
-    DSN passwords inside the value are masked (``pineapple.resource.redact``).
+    DSN passwords inside the value are masked (``pineapple.resource.lowlevel.redact``).
     """
 
     def summarize(self, value: Any) -> str:

@@ -26,40 +26,32 @@ Layers (each imports only the ones above it):
 ``run_supervisor``), but no pyarrow: the built-in resource types and their
 codecs load with the first build (``pineapple.builtins``).
 
+The face lists the words a user types; the plumbing beneath it (``Service``,
+``Reloader``, ``ReloadOutcome``, ``Snapshot``, ``SnapshotHolder``, ``ConfigInfo``,
+the engine contracts ``EngineLike``, ``EngineExtras``, ``Responder``) is
+:mod:`server.lowlevel`.
+
 Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`` and
 ``_watcher``.
 """
 
+# First: decides, before any of it loads, whether the server's compiled group runs.
+from . import _native as _native
+from . import lowlevel as lowlevel
 from ._app import create_app as create_app
 from ._build_error import BuildError as BuildError
 from ._config import ADMIN_TOKEN_ENV as ADMIN_TOKEN_ENV
 from ._config import Config as Config
-from ._config import EngineLike as EngineLike
 from ._config import HandResource as HandResource
-from ._config import Responder as Responder
 from ._config import Wiring as Wiring
-from ._reload_policy import ReloadOutcome as ReloadOutcome
-from ._reloader import Reloader as Reloader
 from ._run import check as check
 from ._run import run as run
-from ._service import Service as Service
-from ._snapshot import ConfigInfo as ConfigInfo
-from ._snapshot import Snapshot as Snapshot
-from ._snapshot import SnapshotHolder as SnapshotHolder
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
     "BuildError",
     "Config",
-    "ConfigInfo",
-    "EngineLike",
     "HandResource",
-    "ReloadOutcome",
-    "Reloader",
-    "Responder",
-    "Service",
-    "Snapshot",
-    "SnapshotHolder",
     "Wiring",
     "check",
     "create_app",

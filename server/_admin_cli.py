@@ -31,7 +31,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 
 from ._config import ADMIN_TOKEN_ENV
 

@@ -17,7 +17,14 @@ from typing import TypeVar, cast
 from pineapple import PineappleError, builtins, plugins, resource
 from pineapple.engine import Engine
 from pineapple.engine.http import ParseBudget, respond
-from pineapple.resource.lowlevel import LoadedConfig, ManagerMetrics, MemoryBudget, load_config
+from pineapple.resource.lowlevel import (
+    LoadedConfig,
+    ManagerMetrics,
+    MemoryBudget,
+    load_config,
+    redact,
+    validate_resource_deps,
+)
 
 from ._build_error import BuildError, CheckError
 from ._config import Config, EngineLike, Responder
@@ -151,7 +158,7 @@ class Builder:
             config = loaded.data if loaded.root is None else loaded.root
             return Engine(config, registry=builtins.operator_registry())
         except Exception as exc:
-            raise BuildError("engine", resource.redact(_describe(exc), loaded.secrets)) from None
+            raise BuildError("engine", redact(_describe(exc), loaded.secrets)) from None
 
     def _manager(
         self, loaded: LoadedConfig, carry_over: resource.Manager | None
@@ -168,20 +175,20 @@ class Builder:
             manager.load_from_root_config(loaded, carry_over=carry_over)
         except Exception as exc:
             manager.stop()  # releases values adopted from carry_over
-            raise BuildError("resources", resource.redact(_describe(exc), loaded.secrets)) from None
+            raise BuildError("resources", redact(_describe(exc), loaded.secrets)) from None
         return manager
 
     def _start(self, manager: resource.Manager, secrets: frozenset[str]) -> None:
         try:
             manager.start()
         except Exception as exc:
-            raise BuildError("start", resource.redact(_describe(exc), secrets)) from None
+            raise BuildError("start", redact(_describe(exc), secrets)) from None
 
     def _deps(self, loaded: LoadedConfig, manager: resource.Manager) -> None:
         try:
-            resource.validate_resource_deps(loaded, manager)
+            validate_resource_deps(loaded, manager)
         except Exception as exc:
-            raise BuildError("deps", resource.redact(_describe(exc), loaded.secrets)) from None
+            raise BuildError("deps", redact(_describe(exc), loaded.secrets)) from None
 
 
 def _attempt(failed: list[BuildError], step: Callable[[], _T]) -> _T | None:

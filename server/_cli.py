@@ -12,7 +12,7 @@ import logging
 import sys
 from typing import Any
 
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
 from ._build_error import BuildError, CheckError

@@ -6,7 +6,7 @@ Named in the ``pineapple.commands`` entry-point group (``pyproject.toml``);
 
 from __future__ import annotations
 
-from pineapple._subcommand import Subparsers
+from pineapple.commands import Subparsers
 
 from ._admin_cli import add_admin_command
 from ._cli import add_check_command, add_serve_command

@@ -11,7 +11,7 @@ Guarantees:
 - The filter reads ``holder.current`` (one attribute read, no lock) and the
   manager's secrets, a frozenset fixed at ``start``: no lock is taken on the
   logging path, and a record is never dropped (``filter`` returns True).
-- Masking is linear in the message (``pineapple.resource.redact``).
+- Masking is linear in the message (``pineapple.resource.lowlevel.redact``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class LogMask(logging.Filter):
     def _redact(self, text: str) -> str:
         snap = self._holder.current
         if snap is None:
-            return resource.redact(text)
+            return resource.lowlevel.redact(text)
         return snap.manager.redact(text)
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 
 from pineapple import Context, PineappleError, builtins, resource
 from pineapple._json_object import JSONObjectError, loads_object
-from pineapple._subcommand import Subparsers, add_subcommand
+from pineapple.commands import Subparsers, add_subcommand
 from pineapple.engine import Engine, OperatorRegistry
 from pineapple.engine.http import go_json
 

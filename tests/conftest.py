@@ -5,6 +5,12 @@ Where a service is unreachable the test is skipped with the reason; with
 with ``PINEAPPLE_MYSQL_HOST``/``_PORT``/``_USER``/``_PASSWORD``/``_DB`` and
 ``PINEAPPLE_REDIS_ADDR``.
 
+``make unit`` runs the tests that start no other process (a developer's fast
+loop): a test is marked ``process`` at collection when its module, or a test
+helper it imports, names ``subprocess``, ``multiprocessing`` or the test
+servers, or when it uses the ``serve`` fixture; with ``PINEAPPLE_UNIT=1`` a
+test that starts a process anyway fails, naming it (mark it, or its module).
+
 Fixtures: ``mysql_params`` (pymysql.connect kwargs), ``mysql_conn`` (an
 autocommit connection), ``mysql_dsn`` (Go-form DSN for ``feed_data``),
 ``mysql_table`` (a unique table name, dropped afterwards), ``redis_addr``.
@@ -12,9 +18,13 @@ autocommit connection), ``mysql_dsn`` (Go-form DSN for ``feed_data``),
 
 from __future__ import annotations
 
+import multiprocessing.process
 import os
+import re
+import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pymysql
@@ -25,11 +35,99 @@ from redis.retry import Retry
 
 from pineapple import builtins
 
+from .conformance._fixtures import ABSENT, fixtures_absent
+
 # The built-in operator and resource types, registered once for the whole suite
 # (the server and CLI do the same through pineapple.builtins), so that no test
 # depends on another having imported them first. Tests of the bare layers
 # (tests/test_layers.py) run in fresh interpreters and are not affected.
 builtins.load()
+
+
+_TESTS = Path(__file__).resolve().parent
+_PROCESS_HINTS = re.compile(r"\b(subprocess|multiprocessing|Popen|os\.fork|serve_plugin)\b")
+"""What a module that starts processes names (``tests/_serve.py``, ``tests/server/pod.py``)."""
+_PROCESS_FIXTURES = frozenset({"serve"})
+"""Fixtures that start a process: ``tests/server/conftest.py``'s real ``pineapple serve``."""
+_LOCAL_IMPORT = re.compile(r"^\s*from (\.+|tests\.)([\w.]*) import ([\w, ()]+)", re.M)
+
+
+def _imported_files(path: Path, text: str) -> list[Path]:
+    """The test modules ``path`` imports (relative, or from ``tests.``)."""
+    found: list[Path] = []
+    for dots, dotted, names in _LOCAL_IMPORT.findall(text):  # bounded: the file's imports
+        base = _TESTS if dots == "tests." else path.parents[len(dots) - 1]
+        stem = base.joinpath(*dotted.split(".")) if dotted else base
+        candidates = [stem.with_suffix(".py"), stem / "__init__.py"]
+        if not dotted:  # from . import a, b: modules
+            names_ = [n.strip(" ()") for n in names.split(",")]
+            candidates = [base / f"{n}.py" for n in names_ if n]
+        found.extend(c for c in candidates if c.is_file())
+    return found
+
+
+_process_modules: dict[Path, bool] = {}
+
+
+def _starts_processes(path: Path) -> bool:
+    """True when ``path``, or a test module it imports (transitively), names a process."""
+    if path not in _process_modules:
+        seen, queue, hit = {path}, [path], False
+        while queue and not hit:  # bounded: the files under tests/
+            current = queue.pop()
+            text = current.read_text()
+            hit = bool(_PROCESS_HINTS.search(text))
+            for imported in _imported_files(current, text):
+                if imported not in seen:
+                    seen.add(imported)
+                    queue.append(imported)
+        _process_modules[path] = hit
+    return _process_modules[path]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``process`` every test that starts another process (``make unit`` leaves them)."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & _PROCESS_FIXTURES or _starts_processes(Path(str(item.path))):
+            item.add_marker(pytest.mark.process)
+
+
+@pytest.fixture(autouse=True)
+def _unit_starts_no_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``PINEAPPLE_UNIT=1`` (``make unit``), a Python process (a server, the CLI, a
+    worker) started by an unmarked test fails it; a tool such as ``ldconfig`` may run."""
+    if os.environ.get("PINEAPPLE_UNIT") != "1" or request.node.get_closest_marker("process"):
+        return
+    where = request.node.nodeid
+    popen_init = subprocess.Popen.__init__
+
+    def refuse() -> NoReturn:
+        raise AssertionError(
+            f"{where} starts a process: it is not a unit test (tests/conftest.py marks "
+            "'process' from the module's imports: name it there)"
+        )
+
+    def popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+        program = Path(os.fsdecode(argv[0]) if argv else "").name
+        if "python" in program or "pineapple" in program:
+            refuse()
+        popen_init(self, args, *rest, **kwargs)
+
+    def start(self: multiprocessing.process.BaseProcess) -> None:
+        refuse()
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A parameter marked ``fixtures_absent`` skips, or fails in CI (``_fixtures``)."""
+    if item.get_closest_marker("fixtures_absent") is not None:
+        fixtures_absent()
 
 
 def service_unavailable(what: str, exc: BaseException) -> NoReturn:
@@ -97,7 +195,7 @@ def redis_addr() -> str:
     return addr
 
 
-_NO_FIXTURES = "PINE_FIXTURES_DIR not set or directory absent"
+_NO_FIXTURES = ABSENT
 """The skip reason of every test that needs the public fixtures (tests/conformance/_fixtures.py)."""
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import pineapple
-from pineapple._subcommand import DefaultsOnceFormatter
 from pineapple.cli import build_parser
+from pineapple.commands import DefaultsOnceFormatter
 
 PINEAPPLE = Path(sys.executable).with_name("pineapple")
 

@@ -96,7 +96,7 @@ def test_our_built_ins_and_commands_are_named_in_our_entry_point_groups() -> Non
     assert {
         "server._commands:add_commands",
         "dsl._cli:add_compile_command",
-        "codegen:add_codegen_command",
+        "codegen._main:add_codegen_command",
     } <= values("pineapple.commands")
 
 

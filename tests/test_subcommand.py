@@ -1,4 +1,4 @@
-"""Every ``pineapple`` subcommand is added one way (``pineapple._subcommand``)."""
+"""Every ``pineapple`` subcommand is added one way (``pineapple.commands``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 import server
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
-from pineapple._subcommand import add_subcommand
 from pineapple.cli import build_parser
+from pineapple.commands import add_subcommand
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:

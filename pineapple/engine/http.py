@@ -282,4 +282,4 @@ def _masker(ctx: Context | None) -> Callable[[str], str]:
     provider = resource.from_context(ctx) if ctx is not None else None
     if isinstance(provider, resource.Manager):
         return provider.redact
-    return resource.redact
+    return resource.lowlevel.redact

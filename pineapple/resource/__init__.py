@@ -15,8 +15,6 @@ from .._errors import ManagerStateError as ManagerStateError
 from .._errors import MissingResourceError as MissingResourceError
 from .._errors import StartError as StartError
 from . import lowlevel as lowlevel
-from ._closer import flush as flush_closes
-from ._deps import validate_resource_deps as validate_resource_deps
 from ._manager import Manager as Manager
 from ._outcome import NOT_MODIFIED as NOT_MODIFIED
 from ._outcome import RefreshError as RefreshError
@@ -27,7 +25,6 @@ from ._provider import Static as Static
 from ._provider import borrow as borrow
 from ._provider import from_context as from_context
 from ._provider import with_resources as with_resources
-from ._redact import redact as redact
 from ._refusal import MemoryBudgetExceededError as MemoryBudgetExceededError
 from ._refusal import NoPreviousValueError as NoPreviousValueError
 from ._refusal import PinnedError as PinnedError
@@ -39,18 +36,13 @@ from ._registry import FetcherFactory as FetcherFactory
 from ._registry import Printer as Printer
 from ._registry import Registry as Registry
 from ._registry import ResourceSchema as ResourceSchema
-from ._registry import all_schemas as all_schemas
-from ._registry import default_registry as default_registry
 from ._registry import register_resource as register_resource
-from ._status import Condition as Condition
 from ._status import ResourceStatus as ResourceStatus
-from ._validate import ValidationSpec as ValidationSpec
 from ._validate import Validator as Validator
 from ._validate import register_validator as register_validator
 
 __all__ = [
     "NOT_MODIFIED",
-    "Condition",
     "DuplicateRegistrationError",
     "Fetcher",
     "FetcherFactory",
@@ -73,17 +65,11 @@ __all__ = [
     "Static",
     "UnknownResourceError",
     "ValidationRefusedError",
-    "ValidationSpec",
     "Validator",
     "ValueRefusedError",
-    "all_schemas",
     "borrow",
-    "default_registry",
-    "flush_closes",
     "from_context",
-    "redact",
     "register_resource",
     "register_validator",
-    "validate_resource_deps",
     "with_resources",
 ]

@@ -28,8 +28,14 @@ resource type that shares, probes or reports a client, builds on:
   ``Reachability``, ``probe_report_of``, ``LATENCY_BUCKETS``) and a client's
   pool and commands (``Metered``, ``ClientReport``, ``CommandStats``,
   ``CommandCell``, ``client_report_of``);
-- for printers: ``JSONPrinter`` (the default one), ``redact_value`` (a status
-  value with its secrets masked), ``registered_validators``.
+- for printers and resource types: ``JSONPrinter`` (the default one),
+  ``redact`` (a text with its secrets masked), ``redact_value`` (a status
+  value with its secrets masked), ``registered_validators``;
+- for whoever assembles a Manager: ``default_registry`` and ``all_schemas``
+  (the types registered so far), ``ValidationSpec`` (a parsed ``validate``
+  block), ``Condition`` (one line of a ``ResourceStatus``),
+  ``validate_resource_deps`` (the deps check of a config), ``flush_closes``
+  (wait for the closes scheduled so far).
 
 Same rules as the face: ``tests/test_public_api.py`` pins ``__all__``;
 importing this module loads neither the engine nor any resource type.
@@ -42,11 +48,13 @@ from ._client_metrics import CommandStats as CommandStats
 from ._client_metrics import Metered as Metered
 from ._client_metrics import client_report_of as client_report_of
 from ._closer import close_now as close_now
+from ._closer import flush as flush_closes
 from ._codec import PickleCodec as PickleCodec
 from ._codec import SnapshotCodec as SnapshotCodec
 from ._codec import SnapshotFormatError as SnapshotFormatError
 from ._codec import SnapshotWriteError as SnapshotWriteError
 from ._deps import resource_names as resource_names
+from ._deps import validate_resource_deps as validate_resource_deps
 from ._hooks import FETCHER_HOOKS as FETCHER_HOOKS
 from ._hooks import Closable as Closable
 from ._hooks import CodecHooks as CodecHooks
@@ -64,11 +72,16 @@ from ._probe import Probed as Probed
 from ._probe import ProbeReport as ProbeReport
 from ._probe import Reachability as Reachability
 from ._probe import probe_report_of as probe_report_of
+from ._redact import redact as redact
 from ._redact import redact_value as redact_value
 from ._refvalue import RefValue as RefValue
 from ._registry import JSONPrinter as JSONPrinter
+from ._registry import all_schemas as all_schemas
+from ._registry import default_registry as default_registry
+from ._status import Condition as Condition
 from ._status import SourceReport as SourceReport
 from ._status import source_report_of as source_report_of
+from ._validate import ValidationSpec as ValidationSpec
 from ._validate import registered_validators as registered_validators
 
 __all__ = [
@@ -79,6 +92,7 @@ __all__ = [
     "CodecHooks",
     "CommandCell",
     "CommandStats",
+    "Condition",
     "FetcherHooks",
     "JSONPrinter",
     "LoadedConfig",
@@ -95,16 +109,22 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotWriteError",
     "SourceReport",
+    "ValidationSpec",
     "admitted_upstream",
+    "all_schemas",
     "call_hook",
     "client_report_of",
     "close_now",
+    "default_registry",
     "entry_being_built",
+    "flush_closes",
     "hook_of",
     "load_config",
     "probe_report_of",
+    "redact",
     "redact_value",
     "registered_validators",
     "resource_names",
     "source_report_of",
+    "validate_resource_deps",
 ]

@@ -12,7 +12,8 @@ import pytest
 
 import codegen
 import dsl
-from codegen import CodegenError, render_operators, render_resources
+from codegen import CodegenError
+from codegen.lowlevel import render_operators, render_resources
 from dsl import Flow, OperatorCall, compile_flow
 from pineapple import ParamSpec
 from pineapple.engine import OperatorSchema
@@ -232,14 +233,14 @@ def test_flow_names_cover_every_public_flow_attribute() -> None:
     generated = {n for n in vars(OperatorMethods) if not n.startswith("_")}
     for cls in (dsl.Flow, dsl.SubFlow):
         own = {n for n in dir(cls) if not n.startswith("_")} - generated
-        assert own <= codegen.FLOW_NAMES
+        assert own <= codegen.lowlevel.FLOW_NAMES
     flow = dsl.Flow("f")
     instance = {n for n in vars(flow) if not n.startswith("_")}
-    assert instance <= codegen.FLOW_NAMES
+    assert instance <= codegen.lowlevel.FLOW_NAMES
 
 
 def test_metadata_keywords_match_the_recorder() -> None:
-    assert tuple(name for name, _, _ in codegen.METADATA_ARGS) == dsl.METADATA_KEYWORDS
+    assert tuple(name for name, _, _ in codegen.lowlevel.METADATA_ARGS) == dsl.METADATA_KEYWORDS
 
 
 def test_the_generated_marker_is_the_one_dsl_skips() -> None:

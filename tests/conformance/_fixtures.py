@@ -1,8 +1,13 @@
 """Loading the shared Pineapple fixtures, and the one list of fixtures we do not pass yet.
 
 The fixture directory is ``$PINE_FIXTURES_DIR`` (default
-``../shared/fixtures/pineapple`` relative to the repository root); every
-conformance test skips, with the reason, when it is absent.
+``../shared/fixtures/pineapple`` relative to the repository root). When it
+(or a folder of it) is absent, every test of its fixtures skips with the
+reason, and fails in CI (``PINEAPPLE_REQUIRE_SERVICES=1`` or ``CI=true``):
+CI never passes without running them. The one place that decides is
+:func:`fixtures_absent`; a parameter that stands for absent fixtures
+(:func:`missing_dir_param`) reaches it through the ``fixtures_absent`` mark
+(``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -58,13 +63,28 @@ def load(folder: str) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def missing_dir_param(arity: int = 1) -> Any:
-    """A single skipped parameter (of ``arity`` values) for when the fixtures are absent."""
-    return pytest.param(
-        *([None] * arity),
-        id="no-fixtures",
-        marks=pytest.mark.skip(reason="PINE_FIXTURES_DIR not set or directory absent"),
+ABSENT = "PINE_FIXTURES_DIR not set or directory absent"
+
+
+def fixtures_required() -> bool:
+    """True in CI (``PINEAPPLE_REQUIRE_SERVICES=1`` or ``CI=true``): absent fixtures fail."""
+    return (
+        os.environ.get("PINEAPPLE_REQUIRE_SERVICES") == "1"
+        or os.environ.get("CI", "").lower() == "true"
     )
+
+
+def fixtures_absent(what: str = ABSENT) -> NoReturn:
+    """Skip because the fixtures are absent, or fail when CI requires them."""
+    if fixtures_required():
+        pytest.fail(f"{what} (CI runs every fixture: PINEAPPLE_REQUIRE_SERVICES=1 or CI=true)")
+    pytest.skip(what)
+
+
+def missing_dir_param(arity: int = 1, name: str = "no-fixtures") -> Any:
+    """One parameter (of ``arity`` values) standing for absent fixtures: skipped, or failed
+    in CI (the ``fixtures_absent`` mark)."""
+    return pytest.param(*([None] * arity), id=name, marks=pytest.mark.fixtures_absent)
 
 
 def operator_types(data: Any) -> set[str]:

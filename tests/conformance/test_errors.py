@@ -31,7 +31,7 @@ def _fail(data: dict[str, Any]) -> PineappleError:
     try:
         with fixture_context(data, config) as (ctx, provider):
             if isinstance(provider, resource.Manager):
-                resource.validate_resource_deps(config, provider)
+                resource.lowlevel.validate_resource_deps(config, provider)
             engine.execute(ctx, data.get("request") or {"common": {}, "items": []})
     except PineappleError as exc:
         return exc

@@ -65,7 +65,7 @@ assert engine.execute(ctx, {"common": {}, "items": []})["items"] == [{"w": "spam
 assert not first.closed
 held.release()
 # ... and is closed exactly once after its last release.
-resource.flush_closes(5.0)
+resource.lowlevel.flush_closes(5.0)
 assert first.closed
 
 # A config reload that keeps the entry carries the value over, and the new

@@ -24,6 +24,38 @@ def lua(node: Flow | SubFlow, **kw: Any) -> None:
     )
 
 
+Op = tuple[str, list[str], list[str], list[str], list[str]]
+"""One compiled operator: ``(type, common_input, common_output, item_input, item_output)``."""
+
+
+def compiled(flow: Flow) -> list[Op]:
+    """``flow`` compiled (it passes every check): its main pipeline's operators in order,
+    each sub-flow's inlined where the pipeline names it."""
+    config = flow.compile_dict()
+    operators = config["pipeline_config"]["operators"]
+    subflows = config["pipeline_config"]["pipeline_map"]
+
+    def expand(names: list[str]) -> list[Op]:
+        out: list[Op] = []
+        for name in names:  # bounded: the compiled pipeline
+            if name in subflows:
+                out.extend(expand(subflows[name]["pipeline"]))
+                continue
+            meta = operators[name]["$metadata"]
+            out.append(
+                (
+                    operators[name]["type_name"],
+                    meta["common_input"],
+                    meta["common_output"],
+                    meta["item_input"],
+                    meta["item_output"],
+                )
+            )
+        return out
+
+    return expand(config["pipeline_group"]["main"]["pipeline"])
+
+
 def refused(flow: Flow, pattern: str) -> str:
     with pytest.raises(ValidationError, match=pattern) as info:
         flow.compile_dict()
@@ -49,7 +81,10 @@ def test_upstream_output_satisfies_input() -> None:
     flow = Flow(name="chain", common_input=["x"], common_output=["z"])
     lua(flow, common_input=["x"], common_output=["y"])
     lua(flow, common_input=["y"], common_output=["z"])
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["y"], [], []),
+        ("transform_by_lua", ["y"], ["z"], [], []),
+    ]
 
 
 def test_template_field_must_be_covered() -> None:
@@ -73,7 +108,10 @@ def test_read_then_write_ok() -> None:
     flow = Flow(name="ok", common_input=["x"], common_output=["y"])
     lua(flow, common_input=["x"], common_output=["y"])
     lua(flow, common_input=["y"], common_output=["y"])
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["y"], [], []),
+        ("transform_by_lua", ["y"], ["y"], [], []),
+    ]
 
 
 def test_if_else_branches_write_same_field_ok() -> None:
@@ -83,7 +121,12 @@ def test_if_else_branches_write_same_field_ok() -> None:
     flow.else_()
     lua(flow, common_output=["salt"])
     flow.end_if_()
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["_if_1"], [], []),  # the condition
+        ("transform_by_lua", ["x"], ["salt"], [], []),
+        ("transform_by_lua", ["_if_1"], ["_else_2"], [], []),
+        ("transform_by_lua", [], ["salt"], [], []),
+    ]
 
 
 def test_independent_if_blocks_write_same_field_rejected() -> None:
@@ -103,7 +146,13 @@ def test_nested_branch_write_same_field_ok() -> None:
     flow.end_if_().else_()
     lua(flow, common_output=["salt"])
     flow.end_if_()
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["_if_1"], [], []),
+        ("transform_by_lua", ["y"], ["_if_2"], [], []),
+        ("transform_by_lua", ["x", "y"], ["salt"], [], []),
+        ("transform_by_lua", ["_if_1"], ["_else_3"], [], []),  # the outer branch's else
+        ("transform_by_lua", [], ["salt"], [], []),
+    ]
 
 
 def test_multiple_recalls_writing_same_field_ok() -> None:
@@ -111,7 +160,11 @@ def test_multiple_recalls_writing_same_field_ok() -> None:
     flow.recall_static(name="recall_a", items=[{"item_id": "1"}], item_output=["item_id"])
     flow.recall_static(name="recall_b", items=[{"item_id": "2"}], item_output=["item_id"])
     flow.merge_dedup(item_input=["item_id"], strategy="first")
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("recall_static", [], [], [], ["item_id"]),
+        ("recall_static", [], [], [], ["item_id"]),
+        ("merge_dedup", [], [], ["item_id"], []),
+    ]
 
 
 def test_write_without_read_includes_sub_flow_path() -> None:
@@ -142,13 +195,18 @@ def test_observe_op_not_dead_code() -> None:
     flow = Flow(name="observe_ok", common_input=["x"], common_output=["y"])
     lua(flow, common_input=["x"], common_output=["y"])
     lua(flow, common_input=["x"])
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["y"], [], []),
+        ("transform_by_lua", ["x"], [], [], []),  # kept: it writes nothing, so it only observes
+    ]
 
 
 def test_skip_dead_code_turns_the_check_off() -> None:
     flow = Flow(name="dead", common_input=["x"], skip_dead_code=True)
     lua(flow, common_input=["x"], common_output=["y"])
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["y"], [], [])
+    ]  # dead, and compiled all the same
 
 
 # -- control flow (call-time errors are ValueErrors) ------------------------------------------
@@ -236,7 +294,10 @@ def test_underscore_input_and_control_outputs_allowed() -> None:
     flow.if_("{{x}} ~= nil")
     lua(flow, common_input=["_source", "x"], common_output=["y"])
     flow.end_if_()
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", ["x"], ["_if_1"], [], []),
+        ("transform_by_lua", ["_source", "x"], ["y"], [], []),
+    ]
 
 
 # -- data_parallel ----------------------------------------------------------------------------
@@ -266,7 +327,7 @@ def test_data_parallel_with_common_output_rejected() -> None:
 def test_data_parallel_zero_or_one_not_checked(n: int) -> None:
     flow = Flow(name="ok", common_input=["x"], common_output=["y"])
     lua(flow, common_input=["x"], common_output=["y"], data_parallel=n)
-    flow.compile_dict()
+    assert compiled(flow) == [("transform_by_lua", ["x"], ["y"], [], [])]
 
 
 # -- params and metadata ----------------------------------------------------------------------
@@ -350,7 +411,11 @@ def test_sub_flow_input_contract_satisfied_internally() -> None:
     sf = SubFlow(name="sf", item_input=["x"], item_output=["z"])
     lua(sf, item_input=["x"], item_output=["mid"])
     lua(sf, item_input=["mid"], item_output=["z"])
-    Flow(name="p", item_input=["x"], item_output=["z"], sub_flows=[sf]).compile_dict()
+    flow = Flow(name="p", item_input=["x"], item_output=["z"], sub_flows=[sf])
+    assert compiled(flow) == [
+        ("transform_by_lua", [], [], ["x"], ["mid"]),
+        ("transform_by_lua", [], [], ["mid"], ["z"]),
+    ]
 
 
 def test_nested_sub_flow_inherits_outer_contract() -> None:
@@ -370,7 +435,10 @@ def test_sub_flow_output_contract_dead_operator() -> None:
     flow = Flow(name="p", item_input=["x"], item_output=["z", "extra"], sub_flows=[sf])
     refused(flow, r"SubFlow 'sf': operator 'dead_op' \[sf\]: dead operator")
     flow.skip_dead_code = True
-    flow.compile_dict()
+    assert compiled(flow) == [
+        ("transform_by_lua", [], [], ["x"], ["z"]),
+        ("transform_by_lua", [], [], ["x"], ["extra"]),  # dead, kept with the check off
+    ]
 
 
 def test_sub_flow_contract_ignores_control_fields_but_checks_real_ones() -> None:
@@ -378,9 +446,13 @@ def test_sub_flow_contract_ignores_control_fields_but_checks_real_ones() -> None
     sf.if_("{{enabled}} ~= nil")
     lua(sf, item_input=["x"], item_output=["x"])
     sf.end_if_()
-    Flow(
+    flow = Flow(
         name="p", common_input=["enabled"], item_input=["x"], item_output=["x"], sub_flows=[sf]
-    ).compile_dict()
+    )
+    assert compiled(flow) == [
+        ("transform_by_lua", ["enabled"], ["_sf::if_1"], [], []),  # scoped to the sub-flow
+        ("transform_by_lua", [], [], ["x"], ["x"]),
+    ]
     bad = SubFlow(name="sf", common_input=["enabled"], item_input=["x"], item_output=["x"])
     bad.if_("{{enabled}} ~= nil")
     lua(bad, common_input=["secret"], item_input=["x"], item_output=["x"])
@@ -398,7 +470,8 @@ def test_sub_flow_contract_ignores_control_fields_but_checks_real_ones() -> None
 def test_sub_flow_without_contract_is_not_checked() -> None:
     sf = SubFlow(name="sf")
     lua(sf, item_input=["external_x"], item_output=["z"])
-    Flow(name="p", item_input=["external_x"], item_output=["z"], sub_flows=[sf]).compile_dict()
+    flow = Flow(name="p", item_input=["external_x"], item_output=["z"], sub_flows=[sf])
+    assert compiled(flow) == [("transform_by_lua", [], [], ["external_x"], ["z"])]
 
 
 # -- every problem at once --------------------------------------------------------------------

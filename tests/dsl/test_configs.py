@@ -16,7 +16,8 @@ import pytest
 from dsl import compile_flow, load_flow
 from pineapple import Context, builtins
 from pineapple.engine import Engine, default_operator_registry
-from pineapple.resource import Manager, default_registry, validate_resource_deps, with_resources
+from pineapple.resource import Manager, with_resources
+from pineapple.resource.lowlevel import default_registry, validate_resource_deps
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -17,7 +17,8 @@ import redis
 
 from pineapple import Context, builtins
 from pineapple.engine import Engine
-from pineapple.resource import Manager, validate_resource_deps, with_resources
+from pineapple.resource import Manager, with_resources
+from pineapple.resource.lowlevel import validate_resource_deps
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "production.json"
 

@@ -6,7 +6,8 @@ from dsl import Flow, compile_flow
 from dsl.generated.resources import StaticResource
 from pineapple import Context
 from pineapple.engine import Engine
-from pineapple.resource import Manager, validate_resource_deps, with_resources
+from pineapple.resource import Manager, with_resources
+from pineapple.resource.lowlevel import validate_resource_deps
 
 from ._schemas import operator_registry
 

@@ -3,7 +3,7 @@
 Pairs that use operator types that are not built in (the business
 operators of the ``realistic_*`` configs) run on the benchmark registry
 (:mod:`pineapple.operators.bench`: the public engines' stubs), without
-their simulated latency; a type that neither has is skipped by name.
+their simulated latency; a type that neither has fails the pair, by name.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pineapple import Context
 from pineapple.engine import Engine, OperatorRegistry, default_operator_registry
 from pineapple.operators.bench import STUB_NAMES, bench_operator_registry
 
-from ..conformance._fixtures import fixtures_dir, operator_types
+from ..conformance._fixtures import fixtures_absent, fixtures_dir, missing_dir_param, operator_types
 
 
 def _pairs() -> list[Any]:
     base = fixtures_dir()
     if base is None or not (base / "benchmarks").is_dir():
-        return [pytest.param(None, None, marks=pytest.mark.skip(reason="PINE_FIXTURES_DIR absent"))]
+        return [missing_dir_param(2)]
     pairs = []
     for cfg in sorted((base / "benchmarks").glob("*_config.json")):
         req = cfg.with_name(cfg.name.replace("_config.json", "_request.json"))
@@ -42,8 +42,7 @@ def test_benchmark_pair_executes(config: bytes, request_body: bytes) -> None:
     if any(default_operator_registry().get(t) is None for t in types):
         registry = bench_operator_registry(latency=False)
     unknown = sorted(t for t in types if (registry or default_operator_registry()).get(t) is None)
-    if unknown:
-        pytest.skip(f"uses operator types that are not built in: {', '.join(unknown)}")
+    assert not unknown, f"uses operator types that neither registry has: {', '.join(unknown)}"
     request = orjson.loads(request_body)
     with Engine(config, registry=registry) as engine:
         first = engine.execute(Context(), request)
@@ -58,7 +57,7 @@ def _realistic() -> list[Any]:
 def test_the_five_realistic_configs_run_on_the_stubs() -> None:
     pairs = _realistic()
     if not pairs:
-        pytest.skip("PINE_FIXTURES_DIR absent")
+        fixtures_absent()
     assert len(pairs) == 5
     for pair in pairs:
         config, request_body = pair.values

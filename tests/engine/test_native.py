@@ -27,7 +27,7 @@ import pytest
 from pineapple import Context, PineappleError, _native, builtins, resource
 from pineapple.engine import Engine, all_operator_schemas
 from pineapple.engine.http import respond
-from tests.conformance._fixtures import fixtures_dir, load
+from tests.conformance._fixtures import fixtures_absent, fixtures_dir, load
 
 from . import test_property
 
@@ -173,7 +173,7 @@ def test_error_fixtures_give_the_same_bytes(pure: _native.PureCopy) -> None:
 def test_benchmark_fixtures_give_the_same_bytes(pure: _native.PureCopy) -> None:
     base = fixtures_dir()
     if base is None:
-        pytest.skip("PINE_FIXTURES_DIR not set or directory absent")
+        fixtures_absent()
     compared = 0
     for config in sorted((base / "benchmarks").glob("*_config.json")):
         request = config.with_name(config.name.replace("_config", "_request"))
@@ -198,11 +198,6 @@ def _package_copy(tmp: Path) -> Path:
     shutil.copytree(REPO / "pineapple", tmp / "pineapple", ignore=shutil.ignore_patterns("*.pyc"))
     for lib in REPO.glob("pineapple_core__mypyc*.so"):
         shutil.copy(lib, tmp)
-    for module in _native.COMPILED:  # the group's sources outside the package (server/...)
-        source = _native.source_path(module).relative_to(REPO)
-        if source.parts[0] != "pineapple":
-            (tmp / source).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(REPO / source, tmp / source)
     return tmp
 
 
@@ -247,7 +242,8 @@ def test_the_environment_and_a_missing_manifest_select_the_source(tmp_path: Path
     told = _which(root, PINEAPPLE_PURE_PYTHON="1")
     assert (told["compiled"], told["reason"]) == (False, "PINEAPPLE_PURE_PYTHON=1")
     assert told["file"].endswith(".py")
-    (root / "server" / "_gometrics.py").unlink()  # a source of the group missing: not trusted
+    # A source of the group missing: not trusted (the probe, _frame, does not import it).
+    (root / "pineapple" / "operators" / "transform_copy.py").unlink()
     missing = _which(root, PINEAPPLE_PURE_PYTHON="0")
     assert missing["compiled"] is False
     assert missing["reason"].startswith("a compiled module's source is unreadable: "), missing
@@ -256,6 +252,11 @@ def test_the_environment_and_a_missing_manifest_select_the_source(tmp_path: Path
     assert unbuilt["compiled"] is False
     assert unbuilt["reason"] == "not compiled (no build manifest)"
     assert unbuilt["file"].endswith(".py")
+
+
+def test_the_core_group_names_only_modules_of_the_core() -> None:
+    assert _native.COMPILED and all(m.startswith("pineapple.") for m in _native.COMPILED)
+    assert all(_native.source_path(m).is_file() for m in _native.COMPILED)
 
 
 def test_public_classes_of_the_compiled_core_stay_subclassable() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +15,9 @@ from pineapple.operators._lua import LuaBackend, available_backends
 from pineapple.operators._lua import _sandbox as _lua_sandbox
 from pineapple.operators.transform_by_lua import TransformByLua
 
+from ..conformance._fixtures import fixtures_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def fixtures_dir() -> Path | None:
-    """``$PINE_FIXTURES_DIR`` (default ``../shared/fixtures/pineapple``), or None when absent."""
-    raw = Path(os.environ.get("PINE_FIXTURES_DIR", "../shared/fixtures/pineapple"))
-    path = raw if raw.is_absolute() else (ROOT / raw).resolve()
-    return path if path.is_dir() else None
 
 
 def load_fixture(relative: str) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..conformance._fixtures import missing_dir_param
 from ._lua_helpers import each_backend, load_fixture, lua_op, run
 
 pytestmark = pytest.mark.usefixtures(each_backend.__name__)
@@ -28,13 +29,7 @@ def _cases() -> list[Any]:
     for relative in FILES:
         data = load_fixture(relative)
         if data is None:
-            params.append(
-                pytest.param(
-                    None,
-                    id=f"{relative}-absent",
-                    marks=pytest.mark.skip(reason="PINE_FIXTURES_DIR not set or directory absent"),
-                )
-            )
+            params.append(missing_dir_param(name=f"{relative}-absent"))
             continue
         assert data["operator"] == "transform_by_lua"
         params.extend(

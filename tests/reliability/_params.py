@@ -45,7 +45,7 @@ def _factory(params: dict[str, Any]) -> resource.Fetcher:
     return fetch
 
 
-if resource.default_registry().get("test_timer_breaker") is None:
+if resource.lowlevel.default_registry().get("test_timer_breaker") is None:
     resource.register_resource(
         resource.ResourceSchema(
             name="test_timer_breaker",

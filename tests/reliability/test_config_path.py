@@ -149,7 +149,7 @@ def test_no_trigger_and_no_shutdown_waits_forever_for_a_stuck_reload(tmp_path: P
     stuck.start()
     try:
         assert builder.entered.wait(10)
-        answers: list[server.ReloadOutcome] = []
+        answers: list[server.lowlevel.ReloadOutcome] = []
         admin = threading.Thread(target=lambda: answers.append(reloader.reload("admin")))
         admin.start()
         admin.join(10)  # used to wait on the reload lock forever

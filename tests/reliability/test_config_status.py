@@ -62,7 +62,7 @@ def test_the_next_poll_after_the_fix_records_unchanged_with_its_time(tmp_path: P
     path = tmp_path / "config.json"
     good = valid("v0")
     path.write_bytes(good)
-    service = server.Service(
+    service = server.lowlevel.Service(
         server.Config(config_path=path, watch=False, plugins=("tests.server.process_plugin",))
     )
     service.start()

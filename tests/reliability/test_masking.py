@@ -33,10 +33,9 @@ import pytest
 
 import resources  # noqa: F401  (registers static, feed_data)
 from pineapple import resource
-from pineapple.resource import redact
 from pineapple.resource._config import parse_resource_config
 from pineapple.resource._redact import secrets_of
-from pineapple.resource.lowlevel import redact_value
+from pineapple.resource.lowlevel import redact, redact_value
 
 from .._serve import ROOT, Serve, cli_env
 from ._masking import PLUGIN, config, static_entry
@@ -46,7 +45,7 @@ BODY = b'{"common": {}, "items": []}'
 
 _TIMING_CHILD = """
 import random, string, sys, time
-from pineapple.resource import redact
+from pineapple.resource.lowlevel import redact
 rng = random.Random(11)
 alnum = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(1_000_000))
 line = "row {n} mysql://app:p@ss w0rd@db:3306/x then root:s3 cr@t@tcp(db:3306)/y ok\\n"

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pineapple.resource import Manager, MemoryBudgetExceededError, StartError, flush_closes
-from pineapple.resource.lowlevel import MemoryBudget
+from pineapple.resource import Manager, MemoryBudgetExceededError, StartError
+from pineapple.resource.lowlevel import MemoryBudget, flush_closes
 
 from ._scripted import RowPrinter, Scripted, rows
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from pineapple.resource import MissingResourceError, Static, validate_resource_deps
+from pineapple.resource import MissingResourceError, Static
+from pineapple.resource.lowlevel import validate_resource_deps
 
 CONFIG = {
     "pipeline_config": {

@@ -87,13 +87,13 @@ def test_refresh_swaps_and_closes_the_old_value_after_its_last_borrow() -> None:
     old = rm.get("a")
     assert old is not None
     assert rm.refresh("a") == "swapped"
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert fetcher.made[0].closes == 0  # still borrowed
     with rm.get("a") as value:  # type: ignore[union-attr]
         assert value.payload == 2
     assert old.value.use() == 1
     old.release()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert fetcher.made[0].closes == 1
     assert fetcher.made[0].used_after_close == 0
     assert rm.status_of("a").version == 2
@@ -152,14 +152,14 @@ def test_value_borrowed_across_many_refreshes_is_closed_once_after_release() -> 
     assert handle is not None
     for _ in range(50):
         rm.refresh("a")
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     first = fetcher.made[0]
     assert first.closes == 0
     # every intermediate value, never borrowed, was closed exactly once
     assert [v.closes for v in fetcher.made[1:-1]] == [1] * 49
     assert handle.value.use() == 1
     handle.release()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert first.closes == 1
     assert first.used_after_close == 0
     rm.stop()
@@ -176,7 +176,7 @@ def test_stop_with_a_live_borrow_defers_close() -> None:
     assert value.closes == 0
     assert value.use() == 1
     handle.release()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert value.closes == 1
     assert value.used_after_close == 0
 
@@ -225,7 +225,7 @@ def test_start_timeout_names_the_slow_resource_and_drops_its_late_value() -> Non
     release.set()
     deadline = time.monotonic() + 5
     while late.closes == 0 and time.monotonic() < deadline:
-        resource.flush_closes(timeout=0.1)
+        resource.lowlevel.flush_closes(timeout=0.1)
     assert late.closes == 1
 
 

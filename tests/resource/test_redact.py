@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-from pineapple.resource import redact
 from pineapple.resource._redact import secrets_of
-from pineapple.resource.lowlevel import redact_value
+from pineapple.resource.lowlevel import redact, redact_value
 
 
 def test_url_and_go_dsn_passwords_are_masked() -> None:

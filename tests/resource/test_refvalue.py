@@ -28,10 +28,10 @@ def test_last_release_closes_exactly_once_on_the_closer_thread(impl: Impl) -> No
     handle = ref.borrow()
     assert handle is not None
     ref.release()  # the baseline
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert value.closes == 0  # still borrowed
     handle.release()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert value.closes == 1
     assert value.close_thread == "pineapple-closer"
     assert value.close_thread != threading.current_thread().name
@@ -76,7 +76,7 @@ def test_close_error_is_logged_never_raised(impl: Impl, caplog: pytest.LogCaptur
     ref = impl.RefValue(Broken(), "redis_connection/cache")
     with caplog.at_level(logging.ERROR, logger="pineapple.resource"):
         ref.release()  # must not raise in the releasing thread
-        resource.flush_closes()
+        resource.lowlevel.flush_closes()
     assert "redis_connection/cache" in caplog.text
     assert "socket already gone" in caplog.text
 
@@ -84,7 +84,7 @@ def test_close_error_is_logged_never_raised(impl: Impl, caplog: pytest.LogCaptur
 def test_values_without_close_are_fine(impl: Impl) -> None:
     ref = impl.RefValue([1, 2, 3], "t/list")
     ref.release()
-    assert resource.flush_closes(timeout=5)
+    assert resource.lowlevel.flush_closes(timeout=5)
 
 
 def test_a_value_referring_to_its_own_refvalue_is_collected(impl: Impl) -> None:

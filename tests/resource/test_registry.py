@@ -56,7 +56,7 @@ def test_param_types_are_strict(spec: Any, good: Any, bad: Any) -> None:
 def test_builtin_plugins_register_on_first_miss() -> None:
     from pineapple import resource
 
-    reg = resource.default_registry()
+    reg = resource.lowlevel.default_registry()
     assert isinstance(reg.all(), list)  # loading entry points never raises
 
 

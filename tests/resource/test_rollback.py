@@ -8,14 +8,9 @@ from typing import Any
 import pytest
 
 from pineapple import ParamSpec
-from pineapple.resource import (
-    Manager,
-    NoPreviousValueError,
-    PinnedError,
-    ResourceSchema,
-    flush_closes,
-)
+from pineapple.resource import Manager, NoPreviousValueError, PinnedError, ResourceSchema
 from pineapple.resource import Registry as ResourceRegistry
+from pineapple.resource.lowlevel import flush_closes
 
 from ._scripted import Rows, Scripted, rows
 

@@ -73,7 +73,7 @@ def test_readers_never_use_a_closed_value_and_each_retired_value_closes_once() -
     for t in threads:
         t.join()
     rm.stop()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
 
     assert errors == []
     assert swaps == SWAPS, f"only {swaps} swaps within {DEADLINE} s"
@@ -111,18 +111,18 @@ def test_acquire_never_resurrects_a_value_racing_its_last_release(impl: Impl) ->
         t.start()
         if late:
             handle.release()  # the count reaches 0 before the acquire runs
-            resource.flush_closes()
+            resource.lowlevel.flush_closes()
             assert value.closes == 1
         go.set()
         assert acquired.wait(10)
         if not late:
             assert results == [True]
             handle.release()
-            resource.flush_closes()
+            resource.lowlevel.flush_closes()
             assert value.closes == 0, "closed while an acquired borrow was still held"
             ref.release()
         t.join()
-        resource.flush_closes()
+        resource.lowlevel.flush_closes()
         assert results == [not late]
         assert value.closes == 1
         assert ref.refs == 0

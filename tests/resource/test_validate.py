@@ -15,12 +15,11 @@ from pineapple.resource import (
     ResourceSchema,
     StartError,
     ValidationRefusedError,
-    ValidationSpec,
-    flush_closes,
     register_validator,
 )
 from pineapple.resource import Registry as ResourceRegistry
 from pineapple.resource._validate import run_validators
+from pineapple.resource.lowlevel import ValidationSpec, flush_closes
 
 from ._scripted import Rows, Scripted, rows
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 import resources
-from pineapple.resource import default_registry
+from pineapple.resource.lowlevel import default_registry
 
 BUILT_IN = ["csv_file", "feed_data", "json_file", "redis_connection", "static"]
 

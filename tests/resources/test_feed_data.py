@@ -10,7 +10,8 @@ import pytest
 
 import resources
 from pineapple import ConfigError
-from pineapple.resource import NOT_MODIFIED, Manager, StartError, default_registry
+from pineapple.resource import NOT_MODIFIED, Manager, StartError
+from pineapple.resource.lowlevel import default_registry
 
 SECRET = "pw-Very-Secret-42"
 

@@ -114,7 +114,7 @@ def test_manager_closes_a_retired_table() -> None:
     rm.start()
     try:
         assert rm.refresh("feed") == "swapped"
-        assert resource.flush_closes()
+        assert resource.lowlevel.flush_closes()
         assert len(tables[0].column("id")) == 0  # retired and freed
         with rm.get("feed") as live:  # type: ignore[union-attr]
             assert live is tables[1] and len(live.column("id")) == 10

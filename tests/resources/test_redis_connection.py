@@ -8,7 +8,8 @@ import redis
 
 import resources
 from pineapple import ConfigError
-from pineapple.resource import Manager, StartError, default_registry, flush_closes
+from pineapple.resource import Manager, StartError
+from pineapple.resource.lowlevel import default_registry, flush_closes
 
 pytestmark = pytest.mark.redis
 

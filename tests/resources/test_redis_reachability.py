@@ -17,7 +17,8 @@ import pytest
 
 import resources
 from pineapple import ConfigError
-from pineapple.resource import Manager, ResourceStatus, flush_closes
+from pineapple.resource import Manager, ResourceStatus
+from pineapple.resource.lowlevel import flush_closes
 
 from .conftest import TcpProxy
 

@@ -4,7 +4,8 @@ import pytest
 
 import resources
 from pineapple import ConfigError
-from pineapple.resource import Manager, default_registry
+from pineapple.resource import Manager
+from pineapple.resource.lowlevel import default_registry
 
 
 def _config(params: dict[str, object]) -> dict[str, object]:

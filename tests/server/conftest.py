@@ -34,7 +34,7 @@ def _clean_globals() -> Iterator[None]:
     yield
     for gate in GATES.values():
         gate.go.set()  # never leave a request hanging after a failed test
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ def _factory(params: dict[str, Any]) -> resource.Fetcher:
     return fetch
 
 
-if resource.default_registry().get("test_items") is None:
+if resource.lowlevel.default_registry().get("test_items") is None:
     resource.register_resource(
         resource.ResourceSchema(
             name="test_items",
@@ -149,7 +149,7 @@ for _name, _codec in (
     ("test_http_json", None),
     ("test_http_json_shared", resource.lowlevel.PickleCodec()),
 ):
-    if resource.default_registry().get(_name) is None:
+    if resource.lowlevel.default_registry().get(_name) is None:
         resource.register_resource(
             resource.ResourceSchema(
                 name=_name,

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from .._serve import Serve
-from ..conformance._fixtures import fixtures_dir
+from ..conformance._fixtures import fixtures_absent, fixtures_dir
 from .pod import serve_plugin
 
 GO_ANSWERS: dict[str, tuple[int, bytes]] = {
@@ -39,7 +39,7 @@ GO_ANSWERS: dict[str, tuple[int, bytes]] = {
 def _fixture(name: str) -> dict[str, object]:
     base = fixtures_dir()
     if base is None or not (base / name).is_file():
-        pytest.skip("PINE_FIXTURES_DIR not set or directory absent")
+        fixtures_absent()
     data: dict[str, object] = json.loads((base / name).read_text())
     return data
 

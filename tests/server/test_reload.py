@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 import server
 from pineapple import resource
+from server.lowlevel import Service
 
 from .conftest import MakeConfig, WriteConfig
 from .engines import TrackedEngine
@@ -28,7 +29,7 @@ def _tags(client: TestClient) -> list[tuple[str, str]]:
 @pytest.fixture
 def served(
     write_config: WriteConfig, make_config: MakeConfig
-) -> Iterator[tuple[TestClient, server.Service]]:
+) -> Iterator[tuple[TestClient, Service]]:
     write_config(
         unified_config(
             "v1",
@@ -42,7 +43,7 @@ def served(
 
 
 def test_reload_swaps_engine_and_resources_together(
-    served: tuple[TestClient, server.Service], write_config: WriteConfig
+    served: tuple[TestClient, Service], write_config: WriteConfig
 ) -> None:
     client, service = served
     old = service.holder.current
@@ -66,30 +67,40 @@ def test_reload_swaps_engine_and_resources_together(
 
 
 def test_concurrent_requests_always_see_one_config(
-    served: tuple[TestClient, server.Service], write_config: WriteConfig
+    served: tuple[TestClient, Service], write_config: WriteConfig
 ) -> None:
+    """Three clients send a fixed number of requests in each round while that round's reload
+    runs; every answer is counted under a lock and holds one config's tags."""
     client, service = served
-    stop = threading.Event()
-    mixed: list[list[tuple[str, str]]] = []
+    clients, rounds, per_round = 3, 10, 5
+    start, end = (
+        threading.Barrier(clients + 1, timeout=60),
+        threading.Barrier(clients + 1, timeout=60),
+    )
+    lock = threading.Lock()
+    tags_seen: list[str] = []  # under lock: one entry per answer, its one tag
+    mixed: list[list[str]] = []
     failures: list[int] = []
-    seen = 0
 
     def hammer() -> None:
-        nonlocal seen
-        while not stop.is_set():
-            response = client.post("/execute", content=BODY)
-            if response.status_code != 200:
-                failures.append(response.status_code)
-                continue
-            tags = {i["tag"] for i in response.json()["items"]}
-            if len(tags) != 1:  # static (engine) and feed (resource) from different configs
-                mixed.append(sorted(tags))
-            seen += 1
+        for _ in range(rounds):  # bounded: rounds x per_round requests
+            start.wait()
+            for _ in range(per_round):
+                response = client.post("/execute", content=BODY)
+                with lock:
+                    if response.status_code != 200:
+                        failures.append(response.status_code)
+                        continue
+                    tags = sorted({i["tag"] for i in response.json()["items"]})
+                    if len(tags) != 1:  # static (engine) and feed (resource) from two configs
+                        mixed.append(tags)
+                    tags_seen.append(tags[0])
+            end.wait()
 
-    threads = [threading.Thread(target=hammer) for _ in range(3)]
+    threads = [threading.Thread(target=hammer) for _ in range(clients)]
     for t in threads:
         t.start()
-    for n in range(2, 12):
+    for n in range(2, 2 + rounds):
         tag = f"v{n}"
         write_config(
             unified_config(
@@ -101,16 +112,19 @@ def test_concurrent_requests_always_see_one_config(
                 recall_from="feed",
             )
         )
+        start.wait()  # the clients send this round's requests while it reloads
         assert service.reloader.reload("admin").result == "ok"
-    stop.set()
+        end.wait()
     for t in threads:
-        t.join()
+        t.join(timeout=60)
     assert failures == [] and mixed == []
-    assert seen > 0
+    assert len(tags_seen) == clients * rounds * per_round  # every request answered, counted once
+    assert set(tags_seen) <= {f"v{n}" for n in range(1, 2 + rounds)}
+    assert _tags(client) == [("static", f"v{1 + rounds}"), ("feed", f"v{1 + rounds}")]
 
 
 def test_failed_start_keeps_the_old_snapshot_serving(
-    served: tuple[TestClient, server.Service],
+    served: tuple[TestClient, Service],
     write_config: WriteConfig,
     tracker: Tracker,
     caplog: pytest.LogCaptureFixture,
@@ -149,7 +163,7 @@ def test_failed_start_keeps_the_old_snapshot_serving(
     assert "hunter2" not in client.get("/config").text
     assert 'pineapple_config_reloads_total{result="error"} 1.0' in client.get("/metrics").text
     # The value that the failed manager carried over was released, not closed.
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert [v.name for v in tracker.closed_values] == []
 
 
@@ -166,7 +180,10 @@ def test_failed_start_keeps_the_old_snapshot_serving(
     ],
 )
 def test_each_failing_step_changes_nothing(
-    served: tuple[TestClient, server.Service], config_path: object, config: bytes, step: str
+    served: tuple[TestClient, Service],
+    config_path: object,
+    config: bytes,
+    step: str,
 ) -> None:
     client, service = served
     old = service.holder.current
@@ -179,7 +196,7 @@ def test_each_failing_step_changes_nothing(
 
 
 def test_carried_over_resources_are_not_refetched(
-    served: tuple[TestClient, server.Service], write_config: WriteConfig, tracker: Tracker
+    served: tuple[TestClient, Service], write_config: WriteConfig, tracker: Tracker
 ) -> None:
     _client, service = served
     old = service.holder.current
@@ -203,7 +220,7 @@ def test_carried_over_resources_are_not_refetched(
     assert new.manager.status_of("keep").generation == 1
     assert new.manager.status_of("feed").generation == 2
     assert old.wait_closed(5)
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     # The old feed value is closed once; the shared keep value is still open.
     assert [(v.name, v.closes) for v in tracker.closed_values] == [("feed", 1)]
     assert isinstance(kept_before, TrackedList) and kept_before.closes == 0
@@ -220,7 +237,7 @@ def test_retired_snapshot_serves_its_in_flight_request(
     )
     app = server.create_app(make_config())
     with TestClient(app) as client:
-        service: server.Service = app.state.service
+        service: Service = app.state.service
         old = service.holder.current
         assert old is not None
         result: dict[str, object] = {}
@@ -249,14 +266,14 @@ def test_retired_snapshot_serves_its_in_flight_request(
         assert [(i["id"], i["tag"]) for i in items] == [("static", "v1"), ("feed", "v1")]
         assert old.wait_closed(5)  # torn down after its last request
         assert old.manager.state == "stopped" and old.engine.closes == 1  # type: ignore[attr-defined]
-        resource.flush_closes()
+        resource.lowlevel.flush_closes()
         assert [(v.name, v[0]["tag"], v.closes) for v in tracker.closed_values] == [
             ("feed", "v1", 1)
         ]
 
 
 def test_a_borrow_that_outlives_the_swap_keeps_its_value_alive(
-    served: tuple[TestClient, server.Service], write_config: WriteConfig, tracker: Tracker
+    served: tuple[TestClient, Service], write_config: WriteConfig, tracker: Tracker
 ) -> None:
     _, service = served
     old = service.holder.current
@@ -273,17 +290,15 @@ def test_a_borrow_that_outlives_the_swap_keeps_its_value_alive(
     assert service.reloader.reload("admin").result == "ok"
     assert old.wait_closed(5)  # the old snapshot is gone (no request held it)...
     assert old.manager.state == "stopped"
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     value = handle.value
     assert value[0]["tag"] == "v1" and value.closes == 0  # ...but the borrowed value lives
     handle.release()
-    resource.flush_closes()
+    resource.lowlevel.flush_closes()
     assert value.closes == 1
 
 
-def test_unchanged_content_is_a_no_op(
-    served: tuple[TestClient, server.Service], tracker: Tracker
-) -> None:
+def test_unchanged_content_is_a_no_op(served: tuple[TestClient, Service], tracker: Tracker) -> None:
     _client, service = served
     old = service.holder.current
     outcome = service.reloader.reload("signal")
@@ -326,7 +341,7 @@ def test_hand_resources_are_kept_across_reloads(
 
 
 def test_admin_reload_endpoint_reports_the_outcome(
-    served: tuple[TestClient, server.Service], config_path: object
+    served: tuple[TestClient, Service], config_path: object
 ) -> None:
     client, _service = served
     with open(str(config_path), "wb") as f:

@@ -145,7 +145,7 @@ def test_worker_registry_never_fetches_from_the_source(tmp_path: Path) -> None:
     params = {"sqlite_path": str(tmp_path / "missing.db"), "table": "items"}
     config = {"resource_config": {"feed": {"type": "feed_data", "params": params}}}
     manager = resource.Manager(
-        mapped_registry(resource.default_registry(), MappedStore(store.path))
+        mapped_registry(resource.lowlevel.default_registry(), MappedStore(store.path))
     )
     manager.load_from_root_config(config)
     with pytest.raises(resource.StartError, match="no shared snapshot of feed_data-"):

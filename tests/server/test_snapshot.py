@@ -7,7 +7,7 @@ import threading
 import weakref
 
 from pineapple import resource
-from server import ConfigInfo, Snapshot, SnapshotHolder
+from server.lowlevel import ConfigInfo, Snapshot, SnapshotHolder
 
 
 class _Engine:

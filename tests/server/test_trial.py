@@ -20,6 +20,8 @@ from .fakes import items_resource, unified_config
 
 PLUGIN = "tests.server.process_plugin"
 
+pytestmark = pytest.mark.process  # a trial build is a process of its own
+
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SharedStore]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 import server
+from server.lowlevel import ReloadOutcome, Service
 
 from .conftest import MakeConfig, WriteConfig
 from .fakes import dump, unified_config
@@ -28,7 +29,7 @@ def _served_tag(client: TestClient) -> str:
     return tag
 
 
-def _wait_for(service: server.Service, data: bytes, result: str = "ok") -> server.ReloadOutcome:
+def _wait_for(service: Service, data: bytes, result: str = "ok") -> ReloadOutcome:
     digest = hashlib.sha256(data).hexdigest()
     assert service.reloader.wait_for(
         lambda o: o.content_hash == digest and o.result == result, WAIT

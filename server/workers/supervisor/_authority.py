@@ -139,7 +139,7 @@ class ConfigAuthority(ReloadPolicy):
     # -- data ---------------------------------------------------------------------------
 
     def _base(self) -> resource.Registry:
-        return self.wiring.registry or resource.default_registry()
+        return self.wiring.registry or resource.lowlevel.default_registry()
 
     def _loaded(self, data: bytes) -> LoadedConfig:
         return load_config(

@@ -122,7 +122,7 @@ class Follower:
         pass_timeout: float = 60.0,
         registry: resource.Registry | None = None,
     ) -> None:
-        self._registry = registry if registry is not None else resource.default_registry()
+        self._registry = registry if registry is not None else resource.lowlevel.default_registry()
         """The worker's resource types: those with a codec are the shared ones."""
         self._store = store
         self._holder = holder

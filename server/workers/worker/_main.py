@@ -70,7 +70,7 @@ def worker_settings(
     config: Config, store: MappedStore, source: ConfigSource | None = None
 ) -> Config:
     """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
-    base = config.wiring.registry or resource.default_registry()
+    base = config.wiring.registry or resource.lowlevel.default_registry()
     wiring = replace(
         config.wiring,
         registry=mapped_registry(base, store),
@@ -105,7 +105,7 @@ def worker_main(
     import_plugins(config.plugins)
     store = MappedStore(store_path)
     source = SharedConfigSource(store)
-    base = config.wiring.registry or resource.default_registry()
+    base = config.wiring.registry or resource.lowlevel.default_registry()
     worker_config = worker_settings(config, store, source)
     followers: list[Follower] = []
 
@@ -199,7 +199,7 @@ def trial_main(
     except BuildError as exc:
         outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
     except Exception as exc:  # not a build step's error: still an answer, never a hang
-        text = resource.redact(f"{type(exc).__name__}: {exc}")
+        text = resource.lowlevel.redact(f"{type(exc).__name__}: {exc}")
         outcome = {"step": "start", "reason": capped(text)}
     with contextlib.suppress(OSError):  # the supervisor gave up on this trial: no one to tell
         reply.send_bytes(orjson.dumps(outcome))

@@ -70,7 +70,7 @@ class SupervisorLink:
         registry: resource.Registry | None = None,
     ) -> None:
         self._store = store
-        self._registry = registry if registry is not None else resource.default_registry()
+        self._registry = registry if registry is not None else resource.lowlevel.default_registry()
         """The worker's resource types: those with a codec are the shared ones."""
         self.source = source
         self.timeout = timeout
