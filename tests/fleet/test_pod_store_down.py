@@ -87,7 +87,8 @@ def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_u
             fleet.put_config(fleet.config("new-config"))
             wait_until("generation 2 served", lambda: pod.serves(2), CATCH_UP_WITHIN)
             wait_until("the new config served", lambda: pod.tag() == "new-config")
-            assert pod.fresh()["status"] == "True"
-            assert "stale" not in pod.get("/readyz").json()
+            # With --workers the status is the supervisor's, posted every half second.
+            wait_until("Fresh again", lambda: pod.fresh()["status"] == "True")
+            wait_until("/readyz stale no more", lambda: "stale" not in pod.get("/readyz").json())
     finally:
         fleet.close()
