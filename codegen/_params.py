@@ -69,6 +69,12 @@ def _doc(key: str, spec: ParamSpec) -> str:
         notes.append("required")
     elif spec.default is not None:
         notes.append(f"default {_short(spec.default)}")
+    if spec.choices:
+        notes.append(f"one of {', '.join(_short(c) for c in spec.choices)}")
+    if spec.minimum is not None:
+        notes.append(f">= {spec.minimum:g}")
+    if spec.maximum is not None:
+        notes.append(f"<= {spec.maximum:g}")
     if spec.templatable:
         notes.append("may be a {{field}} template")
     return f"{text} ({', '.join(notes)})".lstrip()
@@ -115,4 +121,10 @@ def spec_node(spec: ParamSpec) -> Node:
         items.append(("default=", literal(spec.default)))
     if spec.templatable:
         items.append(("templatable=", "True"))
+    if spec.choices:
+        items.append(("choices=", literal(spec.choices)))
+    for bound in ("minimum", "maximum"):
+        value = getattr(spec, bound)
+        if value is not None:
+            items.append((f"{bound}=", literal(value)))
     return Group("ParamSpec(", items, ")")

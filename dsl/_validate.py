@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pineapple import ConfigError, ParamSpec
-from pineapple._params import validate_params
+from pineapple._params import TEMPLATE_MARKER, validate_params
 from pineapple._suggest import did_you_mean
 from pineapple.engine import OperatorRegistry
 from pineapple.resource import Registry
@@ -33,16 +33,12 @@ if TYPE_CHECKING:
 
 __all__ = ["TEMPLATE_MARKER", "check_flow"]
 
-TEMPLATE_MARKER = re.compile(r"\{\{(\w+)\}\}")
-"""A ``{{field}}`` marker: the param takes the request's common field per request."""
 _BARE_MARKER = re.compile(r"^\{\{(\w+)\}\}$")
 
 
 def _deferred(spec: ParamSpec, value: Any) -> bool:
-    """A value resolved later: a ``{{field}}`` template or a ``${VAR}`` reference."""
-    if not isinstance(value, str) or spec.type in ("string", "any"):
-        return False
-    return (spec.templatable and _BARE_MARKER.match(value) is not None) or "${" in value
+    """A value resolved later: a ``${VAR}`` reference (the shared check defers templates)."""
+    return isinstance(value, str) and spec.type not in ("string", "any") and "${" in value
 
 
 def _check_templates(

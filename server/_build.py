@@ -3,12 +3,23 @@
 Each step that fails raises :class:`BuildError` naming the step, with a
 redacted message, after undoing the steps before it (the engine is closed,
 the manager stopped), so a failed build leaves nothing running behind.
+
+A build in progress can be cancelled from another thread
+(:meth:`Builder.cancel`, at shutdown): the Manager it starts is cancelled
+(its fetches in flight cancelled, a MySQL query killed) and the build fails
+at its next step, without waiting for a fetch.
+
+Guarantees: ``_cancelled`` and ``_building`` change only under ``_lock``; a
+Manager is added to ``_building`` before it starts and only while not
+cancelled, so :meth:`Builder.cancel` either sees it (and cancels it) or the
+build sees the flag (and starts nothing).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -79,6 +90,25 @@ class Builder:
         # manager still count while in-flight requests borrow them.
         limit = config.resource_memory_budget_bytes
         self._budget = MemoryBudget(limit or None)
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._building: set[resource.Manager] = set()
+        """The Managers of the builds in progress (see the module's Guarantees)."""
+
+    def cancel(self) -> None:
+        """Cancel every build in progress and refuse later ones (shutdown; any thread).
+
+        Returns once each Manager being started was cancelled; its build then
+        raises :class:`BuildError` (step ``start``) on its own thread.
+        """
+        with self._lock:
+            self._cancelled = True
+            building = list(self._building)
+        for manager in building:  # bounded: the builds in progress
+            manager.cancel()
+
+    def _cancelled_error(self) -> BuildError:
+        return BuildError("start", "cancelled: the server is shutting down")
 
     def load(self, data: bytes) -> LoadedConfig:
         """``data`` parsed once, with this server's environment and config folder."""
@@ -109,7 +139,17 @@ class Builder:
         try:
             manager = self._manager(loaded, carry_over)
             try:
-                self._start(manager, loaded.secrets)
+                with self._lock:
+                    if self._cancelled:
+                        raise self._cancelled_error()
+                    self._building.add(manager)
+                try:
+                    self._start(manager, loaded.secrets)
+                finally:
+                    with self._lock:
+                        self._building.discard(manager)
+                if self._cancelled:
+                    raise self._cancelled_error()
                 self._deps(loaded, manager)
             except BaseException:
                 manager.stop()
@@ -182,6 +222,8 @@ class Builder:
         try:
             manager.start()
         except Exception as exc:
+            if self._cancelled:
+                raise self._cancelled_error() from None
             raise BuildError("start", redact(_describe(exc), secrets)) from None
 
     def _deps(self, loaded: LoadedConfig, manager: resource.Manager) -> None:

@@ -134,6 +134,14 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="on SIGTERM, answer /readyz 503 and keep accepting this long before the drain, "
         "so load balancers stop sending first (SIGINT: no delay; 0: none)",
     )
+    parser.add_argument(
+        "--build-timeout-seconds",
+        type=float,
+        default=Config.build_timeout_seconds,
+        metavar="S",
+        help="--workers N: a reload whose trial build (engine and resources, as a worker "
+        "builds it) takes longer is refused; a worker's build may take twice this long",
+    )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     parser.add_argument(
         "--log-level",
@@ -307,6 +315,9 @@ def serve_command(args: argparse.Namespace) -> int:
         if getattr(args, flag) < 0:
             print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
+    if not args.build_timeout_seconds > 0:
+        print("pineapple serve: --build-timeout-seconds must be > 0", file=sys.stderr)
+        return 2
     try:
         trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
         parse_trusted_proxies(trusted)
@@ -334,6 +345,7 @@ def serve_command(args: argparse.Namespace) -> int:
             poll_seconds=args.poll_seconds,
             drain_seconds=args.drain_seconds,
             shutdown_delay_seconds=args.shutdown_delay_seconds,
+            build_timeout_seconds=args.build_timeout_seconds,
             write_timeout_ms=args.write_timeout_ms,
             watch=not args.no_watch and args.config is not None,
             log_level=args.log_level,

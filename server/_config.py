@@ -252,6 +252,10 @@ class Config:
     debounce_seconds: float = 0.2
     poll_seconds: float = 10.0
     start_timeout: float = 60.0
+    build_timeout_seconds: float = 60.0
+    """``--workers N``: how long a config's build (engine and resources) may take in a
+    worker; a reload whose trial build takes longer is refused, and a worker's follow pass
+    may take twice as long before it counts as stuck (``--build-timeout-seconds``)."""
     drain_seconds: float = 30.0
     admin_token: str | None = None
     log_level: str = "info"

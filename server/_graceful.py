@@ -7,7 +7,10 @@ until every load balancer has seen the endpoint go. :class:`GracefulServer`
 1. **SIGTERM**: ``/readyz`` answers 503 ``draining`` at once
    (``Service.draining``), and every response from then on carries
    ``Connection: close`` (``server/_connections.py``'s :class:`Drain`), so
-   keep-alive clients reconnect instead of meeting a reset. The listener
+   keep-alive clients reconnect instead of meeting a reset. A config reload
+   in progress is cancelled (``Reloader.cancel``, on a thread of its own: its
+   fetches in flight are cancelled, a MySQL query killed) and no later one
+   applies, so shutdown never waits for a slow fetch. The listener
    keeps accepting for ``--shutdown-delay-seconds``, the time load balancers
    take to stop sending new connections.
 2. **The delay is over** (or a second SIGTERM, or SIGINT, which skips the
@@ -36,6 +39,7 @@ import contextlib
 import logging
 import signal
 import socket
+import threading
 import time
 from types import FrameType
 
@@ -81,6 +85,9 @@ class GracefulServer(uvicorn.Server):
 
     def _begin(self, name: str, delay: float) -> None:
         self._drain.start()
+        threading.Thread(
+            target=self._service.reloader.cancel, name="pineapple-cancel-reload", daemon=True
+        ).start()
         _log.info("%s: not ready; accepting for %.1f s more, then draining", name, delay)
 
     async def on_tick(self, counter: int) -> bool:

@@ -18,6 +18,10 @@ Guarantees:
   and tested under ``_publish`` (held only for the flag test and the swap,
   never while building), and a reload that finds it set retires its own
   snapshot instead of swapping it in.
+- :meth:`cancel` (SIGTERM) is :meth:`close` without the wait: no reload
+  publishes anything after it, and the build in progress is cancelled
+  (``Builder.cancel``: its fetches in flight cancelled, a query killed), so
+  shutdown never waits for a slow fetch nor builds a snapshot nobody serves.
 - Nothing here waits forever. Reading the file cannot block (see
   ``read_config_file``); a trigger waits at most ``start_timeout`` seconds
   for a reload in progress (the longest a build's fetches may take) and is
@@ -38,6 +42,7 @@ import time
 from collections.abc import Callable
 
 from ._build import Builder
+from ._build_error import BuildError
 from ._config import Config
 from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
@@ -79,10 +84,16 @@ class Reloader(ReloadPolicy):
             )
             return snap
 
-    def close(self) -> None:
-        """Refuse every later reload; waits (at most ``start_timeout`` s) for one in progress."""
+    def cancel(self) -> None:
+        """Refuse every later reload and cancel the build in progress (any thread; no wait)."""
         with self._publish:
             self._closed = True
+        self._builder.cancel()
+
+    def close(self) -> None:
+        """Refuse every later reload; cancels one in progress and waits (at most
+        ``start_timeout`` s) for its thread to let go."""
+        self.cancel()
         if self._reload_lock.acquire(timeout=self._wait):
             self._reload_lock.release()
         else:
@@ -110,7 +121,14 @@ class Reloader(ReloadPolicy):
 
     def _apply(self, data: bytes, digest: str) -> int | None:
         current = self._holder.current
-        snap = self._builder.build(data, carry_over=None if current is None else current.manager)
+        try:
+            snap = self._builder.build(
+                data, carry_over=None if current is None else current.manager
+            )
+        except BuildError:
+            if self._closed:
+                return None  # cancelled by shutdown: "shutting down", not a bad config
+            raise
         if not self._publish_unless_closed(snap):
             snap.retire()  # built while shutting down: nobody else would retire it
             return None

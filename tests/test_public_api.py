@@ -53,10 +53,10 @@ RESOURCE_LOWLEVEL = """RefValue close_now MemoryBudget LoadedConfig load_config 
 ManagerMetrics RefreshResult SnapshotCodec PickleCodec SnapshotFormatError SnapshotWriteError
 LATENCY_BUCKETS Probed ProbeReport Reachability probe_report_of
 Metered ClientReport CommandStats CommandCell client_report_of
-JSONPrinter redact_value registered_validators
+JSONPrinter redact_value registered_validators NamedFetcherFactory
 FetcherHooks FETCHER_HOOKS Closable CodecHooks call_hook hook_of
 all_schemas default_registry validate_resource_deps flush_closes redact ValidationSpec Condition
-entry_being_built SourceReport source_report_of admitted_upstream"""
+SourceReport source_report_of admitted_upstream"""
 
 TYPES_FACE = """FeedTable MappedFeedTable FeedQueryError FileMapping FileRows RedisConnection
 FeedDataFetcher FileTableFetcher RedisConnectionFetcher SourceError"""

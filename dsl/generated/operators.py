@@ -884,7 +884,8 @@ class OperatorMethods(OperatorRecorder):
                 request's deadline may stop it sooner); past it the request fails with a
                 deadline error. (int)
             max_memory_mb: Memory one Lua state may allocate, in MiB (default 64); past it the
-                call fails and the state is discarded. (int)
+                call fails and the state is discarded. Also the text one call's results may
+                hold, in Mi characters. (int)
             max_states: Lua states the operator keeps at most (default 8; concurrent calls
                 beyond wait for one, within timeout_ms); its Lua memory stays below max_states *
                 max_memory_mb. (int)

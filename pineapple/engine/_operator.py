@@ -5,9 +5,11 @@ How to write an operator
 
 An operator is a class derived from :class:`Operator`. Its constructor takes
 the validated params (a plain dict: required params present, declared
-defaults applied, unknown params already rejected); it checks them and
-raises ``ValueError`` (or any exception) on a bad value, which the engine
-reports as ``RegistryError`` ``Init failed: <message>``. ``prepare`` runs
+defaults applied, unknown params rejected, and every value checked against
+its ``ParamSpec``: type, ``choices``, ``minimum``/``maximum``); it checks
+what a schema cannot say and raises ``ValueError`` (or any exception) on a
+bad value, which the engine reports as ``RegistryError`` ``Init failed:
+<message>``. ``prepare`` runs
 once after the engine has set ``self.name`` and ``self.meta`` (the
 ``$metadata`` field lists); precompute everything there. ``execute`` runs
 once per request: read ``inp``, write ``out``, return ``None``. Raising
@@ -26,10 +28,9 @@ original exception is kept as ``__cause__``)::
         concurrent_safe = True            # execute keeps no per-request state on self
 
         def __init__(self, params: dict[str, Any]) -> None:
-            factor = params["factor"]
-            if not isinstance(factor, (int, float)) or isinstance(factor, bool):
-                raise ValueError(f"transform_scale: factor must be numeric, got {factor!r}")
-            self.factor = float(factor)
+            self.factor = float(params["factor"])  # the schema made sure it is a number
+            if self.factor == 0:              # what a ParamSpec cannot say
+                raise ValueError("transform_scale: factor must not be 0")
 
         def prepare(self) -> None:
             self.src = self.meta.item_input[0]
@@ -85,6 +86,7 @@ from typing import Any, ClassVar
 from .._context import Context
 from .._error_text import clipped
 from .._errors import RegistryError
+from .._params import param_problem
 from .._suggest import did_you_mean
 from ._io import OperatorInput, OperatorOutput
 from ._schema import OperatorRegistry, OperatorSchema, default_operator_registry
@@ -181,29 +183,44 @@ class Operator:
         """Release what the operator holds (default: nothing). Called once."""
 
 
-def check_params(schema: OperatorSchema, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Params for the factory: reserved keys dropped, required checked, defaults applied.
+def check_params(
+    schema: OperatorSchema, raw: Mapping[str, Any], *, name: str | None = None
+) -> dict[str, Any]:
+    """Params for the factory: reserved keys dropped, each checked, defaults applied.
 
-    Value types are the operator's to check (its messages name the param),
-    so that a ``{{field}}`` template may stand in for a number.
+    Every param given is checked against its ``ParamSpec`` (type, ``choices``,
+    range: :func:`pineapple._params.param_problem`, the check the DSL and
+    resources share), so a config whose operator would fail every request is
+    refused when the engine is built. A ``{{field}}`` template in a
+    templatable param stands in for its value (its type is checked per
+    request). ``name``: the operator's name in the config, for the error.
+    Raises ``RegistryError`` naming the operator, the param, what was given
+    and what was expected.
     """
     params = {k: v for k, v in raw.items() if k not in RESERVED_KEYS}
     for pname in sorted(schema.params):
-        spec = schema.params[pname]
-        if pname not in params:
-            if spec.required:
-                raise RegistryError(
-                    f"pine: registry error [{schema.name}]: required parameter "
-                    f'"{pname}" missing for operator "{schema.name}"'
-                )
-            if spec.default is not None:
-                params[pname] = spec.default
+        if schema.params[pname].required and pname not in params:
+            raise RegistryError(
+                f"pine: registry error [{schema.name}]: required parameter "
+                f'"{pname}" missing for operator "{schema.name}"'
+            )
     for key in sorted(params):
-        if key not in schema.params:
+        spec = schema.params.get(key)
+        if spec is None:
             raise RegistryError(
                 f"pine: registry error [{schema.name}]: unknown parameter "
-                f'"{key}" for operator "{schema.name}"{did_you_mean(key, schema.params)}'
+                f'"{clipped(key)}" for operator "{schema.name}"'
+                f"{did_you_mean(clipped(key), schema.params)}"
             )
+        problem = param_problem(spec, params[key], echo=True)
+        if problem is not None:
+            raise RegistryError(
+                f'pine: registry error [{schema.name}]: operator "{clipped(name or schema.name)}": '
+                f"param {key} {problem}"
+            )
+    for pname, spec in schema.params.items():
+        if pname not in params and spec.default is not None:
+            params[pname] = spec.default
     return params
 
 
@@ -230,7 +247,7 @@ def build_operator(
             f"pine: registry error [{clipped(type_name)}]: "
             f"operator type not registered{entry}{hint}"
         )
-    checked = check_params(schema, params or {})
+    checked = check_params(schema, params or {}, name=name)
     try:
         op = factory(checked)
     except Exception as exc:

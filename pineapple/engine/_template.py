@@ -14,13 +14,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._params import TEMPLATE_MARKER
 from ._config import config_error
 from ._gofmt import format_value
 from ._schema import OperatorSchema
 
 __all__ = ["TemplatedParam", "is_template", "plan_templates", "resolve_templates"]
 
-_MARKER = re.compile(r"\{\{(\w+)\}\}")
 _BARE = re.compile(r"^\{\{(\w+)\}\}$")
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
@@ -44,7 +44,7 @@ def plan_templates(
     plan: list[TemplatedParam] = []
     for pname in sorted(params):
         raw = params[pname]
-        if not isinstance(raw, str) or not _MARKER.search(raw):
+        if not isinstance(raw, str) or not TEMPLATE_MARKER.search(raw):
             continue
         spec = schema.params.get(pname)
         if spec is None:

@@ -24,8 +24,11 @@ request without a deadline waits at most ``timeout_ms`` while every state is
 lent; the script's top level, run when a state is built, stops after
 ``timeout_ms`` too (a config error naming the operator); a state may allocate
 ``max_memory_mb`` and the operator keeps at most ``max_states`` states, so
-its Lua memory stays below ``max_states * max_memory_mb``; error texts are
-capped at 4 KiB. The schema is ``blocking``: a server runs pipelines with
+its Lua memory stays below ``max_states * max_memory_mb``; what a call
+returns is converted under its deadline, within ``max_memory_mb``
+characters of text and 1,000,000 table values, and a table shared or
+cyclic inside one returned value is refused (``_lua._values``); error texts
+are capped at 4 KiB. The schema is ``blocking``: a server runs pipelines with
 Lua on worker threads (lupa releases the GIL while Lua runs), never on its
 event loop.
 """
@@ -81,7 +84,8 @@ SCHEMA = OperatorSchema(
         "max_memory_mb": ParamSpec(
             type="int",
             description=f"Memory one Lua state may allocate, in MiB (default "
-            f"{MAX_MEMORY >> 20}); past it the call fails and the state is discarded.",
+            f"{MAX_MEMORY >> 20}); past it the call fails and the state is discarded. Also "
+            "the text one call's results may hold, in Mi characters.",
         ),
         "max_states": ParamSpec(
             type="int",
@@ -147,6 +151,7 @@ class TransformByLua(Operator):
             common_fields=self._common_in,
             item_fields=self._item_in,
             outputs=len(self._outputs),
+            output_fields=tuple(self._outputs),
             backend=default_backend(),
             max_memory=self._max_memory,
             load_timeout=self._timeout,

@@ -1,20 +1,9 @@
-"""From a config entry to a fetcher: registry lookup, param checks, the factory call.
-
-A factory receives the validated params only (``FetcherFactory``); one that
-also needs the entry it builds (its resource name: a fleet pod follows the
-announcements of that name) asks :func:`entry_being_built` during the call.
-
-Guarantees: the entry is set in a ``ContextVar`` around the one factory call
-and reset after it (also when it raises), so a factory that wraps another
-(``server/workers/_store.py``'s publishing registry around a fleet pod's)
-sees the same entry, and no other thread or later call sees it.
-"""
+"""From a config entry to a fetcher: registry lookup, param checks, the factory call."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .._error_text import clipped
@@ -23,19 +12,10 @@ from .._params import validate_params
 from .._suggest import did_you_mean
 from ._config import ResourceEntry
 from ._redact import redact, secrets_of
-from ._registry import Fetcher, Printer, Registry
+from ._registry import Fetcher, NamedFetcherFactory, Printer, Registry
 from ._validate import Validator
 
-__all__ = ["BuiltEntry", "build_entry", "entry_being_built"]
-
-_BUILDING: ContextVar[ResourceEntry | None] = ContextVar(
-    "pineapple_entry_being_built", default=None
-)
-
-
-def entry_being_built() -> ResourceEntry | None:
-    """The config entry whose fetcher the current factory call builds (None outside one)."""
-    return _BUILDING.get()
+__all__ = ["BuiltEntry", "build_entry"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +33,9 @@ def build_entry(
     registry: Registry, entry: ResourceEntry, base_dir: str | None = None
 ) -> BuiltEntry:
     """Look up the entry's type, validate its params and call the type's factory.
+
+    A factory that is a :class:`NamedFetcherFactory` is called with the
+    entry's name too (``for_resource(name, params)``).
 
     With ``base_dir`` (the config file's folder), a relative value of a path
     param (``ParamSpec(path=True)``) is resolved against it, so a config means
@@ -83,14 +66,14 @@ def build_entry(
             if spec.path and isinstance(value, str) and value and not os.path.isabs(value):
                 params[key] = os.path.join(base_dir, value)
     interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
-    token = _BUILDING.set(entry)
     try:
-        fetcher = factory(params)
+        if isinstance(factory, NamedFetcherFactory):
+            fetcher = factory.for_resource(entry.name, params)
+        else:
+            fetcher = factory(params)
     except PineappleError as exc:
         raise ConfigError(redact(f"{what}: {exc}", secrets)) from None
     except Exception as exc:
         raise ConfigError(redact(f"{what}: {type(exc).__name__}: {exc}", secrets)) from None
-    finally:
-        _BUILDING.reset(token)
     resolved = dataclasses.replace(entry, interval=interval)
     return BuiltEntry(resolved, fetcher, schema.printer, secrets, schema.validator)

@@ -67,7 +67,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
 from typing import Any, Literal
@@ -334,8 +334,14 @@ class Manager:
             except FutureTimeout:
                 failures[slot.name] = f"first fetch timed out after {limit:g}s"
                 continue
+            except CancelledError:  # cancel() dropped it before it ran
+                failures[slot.name] = "the manager was cancelled"
+                continue
             if slot.current is None:
                 failures[slot.name] = slot.last_error or "no value"
+        if self.state == "stopped":  # cancel() ran meanwhile: nothing of this start serves
+            failures = failures or dict.fromkeys(self._slots, "the manager was cancelled")
+            raise StartError(_start_message(failures), failures)
         if failures and not allow_partial:
             # A timed-out fetch may still be running: do not wait for it. If it
             # completes later, it sees the stopped state and drops its value.
@@ -349,6 +355,16 @@ class Manager:
     def stop(self) -> None:
         """Stop refreshing and drop every baseline reference. Idempotent."""
         self._stop(wait=True)
+
+    def cancel(self) -> None:
+        """Stop now, from any thread, without waiting for a fetch in flight. Idempotent.
+
+        Each fetch in flight is cancelled (its fetcher's ``cancel()``: a query is
+        killed) and whatever it still returns is dropped; a :meth:`start` in
+        progress raises :class:`StartError`, one not begun yet
+        :class:`ManagerStateError`. For a shutdown that must not wait for a load.
+        """
+        self._stop(wait=False)
 
     def _stop(self, wait: bool) -> None:
         with self._state_lock:

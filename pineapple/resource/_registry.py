@@ -24,6 +24,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Fetcher",
     "FetcherFactory",
+    "NamedFetcherFactory",
     "Printer",
     "Registry",
     "ResourceSchema",
@@ -41,6 +42,26 @@ Fetcher = Callable[[], Any]
 
 FetcherFactory = Callable[[dict[str, Any]], Fetcher]
 """Builds a fetcher from validated params. Should not do slow I/O itself."""
+
+
+@runtime_checkable
+class NamedFetcherFactory(Protocol):
+    """A fetcher factory that is also told which resource it builds for.
+
+    When a registered factory has ``for_resource``, a config entry's fetcher is
+    made by ``for_resource(name, params)`` instead of ``factory(params)`` (see
+    ``build_entry``): e.g. the server's shared snapshots under ``--workers N``
+    key each resource's store entry by its name, so two resources of one type
+    with equal params stay two values.
+    """
+
+    def __call__(self, params: dict[str, Any]) -> Fetcher:
+        """A fetcher from ``params`` alone (a caller that knows no resource name)."""
+        ...
+
+    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
+        """The fetcher of the resource ``name`` from its validated ``params``."""
+        ...
 
 
 @runtime_checkable

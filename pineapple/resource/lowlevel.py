@@ -12,10 +12,8 @@ resource type that shares, probes or reports a client, builds on:
 - a config parsed once: ``LoadedConfig`` / ``load_config`` (root, hash,
   secrets, entries, folder), ``resource_names`` (the names a value references);
 - the Manager's metrics hook: ``ManagerMetrics``, ``RefreshResult``;
-- for fetcher factories and fetchers that say more: ``entry_being_built`` (the
-  config entry a factory call builds: its name), ``SourceReport`` /
-  ``source_report_of`` (where a value comes from, shown in its status, and
-  whether it is known stale);
+- for fetchers that say more: ``SourceReport`` / ``source_report_of`` (where
+  a value comes from, shown in its status, and whether it is known stale);
 - sharing between processes: ``SnapshotCodec``, ``PickleCodec``,
   ``SnapshotFormatError``, ``SnapshotWriteError``;
 - optional hooks, named: ``FetcherHooks`` (a fetcher's ``commit``,
@@ -35,7 +33,9 @@ resource type that shares, probes or reports a client, builds on:
   (the types registered so far), ``ValidationSpec`` (a parsed ``validate``
   block), ``Condition`` (one line of a ``ResourceStatus``),
   ``validate_resource_deps`` (the deps check of a config), ``flush_closes``
-  (wait for the closes scheduled so far).
+  (wait for the closes scheduled so far);
+- a factory told the resource's name: ``NamedFetcherFactory`` (the server's
+  shared snapshots key their store entries by it).
 
 Same rules as the face: ``tests/test_public_api.py`` pins ``__all__``;
 importing this module loads neither the engine nor any resource type.
@@ -62,7 +62,6 @@ from ._hooks import FetcherHooks as FetcherHooks
 from ._hooks import admitted_upstream as admitted_upstream
 from ._hooks import call_hook as call_hook
 from ._hooks import hook_of as hook_of
-from ._instantiate import entry_being_built as entry_being_built
 from ._loaded import LoadedConfig as LoadedConfig
 from ._loaded import load_config as load_config
 from ._outcome import ManagerMetrics as ManagerMetrics
@@ -76,6 +75,7 @@ from ._redact import redact as redact
 from ._redact import redact_value as redact_value
 from ._refvalue import RefValue as RefValue
 from ._registry import JSONPrinter as JSONPrinter
+from ._registry import NamedFetcherFactory as NamedFetcherFactory
 from ._registry import all_schemas as all_schemas
 from ._registry import default_registry as default_registry
 from ._status import Condition as Condition
@@ -99,6 +99,7 @@ __all__ = [
     "ManagerMetrics",
     "MemoryBudget",
     "Metered",
+    "NamedFetcherFactory",
     "PickleCodec",
     "ProbeReport",
     "Probed",
@@ -116,7 +117,6 @@ __all__ = [
     "client_report_of",
     "close_now",
     "default_registry",
-    "entry_being_built",
     "flush_closes",
     "hook_of",
     "load_config",

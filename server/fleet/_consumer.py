@@ -51,10 +51,10 @@ import orjson
 
 from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
 from pineapple.resource.lowlevel import (
+    NamedFetcherFactory,
     SnapshotCodec,
     SnapshotFormatError,
     SourceReport,
-    entry_being_built,
 )
 
 from .._build_error import BuildError
@@ -531,10 +531,12 @@ class FleetFetcher:
 def fleet_registry(base: Registry, consumer: FleetConsumer) -> Registry:
     """``base`` with every type the fleet moves (:func:`fleet_codec`) read from the fleet.
 
-    A factory of such a type checks the params as the type does (no I/O), then
-    builds a :class:`FleetFetcher` for the entry being built
-    (``entry_being_built``: its name) with the params' hash
-    (``entry_key``, what the producer announces them with).
+    Such a type's factory is a :class:`_FleetFactory`: told the resource's
+    name (``NamedFetcherFactory``), it checks the params as the type does (no
+    I/O) and builds a :class:`FleetFetcher` that follows that name's
+    announcements, with the params' hash the producer announces them with
+    (``entry_key``). The supervisor's publishing registry wraps it and passes
+    the name on (``KeyedFactory``).
     """
     registry = Registry()
     for schema in base.all():  # bounded: the registered types
@@ -543,22 +545,34 @@ def fleet_registry(base: Registry, consumer: FleetConsumer) -> Registry:
             continue
         codec = fleet_codec(base, schema.name)
         if codec is not None:
-            factory = _fleet_factory(factory, consumer, schema.name, codec)
+            factory = _FleetFactory(factory, consumer, schema.name, codec)
         registry.register(schema, factory)
     return registry
 
 
-def _fleet_factory(
-    factory: FetcherFactory, consumer: FleetConsumer, type_name: str, codec: SnapshotCodec
-) -> FetcherFactory:
-    def make(params: dict[str, Any]) -> Fetcher:
-        factory(params)  # the type's own checks of its params (no I/O)
-        entry = entry_being_built()
-        if entry is None:
-            raise FleetError(f"type {type_name}: a fleet fetcher is built for a config entry only")
-        return FleetFetcher(consumer, entry.name, type_name, entry_key(type_name, params), codec)
+class _FleetFactory(NamedFetcherFactory):
+    """A fleet-moved type's factory: a :class:`FleetFetcher` for a named resource."""
 
-    return make
+    def __init__(
+        self,
+        factory: FetcherFactory,
+        consumer: FleetConsumer,
+        type_name: str,
+        codec: SnapshotCodec,
+    ) -> None:
+        self._factory = factory
+        self._consumer = consumer
+        self._type = type_name
+        self._codec = codec
+
+    def __call__(self, params: dict[str, Any]) -> Fetcher:
+        raise TypeError(f"a fleet {self._type!r} fetcher is made for a named resource")
+
+    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
+        """The fleet's fetcher of resource ``name`` (after the type's own checks of ``params``)."""
+        self._factory(params)  # the type's own checks of its params (no I/O)
+        key = entry_key(name, self._type, params)
+        return FleetFetcher(self._consumer, name, self._type, key, self._codec)
 
 
 class FleetConfigSource:

@@ -15,7 +15,9 @@ a new one (with the usual restart backoff):
   run for longer than its own bound (``Follower.following``).
 
 The first beat may take up to ``FIRST_BEAT_SECONDS`` after the spawn (a new
-interpreter imports everything first). So a stopped or stuck worker is gone
+interpreter imports everything first). A beat says whether the worker
+serves yet (``serving``), so that the supervisor never kills its last
+serving workers together (``Supervisor._kill_silent``). So a stopped or stuck worker is gone
 at most ``LIVENESS_TIMEOUT_SECONDS`` plus one supervision pass after its last
 beat, and the store holds at most what the pod published meanwhile.
 
@@ -57,6 +59,9 @@ START_SLACK_SECONDS = 30.0
 MAX_BEATS_PER_PASS = 64
 
 _BEAT = b"."
+"""A beat of a worker that serves."""
+_STARTING = b"s"
+"""A beat of a worker still starting."""
 _log = logging.getLogger("pineapple.server")
 
 
@@ -67,6 +72,8 @@ class Heartbeat:
         self._conn = conn
         self.healthy = healthy
         """Replaced once the worker serves (the follower's health)."""
+        self.serving = False
+        """Set once the worker serves: its beats say so."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pineapple-heartbeat", daemon=True)
 
@@ -83,7 +90,7 @@ class Heartbeat:
         while not self._stop.is_set():
             if self.healthy():
                 try:
-                    self._conn.send_bytes(_BEAT)
+                    self._conn.send_bytes(_BEAT if self.serving else _STARTING)
                 except OSError:
                     return  # the supervisor is gone: the follower stops this worker
             self._stop.wait(HEARTBEAT_SECONDS)
@@ -97,6 +104,8 @@ class BeatClock:
         self.last = time.monotonic()
         """Monotonic time of the last beat (the spawn time before the first one)."""
         self.beaten = False
+        self.serving = False
+        """Whether the last beat said the worker serves."""
         self.open = True
         """False once the worker's end closed (it exited): nothing more to wait for."""
 
@@ -106,9 +115,10 @@ class BeatClock:
             for _ in range(MAX_BEATS_PER_PASS):
                 if not self.conn.poll(0):
                     return
-                self.conn.recv_bytes(16)
+                beat = self.conn.recv_bytes(16)
                 self.last = time.monotonic()
                 self.beaten = True
+                self.serving = beat == _BEAT
         except (EOFError, OSError):
             self.open = False  # the worker exited: its sentinel says the rest
 

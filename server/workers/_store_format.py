@@ -18,9 +18,13 @@ This module is the layout between them: the manifest (``key -> {"generation",
 (:func:`entry_key`), the reserved entries (:data:`CONFIG_ENTRY`,
 :data:`RELOAD_ENTRY`), the metrics subdirectory and where a store lives.
 
-An entry is identified by its *key*: a hash of its type and validated params,
-so the supervisor and a worker that read the same config agree on it without
-passing names around, and no secret from the params appears in a file name.
+An entry is identified by its *key*: a hash of its resource's name, type and
+validated params (:func:`entry_key`), so the supervisor and a worker that read
+the same config agree on it without passing anything else around, no secret
+from the params appears in a file name, and two resources of one type with
+equal params are two entries (each refused, pinned and rolled back on its
+own). Both sides' registries make their fetchers through a
+:class:`KeyedFactory`, which the Manager tells the resource's name.
 Besides one entry per shared resource, the manifest holds entries whose keys
 start with ``_`` (an entry key starts with a type name).
 
@@ -38,14 +42,15 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from pineapple import PineappleError
-from pineapple.resource import Registry
-from pineapple.resource.lowlevel import SnapshotCodec
+from pineapple.resource import Fetcher, FetcherFactory, Registry
+from pineapple.resource.lowlevel import NamedFetcherFactory, SnapshotCodec
 
 __all__ = [
     "CONFIG_ENTRY",
@@ -53,6 +58,7 @@ __all__ = [
     "MANIFEST_NAME",
     "METRICS_DIR",
     "RELOAD_ENTRY",
+    "KeyedFactory",
     "SnapshotMissingError",
     "StoreDirectory",
     "codec_of",
@@ -83,10 +89,45 @@ def codec_of(registry: Registry, type_name: str) -> SnapshotCodec | None:
     return None if schema is None else schema.codec
 
 
-def entry_key(type_name: str, params: Any) -> str:
-    """The key of a config entry in the store: a hash of its type and params."""
-    text = orjson.dumps({"type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS)
+def entry_key(name: str, type_name: str, params: Any) -> str:
+    """The key of the resource ``name`` in the store: a hash of its name, type and params."""
+    text = orjson.dumps(
+        {"name": name, "type": type_name, "params": params}, option=orjson.OPT_SORT_KEYS
+    )
     return f"{type_name}-{hashlib.sha256(text).hexdigest()[:24]}"
+
+
+class KeyedFactory(NamedFetcherFactory):
+    """A shared type's factory that keys each fetcher it makes by its resource's name.
+
+    ``for_resource(name, params)`` calls the type's own factory (its checks of
+    ``params``) and hands that fetcher and the entry's key to ``make``.
+    ``__call__`` (params alone) is refused: without the name, two resources of
+    this type with equal params would share one store entry.
+    """
+
+    def __init__(
+        self,
+        factory: FetcherFactory,
+        type_name: str,
+        make: Callable[[Fetcher, str], Fetcher],
+    ) -> None:
+        self._factory = factory
+        self._type = type_name
+        self._make = make
+
+    def __call__(self, params: dict[str, Any]) -> Fetcher:
+        raise TypeError(f"a shared {self._type!r} fetcher is made for a named resource")
+
+    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
+        """The type's own fetcher (told ``name`` too when it is a ``NamedFetcherFactory``:
+        a fleet pod's), wrapped by ``make`` under ``name``'s key."""
+        factory = self._factory
+        if isinstance(factory, NamedFetcherFactory):
+            inner = factory.for_resource(name, params)
+        else:
+            inner = factory(params)
+        return self._make(inner, entry_key(name, self._type, params))
 
 
 def default_shared_parent() -> Path:

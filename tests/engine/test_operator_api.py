@@ -64,8 +64,17 @@ def test_unknown_param_is_rejected() -> None:
 
 
 def test_constructor_error_is_init_failed() -> None:
-    with pytest.raises(RegistryError, match="Init failed: transform_scale: factor must be numeric"):
-        build_operator("transform_scale", {"factor": "x"}, registry=_registry())
+    with pytest.raises(RegistryError, match="Init failed: transform_scale: factor must not be 0"):
+        build_operator("transform_scale", {"factor": 0}, registry=_registry())
+
+
+def test_a_param_of_the_wrong_type_is_refused_before_the_constructor_runs() -> None:
+    with pytest.raises(RegistryError) as refused:
+        build_operator("transform_scale", {"factor": "x"}, name="scale", registry=_registry())
+    assert str(refused.value) == (
+        'pine: registry error [transform_scale]: operator "scale": '
+        'param factor must be numeric, got string "x"'
+    )
 
 
 def test_unknown_type() -> None:

@@ -71,7 +71,8 @@ class Fleet:
     def params_hash(self) -> str:
         schema = self._registry.get("json_file")
         assert schema is not None
-        return entry_key("json_file", validate_params(NAME, schema.params, dict(self.params)))
+        params = validate_params(NAME, schema.params, dict(self.params))
+        return entry_key(NAME, "json_file", params)
 
     def value(self, generation: int) -> Any:
         """Generation ``generation``'s value: ``generation`` rows ``g<generation>-<i>``, read

@@ -18,7 +18,13 @@ def test_keeps_first_n_and_uses_templated_value() -> None:
 
 @pytest.mark.parametrize(
     ("top_n", "message"),
-    [("x", "got string"), (None, "got <nil>"), (True, "got bool"), (-1, "non-negative")],
+    [
+        ("x", 'top_n must be numeric \\(an integer\\), got string "x"'),
+        (None, "top_n must be numeric \\(an integer\\), got null"),
+        (True, "top_n must be numeric \\(an integer\\), got true"),
+        (2.5, "top_n must be numeric \\(an integer\\), got float 2.5"),
+        (-1, "non-negative"),
+    ],
 )
 def test_bad_top_n(top_n: object, message: str) -> None:
     with pytest.raises(RegistryError, match=message):

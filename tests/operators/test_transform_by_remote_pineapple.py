@@ -196,12 +196,14 @@ def test_params_are_checked_at_load() -> None:
         ({"port": 80, "max_response_size": 0}, "'max_response_size'"),
         ({"port": 80, "endpoint": "execute"}, "'endpoint'"),
         ({"port": 80, "host": "a.example@127.0.0.1"}, "'host'"),
-        ({"port": 80, "item_request": "id"}, "'item_request'"),
+        ({"port": 80, "item_request": ["id", 1]}, "'item_request'"),
     ]
     for params, needle in cases:
         with pytest.raises(RegistryError, match="Init failed") as info:
             build_operator(NAME, {"host": "127.0.0.1", "allow_private": True, **params}, META)
         assert needle in str(info.value)
+    with pytest.raises(RegistryError, match=r'param item_request must be a list .*got string "id"'):
+        build_operator(NAME, {"host": "127.0.0.1", "port": 80, "item_request": "id"}, META)
 
 
 # -- the SSRF guard ---------------------------------------------------------------------------

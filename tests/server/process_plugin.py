@@ -5,8 +5,9 @@ values append ``close <label> <tag> <pid>-<serial>`` to the file named by env
 ``PINEAPPLE_TEST_CLOSE_LOG`` when closed; a fetch fails with ``fail``, or while
 the file ``fail_if_exists`` names exists; with ``hold_until_exists`` it first
 waits, bounded, for that file, in processes whose name starts with ``hold_in``)
-and the ``test_file_gate``
-operator (holds a request until a file appears).
+the ``test_file_gate``
+operator (holds a request until a file appears) and the ``test_scaled`` operator
+(trusts its ``float`` param ``factor`` on every request).
 """
 
 from __future__ import annotations
@@ -48,6 +49,24 @@ register_test_operator(
     "holds a request until a file appears.",
     params={"folder": ParamSpec(type="string", required=True)},
     blocking=True,
+)
+
+
+class ScaledOperator(Operator):
+    """Multiplies by ``factor`` per request: a string ``factor`` fails every request."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.factor = params["factor"]  # trusts its schema, as a plugin may
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        float(self.factor * 2.0)
+
+
+register_test_operator(
+    "test_scaled",
+    ScaledOperator,
+    "multiplies by its float param factor on every request.",
+    params={"factor": ParamSpec(type="float", required=True)},
 )
 
 _lock = threading.Lock()
@@ -160,3 +179,35 @@ for _name, _codec in (
             ),
             _http_json,
         )
+
+
+class SlowBuildOperator(Operator):
+    """Its construction holds in processes whose name starts with ``hold_in``: it sleeps
+    ``seconds``, or (``gate``) waits for that file; bounded by ``HOLD_SECONDS``. In those
+    whose name starts with ``fail_in`` it raises."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        here = multiprocessing.current_process().name  # "pineapple-worker-0", "pineapple-trial"
+        if params["fail_in"] and here.startswith(params["fail_in"]):
+            raise RuntimeError(f"test_slow_build cannot be built in {here}")
+        if params["hold_in"] and here.startswith(params["hold_in"]):
+            if params["gate"]:
+                _hold(params["gate"])
+            else:
+                time.sleep(min(float(params["seconds"]), HOLD_SECONDS))
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        return None
+
+
+register_test_operator(
+    "test_slow_build",
+    SlowBuildOperator,
+    "an operator whose construction takes long in some processes (slow builds).",
+    params={
+        "hold_in": ParamSpec(type="string", default=""),  # a process-name prefix
+        "seconds": ParamSpec(type="float", default=0.0),
+        "gate": ParamSpec(type="string", default=""),
+        "fail_in": ParamSpec(type="string", default=""),  # a process-name prefix
+    },
+)

@@ -28,14 +28,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
 WAIT = 30.0  # seconds: the bound of every poll below
 
 
-def _until(what: str, done: Callable[[], bool], wait: float = WAIT) -> None:
+def until(what: str, done: Callable[[], bool], wait: float = WAIT) -> None:
     end = time.monotonic() + wait
     while not done():
         assert time.monotonic() < end, f"not within {wait}s: {what}"
         time.sleep(0.05)  # polling another process's state, with a deadline
 
 
-def _config(dsn: str, table: str, marker: str) -> dict[str, Any]:
+def hanging_config(dsn: str, table: str, marker: str, interval: float = 1) -> dict[str, Any]:
+    """A ``feed_data`` config whose version query (marked ``marker``) sleeps 120 s once
+    ``table`` has a row; refreshed every ``interval`` seconds."""
     version = f"SELECT /* {marker} */ SLEEP(IF((SELECT COUNT(*) FROM `{table}`) > 0, 120, 0))"
     outputs = ["id"]
     meta = {"common_input": [], "common_output": [], "item_input": [], "item_output": outputs}
@@ -43,7 +45,7 @@ def _config(dsn: str, table: str, marker: str) -> dict[str, Any]:
         "resource_config": {
             "feed": {
                 "type": "feed_data",
-                "interval": 1,
+                "interval": interval,
                 "params": {"mysql_dsn": dsn, "table": table, "version_query": version},
             }
         },
@@ -73,7 +75,7 @@ def hanging_server(
     with mysql_conn.cursor() as cur:
         cur.execute(f"CREATE TABLE `{mysql_table}` (id BIGINT PRIMARY KEY)")
     config = tmp_path / "pineapple.json"
-    config.write_text(json.dumps(_config(mysql_dsn, mysql_table, marker)))
+    config.write_text(json.dumps(hanging_config(mysql_dsn, mysql_table, marker)))
     if request.param == "one process":
         server = serve_plugin(config, tmp_path / "closes.log")
         try:
@@ -92,7 +94,7 @@ def test_sigterm_during_a_hanging_refresh_kills_its_query(
     server, marker = hanging_server
     with mysql_conn.cursor() as cur:
         cur.execute(f"INSERT INTO `{mysql_table}` VALUES (1)")
-    _until("a timed refresh hangs in its version query", lambda: running(mysql_conn, marker) == 1)
+    until("a timed refresh hangs in its version query", lambda: running(mysql_conn, marker) == 1)
     assert server.stop() == 0
     # KILL QUERY is asynchronous on the server: the statement ends within milliseconds.
-    _until("no query of the server left", lambda: running(mysql_conn, marker) == 0, 3.0)
+    until("no query of the server left", lambda: running(mysql_conn, marker) == 0, 3.0)

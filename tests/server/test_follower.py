@@ -25,34 +25,29 @@ class FakeReloader:
     def reload(self, trigger: Any, *, force: bool = False) -> ReloadOutcome:
         self.calls.append((trigger, force))
         self.source.read(1 << 20)
-        error = "engine: boom" if self.result == "error" else None
-        return ReloadOutcome(self.result, trigger, 0.0, 0.0, "h", error=error)  # type: ignore[arg-type]
+        error, step = ("boom", "engine") if self.result == "error" else (None, None)
+        return ReloadOutcome(self.result, trigger, 0.0, 0.0, "h", error=error, step=step)  # type: ignore[arg-type]
 
 
 def _follower(
     tmp_path: Path, result: str
-) -> tuple[Follower, SharedStore, SharedConfigSource, FakeReloader, list[str]]:
+) -> tuple[Follower, SharedStore, SharedConfigSource, FakeReloader]:
     store = SharedStore.create(tmp_path)
     worker = MappedStore(store.path)
     source = SharedConfigSource(worker)
     reloader = FakeReloader(source, result)
-    faults: list[str] = []
     reader, _writer = multiprocessing.Pipe(duplex=False)
     follower = Follower(
         worker,
         SnapshotHolder(),
         reader,
-        config=ConfigFollow(
-            reloader,  # type: ignore[arg-type]
-            source,
-            on_fault=lambda: faults.append("stop"),
-        ),
+        config=ConfigFollow(reloader, source),  # type: ignore[arg-type]
     )
-    return follower, store, source, reloader, faults
+    return follower, store, source, reloader
 
 
 def test_a_newer_generation_is_built_once_from_the_supervisors_bytes(tmp_path: Path) -> None:
-    follower, store, source, reloader, faults = _follower(tmp_path, "ok")
+    follower, store, source, reloader = _follower(tmp_path, "ok")
     store.publish_config(b'{"a": 1}', "h1")
     source.read(1 << 20)
     source.served = 1  # what the worker started with
@@ -62,15 +57,22 @@ def test_a_newer_generation_is_built_once_from_the_supervisors_bytes(tmp_path: P
     follower.follow()
     follower.follow()
     assert reloader.calls == [("supervisor", True)]
-    assert source.served == 2 and faults == []
+    assert source.served == 2
     assert not (store.path / "config-1.json").exists()  # unlinked once replaced
 
 
-def test_a_worker_that_cannot_build_an_accepted_config_stops_itself(tmp_path: Path) -> None:
-    follower, store, source, _, faults = _follower(tmp_path, "error")
+def test_a_worker_that_cannot_build_an_accepted_config_keeps_serving_its_own(
+    tmp_path: Path,
+) -> None:
+    follower, store, source, reloader = _follower(tmp_path, "error")
     store.publish_config(b'{"a": 1}', "h1")
     source.served = 1
     store.publish_config(b'{"a": 2}', "h2")
     follower.follow()
-    assert faults == ["stop"]
-    assert source.served == 1  # it keeps serving the old generation while it drains
+    follower.follow()  # a later pass (a data publish) does not build generation 2 again
+    assert reloader.calls == [("supervisor", True)]
+    assert source.served == 1  # it keeps serving the generation it has
+    reloader.result = "ok"
+    store.publish_config(b'{"a": 3}', "h3")
+    follower.follow()  # the next accepted generation is built
+    assert reloader.calls == [("supervisor", True)] * 2 and source.served == 3

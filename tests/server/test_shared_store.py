@@ -151,8 +151,12 @@ def test_worker_registry_never_fetches_from_the_source(tmp_path: Path) -> None:
     with pytest.raises(resource.StartError, match="no shared snapshot of feed_data-"):
         manager.start()
     manager.stop()
-    # Keys depend on type and params only, so supervisor and worker agree.
-    assert entry_key("feed_data", params) == entry_key("feed_data", dict(reversed(params.items())))
+    # Keys depend on name, type and params only, so supervisor and worker agree; two
+    # resources of one type with equal params are two entries (issue 33, item 5).
+    key = entry_key("feed", "feed_data", params)
+    assert key == entry_key("feed", "feed_data", dict(reversed(params.items())))
+    assert key != entry_key("twin", "feed_data", params)
+    assert key.startswith("feed_data-")
     assert isinstance(SnapshotMissingError("x"), Exception)
     store.remove()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -77,6 +78,7 @@ def test_a_trial_that_never_answers_is_killed_at_its_bound(
     hang.write_text("import threading\nthreading.Event().wait()\n")  # an import never ends
     monkeypatch.setattr(_trial, "TRIAL_SPAWN_SECONDS", 4.0)
     config = _settings(tmp_path, str(hang), start_timeout=1.0)
+    config = dataclasses.replace(config, build_timeout_seconds=0.5)  # the longer of the two
     started = time.monotonic()
     with pytest.raises(BuildError, match=r"no worker could build it within 5s"):
         _trial.trial_build(config, store, _data(fail=False), threading.Event())

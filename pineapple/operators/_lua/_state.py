@@ -11,18 +11,28 @@ position (missing ones are nil). After each request the globals are reset
 to what the script left after loading (globals it created are removed,
 baseline ones restored: a shallow reset, as in Go).
 
-Speed: a small Lua *driver* written for the operator's field lists runs
-the whole item loop inside Lua, so a request costs a handful of Python/Lua
-crossings whatever the item count: each input column goes in as one array
-table, each output column comes back as one tuple.
+Speed: the state's driver (``_driver``) runs the whole item loop inside
+Lua, so a request costs a handful of Python/Lua crossings whatever the item
+count.
+
+Results are bounded (``_values``): a call's returned text and table values
+are counted against a :class:`~._values.ResultBudget` as they are converted.
+An output column is fetched in pieces small enough that the text they may
+hold fits what is left (no Lua string is longer than the state's heap), so
+a string returned for every item is refused before it is copied past the
+budget; tables are walked once in Lua (``AUDIT``, under the time guard and
+memory cap) before their conversion, which runs under the call's deadline.
 """
 
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
+from ..._error_text import clipped
 from ..._errors import DeadlineExceededError
+from ._driver import UNROLL_FIELDS, driver_source
 from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
 from ._sandbox import (
     HOOK_INSTRUCTIONS,
@@ -32,147 +42,39 @@ from ._sandbox import (
     LuaBackend,
     default_backend,
 )
-from ._values import NEG_ZERO_KEYS, OTHER, PACK_CHUNK, column_kind, column_to_lua, from_lua, to_lua
+from ._values import (
+    AUDIT,
+    AUDIT_DEPTH,
+    MAX_RESULT_VALUES,
+    NEG_ZERO_KEYS,
+    OTHER,
+    ResultBudget,
+    column_to_lua,
+    fetch_column,
+    from_lua,
+    keys_path,
+    to_lua,
+)
 
-__all__ = ["DEFAULT_LOAD_TIMEOUT", "LuaState", "driver_source"]
+__all__ = ["DEFAULT_LOAD_TIMEOUT", "LuaState"]
 
 DEFAULT_LOAD_TIMEOUT = 1.0
 """Seconds a script's top level may run when its state is built (``transform_by_lua``
 passes its ``timeout_ms``): past it the script does not load (:class:`LuaScriptError`)."""
 
-_RUNTIME_REFS = ("_rt", "_run", "_reset", "_current", "_fetch", "_pack", "_arm", "_disarm")
+_RUNTIME_REFS = (
+    "_rt",
+    "_run",
+    "_reset",
+    "_current",
+    "_fetch",
+    "_pack",
+    "_arm",
+    "_disarm",
+    "_audit",
+    "_neg_zero_keys",
+)
 """Attributes that keep the Lua runtime alive (``close`` drops them)."""
-
-_UNROLL_FIELDS = 40
-"""Above this many input fields the driver loops over lists (Lua 5.1: 60 upvalues, 200 locals)."""
-
-
-_PRELUDE = """
-local G, next, rawset, unpack, select = _G, next, rawset, unpack, select
-local fname, CK, IK, nret = ...
-local nc, ni = #CK, #IK
-local base = {}
-local where = 0
-local function reset()
-  where = 0
-  for k in next, G do
-    if base[k] == nil then rawset(G, k, nil) end
-  end
-  for k, v in next, base do rawset(G, k, v) end
-end
-local function baseline()
-  for k, v in next, G do base[k] = v end
-end
-local function current() return where end
-local function fetch(t, i, j) return unpack(t, i, j) end
-local function pack(t, off, ...)
-  if t == nil and off == 0 then return {...} end
-  local a = {...}
-  for i = 1, select("#", ...) do t[off + i] = a[i] end
-  return t
-end
-"""
-
-_RETURN = "return run, reset, baseline, current, fetch, pack\n"
-
-
-def _names(prefix: str, count: int) -> str:
-    return ", ".join(f"{prefix}{k}" for k in range(1, count + 1))
-
-
-def _negz(value: str, at: str) -> str:
-    """Lua that records position ``at`` when ``value`` is negative zero (lupa returns int 0)."""
-    return f"if {value} == 0 and 1/{value} < 0 then z = z or {{}}; nz = nz + 1; z[nz] = {at} end\n"
-
-
-def _unrolled_head(nc: int, ni: int) -> list[str]:
-    """Field names as locals, ``run``'s signature, and the common globals set."""
-    lines = []
-    if nc:
-        lines.append(f"local {_names('C', nc)} = unpack(CK)\n")
-    if ni:
-        lines.append(f"local {_names('K', ni)} = unpack(IK)\n")
-    params = ["n"] + [f"cv{k}" for k in range(1, nc + 1)] + [f"c{k}" for k in range(1, ni + 1)]
-    lines.append(f"local function run({', '.join(params)})\n")
-    lines.extend(f"  G[C{k}] = cv{k}\n" for k in range(1, nc + 1))
-    return lines
-
-
-def _unrolled_return(prefix: str, nret: int) -> str:
-    """``run``'s last line: the negative-zero positions, then one local per output column."""
-    outs = "".join(f", {prefix}{j}" for j in range(1, nret + 1))
-    return f"  return nz, z{outs}\nend\n"
-
-
-_LOOPED_HEAD = "local function run(n, cvals, cols)\n  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
-"""``run``'s signature and the common globals set, for the drivers that loop over field lists."""
-
-
-def _unrolled_item(nc: int, ni: int, nret: int) -> str:
-    lines = _unrolled_head(nc, ni)
-    lines.append("  local fn = G[fname]\n  local z, nz = nil, 0\n")
-    if nret:
-        lines.append(f"  local {_names('o', nret)} = {', '.join('{}' for _ in range(nret))}\n")
-    lines.append("  for i = 1, n do\n    where = i\n")
-    lines.extend(f"    G[K{k}] = c{k}[i]\n" for k in range(1, ni + 1))
-    if nret:
-        lines.append(f"    local {_names('r', nret)} = fn()\n")
-        for j in range(1, nret + 1):
-            lines.append("    " + _negz(f"r{j}", f"(i - 1) * nret + {j - 1}"))
-            lines.append(f"    o{j}[i] = r{j}\n")
-    else:
-        lines.append("    fn()\n")
-    lines.append("  end\n  reset()\n")
-    lines.append(_unrolled_return("o", nret))
-    return "".join(lines)
-
-
-def _looped_item() -> str:
-    return _LOOPED_HEAD + (
-        "  local fn = G[fname]\n  local z, nz = nil, 0\n"
-        "  local outs = {}\n  for j = 1, nret do outs[j] = {} end\n"
-        "  for i = 1, n do\n    where = i\n"
-        "    for k = 1, ni do G[IK[k]] = cols[k][i] end\n"
-        "    local r = {fn()}\n"
-        "    for j = 1, nret do\n      local v = r[j]\n"
-        "      " + _negz("v", "(i - 1) * nret + j - 1") + "      outs[j][i] = v\n    end\n"
-        "  end\n  reset()\n  return nz, z, outs\nend\n"
-    )
-
-
-def _unrolled_common(nc: int, ni: int, nret: int) -> str:
-    lines = _unrolled_head(nc, ni)
-    lines.extend(f"  G[K{k}] = c{k}\n" for k in range(1, ni + 1))
-    lines.append("  where = 1\n")
-    if nret:
-        lines.append(f"  local {_names('r', nret)} = G[fname]()\n")
-    else:
-        lines.append("  G[fname]()\n")
-    lines.append("  reset()\n  local z, nz = nil, 0\n")
-    for j in range(1, nret + 1):
-        lines.append("  " + _negz(f"r{j}", str(j - 1)))
-    lines.append(_unrolled_return("r", nret))
-    return "".join(lines)
-
-
-def _looped_common() -> str:
-    return _LOOPED_HEAD + (
-        "  for k = 1, ni do G[IK[k]] = cols[k] end\n"
-        "  where = 1\n  local r = {G[fname]()}\n  reset()\n"
-        "  local z, nz = nil, 0\n"
-        "  for j = 1, nret do\n    local v = r[j]\n"
-        "    " + _negz("v", "j - 1") + "  end\n"
-        "  return nz, z, r\nend\n"
-    )
-
-
-def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool) -> str:
-    """The Lua driver chunk for these field counts (``unroll``: one local per field)."""
-    if item_mode:
-        body = _unrolled_item(nc, ni, nret) if unroll else _looped_item()
-    else:
-        body = _unrolled_common(nc, ni, nret) if unroll else _looped_common()
-    return _PRELUDE + body + _RETURN
 
 
 def _is_memory_error(exc: BaseException) -> bool:
@@ -217,7 +119,8 @@ class LuaState:
         common_fields: tuple[str, ...],
         item_fields: tuple[str, ...],
         outputs: int,
-        unroll_fields: int = _UNROLL_FIELDS,
+        output_fields: tuple[str, ...] = (),
+        unroll_fields: int = UNROLL_FIELDS,
         backend: LuaBackend | None = None,
         max_memory: int = MAX_MEMORY,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
@@ -239,6 +142,7 @@ class LuaState:
         """True once a call hit the deadline or the memory limit: never reuse this state."""
         self._item_mode = item_mode
         self._nret = outputs
+        self._fields = output_fields
         nc, ni = len(common_fields), len(item_fields)
         self._unrolled = nc + ni <= unroll_fields and nc + ni + 2 * outputs <= 3 * unroll_fields
         source = driver_source(item_mode, nc, ni, outputs, unroll=self._unrolled)
@@ -254,6 +158,7 @@ class LuaState:
             name="=driver",
         )
         self._neg_zero_keys = rt.execute(NEG_ZERO_KEYS, name="=negzero")
+        self._audit = rt.execute(AUDIT, AUDIT_DEPTH, name="=audit")
         self._load(script, load_timeout)
         if rt.globals()[function] is None:
             raise LuaScriptError(
@@ -341,6 +246,13 @@ class LuaState:
         for name in _RUNTIME_REFS:
             self.__dict__.pop(name, None)
 
+    def _budget(self, deadline: float) -> ResultBudget:
+        return ResultBudget(self._operator, self._max_memory, MAX_RESULT_VALUES, deadline)
+
+    def _field(self, j: int) -> str:
+        fields = self._fields
+        return f'field "{clipped(fields[j])}"' if j < len(fields) else f"return value {j + 1}"
+
     def call_items(
         self, n: int, common: list[Any], columns: list[list[Any]], deadline: float
     ) -> list[list[Any]]:
@@ -351,7 +263,8 @@ class LuaState:
         )
         nz, z = result[0], result[1]
         tables = result[2:] if self._unrolled else [result[2][j] for j in range(1, self._nret + 1)]
-        cols = [self._column(t, n) for t in tables]
+        budget = self._budget(deadline)
+        cols = [self._column(t, n, j, budget) for j, t in enumerate(tables)]
         if nz:
             for k in range(1, nz + 1):
                 i, j = divmod(z[k], self._nret)
@@ -372,33 +285,58 @@ class LuaState:
         else:
             table = result[2]
             raw = [table[j] for j in range(1, self._nret + 1)]
-        values = [from_lua(v, self._backend, self._neg_zero_keys) for v in raw]
+        budget = self._budget(deadline)
+        table_type = self._backend.table_type
+        values = []
+        for j, value in enumerate(raw):
+            if type(value) is str:  # one per output: at most the heap each, converted already
+                budget.text -= len(value)
+                if budget.text < 0:
+                    raise LuaRuntimeError(f"lua: {self._field(j)}: {budget.over('text')}")
+            elif type(value) is table_type:
+                self._audit_tables(rt.table_from([value]), 1, j, budget)
+            values.append(from_lua(value, self._backend, budget, self._neg_zero_keys))
         if nz:
             for k in range(1, nz + 1):
                 values[z[k]] = -0.0
         return values
 
-    def _column(self, table: Any, n: int) -> list[Any]:
-        fetch = self._fetch
+    def _column(self, table: Any, n: int, j: int, budget: ResultBudget) -> list[Any]:
+        """Output column ``j`` of an item-mode call, fetched and converted within ``budget``
+        (no string in the state is longer than its heap: see ``fetch_column``)."""
+        longest = max(1, self._rt.get_memory_used() or self._max_memory)
         try:
-            if n == 1:
-                col = [fetch(table, 1, 1)]
-            elif n <= PACK_CHUNK:
-                col = list(fetch(table, 1, n))
-            else:
-                col = []
-                for lo in range(1, n + 1, PACK_CHUNK):
-                    hi = min(lo + PACK_CHUNK - 1, n)
-                    part = fetch(table, lo, hi)
-                    col.extend(part if hi > lo else (part,))
+            field = partial(self._field, j)
+            col, kind = fetch_column(self._fetch, table, n, longest, budget, field)
         except UnicodeDecodeError as exc:
             raise LuaRuntimeError(f"lua: returned string is not valid UTF-8: {exc}") from exc
-        if column_kind(col) != OTHER:
+        if kind != OTHER:
             return col
+        self._audit_tables(table, n, j, budget)
         backend = self._backend
         for i, value in enumerate(col):
             try:
-                col[i] = from_lua(value, backend, self._neg_zero_keys)
+                col[i] = from_lua(value, backend, budget, self._neg_zero_keys)
             except LuaRuntimeError as exc:
                 raise LuaRuntimeError(f"lua: item[{i}]: {exc}") from exc
         return col
+
+    def _audit_tables(self, col: Any, n: int, j: int, budget: ResultBudget) -> None:
+        """Walk the tables among ``col[1..n]`` (``AUDIT``) under the call's time guard."""
+        self._arm(time.monotonic, budget.deadline, HOOK_INSTRUCTIONS)
+        try:
+            bad, why, rest = self._audit(col, 1, n, budget.values, budget.text)
+        except self._error as exc:
+            self._fail(exc, self._disarm())
+        except BaseException:
+            self._disarm()
+            self.broken = True
+            raise
+        self._disarm()
+        if bad is None:
+            budget.values, budget.text = int(why), int(rest)
+            return
+        keys = [rest[k] for k in range(len(rest), 0, -1)]
+        at = f"item[{bad - 1}]: " if self._item_mode else ""
+        where = f" at {keys_path(keys)}" if keys else ""
+        raise LuaRuntimeError(f"lua: {at}{self._field(j)}: {budget.over(why)}{where}")

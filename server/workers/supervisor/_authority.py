@@ -37,8 +37,21 @@ Guarantees:
   good one. So a worker building it finds every snapshot it names. After each reload, applied
   or not, the store is told which entries the newest generation names
   (``SharedStore.retire``): the others go once no worker needs them.
+- A worker that cannot build the generation the authority accepted last
+  (``cannot_build``) takes the pod back to the config accepted before it, as
+  the next generation, on a thread of its own under the reload lock
+  (:meth:`roll_back`): one rollback thread per generation (``_rollback_asked``,
+  under ``_loading_lock``, only grows; later reports of it start none, and a
+  report that finds a newer generation changes nothing), never of a generation that is
+  itself a rollback, and the bytes rolled back are not applied again by the
+  watcher (the failed hash), only by SIGHUP or an admin.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
   nothing and is answered ``shutting down``, unrecorded; so is a busy one.
+  :meth:`cancel` (SIGTERM) cancels the publisher Manager a reload is starting
+  (its fetches in flight cancelled, a MySQL query killed): ``_loading`` changes
+  only under ``_loading_lock``, and a Manager joins it only while ``stopping``
+  is unset, so a cancel after ``stopping`` was set sees every Manager that
+  could still start, and no later one starts.
 
 A pod in a fleet (``--fleet``) gives the authority its own ``wiring``: a
 registry whose shared types read the fleet store, and (without a config
@@ -52,11 +65,15 @@ import dataclasses
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from pineapple import resource
+from pineapple._error_text import capped
 from pineapple.resource.lowlevel import (
     LoadedConfig,
     MemoryBudget,
@@ -121,6 +138,17 @@ class ConfigAuthority(ReloadPolicy):
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
+        self._accepted: tuple[bytes, str] | None = None
+        """The bytes and hash of the config accepted last."""
+        self._previous: tuple[bytes, str] | None = None
+        """Those of the config accepted before it (None: none, or it was a rollback)."""
+        self._serving_engine: str | None = None
+        """The engine fingerprint (``_engine_print``) of the serving config."""
+        self._loading_lock = threading.Lock()
+        self._loading: set[resource.Manager] = set()
+        """The publisher Managers a reload is starting (see the module's Guarantees)."""
+        self._rollback_asked = 0
+        """The newest generation a worker could not build (one rollback thread each)."""
         self.board = StatusBoard(store.path / STATUS_FILE, self.pod_status)
         """Where the pod's status is posted for the workers (``_pod_status``)."""
 
@@ -130,6 +158,13 @@ class ConfigAuthority(ReloadPolicy):
             data = self._read()
             if self._apply(data, hashlib.sha256(data).hexdigest()) is None:
                 raise BuildError("start", "the supervisor was stopped while it started")
+
+    def cancel(self) -> None:
+        """Cancel the publisher a reload is starting (after ``stopping`` was set; no wait)."""
+        with self._loading_lock:
+            loading = list(self._loading)
+        for manager in loading:  # bounded: at most one reload starts one at a time
+            manager.cancel()
 
     def close(self) -> None:
         """Stop the publisher Manager (after the workers are gone)."""
@@ -172,7 +207,15 @@ class ConfigAuthority(ReloadPolicy):
             manager.load_from_root_config(
                 dataclasses.replace(loaded, entries=shared), carry_over=carry_over
             )
-            manager.start()
+            with self._loading_lock:
+                if self.stopping.is_set():
+                    raise BuildError("start", "cancelled: the supervisor is shutting down")
+                self._loading.add(manager)
+            try:
+                manager.start()
+            finally:
+                with self._loading_lock:
+                    self._loading.discard(manager)
         except Exception:
             manager.stop()
             raise
@@ -206,10 +249,16 @@ class ConfigAuthority(ReloadPolicy):
             # Unchanged entries keep their value, pin and previous value; a changed
             # entry is fetched anew and unpinned, as in one process.
             loaded = self._loaded(data)  # parsed once: the publisher and the trial plan read it
-            manager = self.load(loaded, carry_over=self.publisher, named=named, staging=staging)
+            try:
+                manager = self.load(loaded, carry_over=self.publisher, named=named, staging=staging)
+            except Exception:
+                if self.stopping.is_set():
+                    return None  # cancelled by the shutdown: nothing is decided
+                raise
             try:
                 per_worker = self._per_worker(loaded)
-                carried = self._trial_plan(per_worker)
+                engine = _engine_print(loaded)
+                carried = self._trial_plan(per_worker, engine)
                 if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
                     if not trial_build(self.config, self.store, data, self.stopping, carried):
@@ -221,7 +270,8 @@ class ConfigAuthority(ReloadPolicy):
                 raise
             old, self.publisher = self.publisher, manager
             self._accepted_hash, self.generation, self._named = digest, generation, named
-            self._serving_per_worker = per_worker
+            self._previous, self._accepted = self._accepted, (data, digest)
+            self._serving_per_worker, self._serving_engine = per_worker, engine
             if old is not None:
                 old.stop()
         finally:
@@ -236,17 +286,20 @@ class ConfigAuthority(ReloadPolicy):
         base = self._base()
         return {e.name: e.fingerprint() for e in loaded.entries if codec_of(base, e.type) is None}
 
-    def _trial_plan(self, per_worker: dict[str, str]) -> tuple[str, ...] | None:
+    def _trial_plan(self, per_worker: dict[str, str], engine: str) -> tuple[str, ...] | None:
         """What a trial must build of a candidate config: None when a worker builds nothing
         that the supervisor did not; else the per-worker entries workers carry over.
 
         An entry is carried over when the serving config has it unchanged (the
-        same fingerprint); a worker then adopts its value, not fetching it.
+        same fingerprint); a worker then adopts its value, not fetching it. A
+        reload that changes the engine (``engine``: its fingerprint) is built by
+        a trial too, so that a build workers cannot finish in time is refused.
         """
         old = self._serving_per_worker
         carried = tuple(name for name, fp in per_worker.items() if old.get(name) == fp)
         hand = self.publisher is None and self.config.resources is not None  # built at start
-        return carried if hand or len(carried) < len(per_worker) else None
+        rebuilt = self._serving_engine is not None and self._serving_engine != engine
+        return carried if hand or rebuilt or len(carried) < len(per_worker) else None
 
     def _serves(self, serial: int) -> str:
         return f"generation {serial}; {self.config.workers} workers follow"
@@ -297,6 +350,8 @@ class ConfigAuthority(ReloadPolicy):
     def _decide_request(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         force = request.get("force") is True
+        if op == "cannot_build":
+            return self._cannot_build(request)
         if op == "reload":
             trigger: Trigger = "signal" if request.get("trigger") == "signal" else "admin"
             return self.reload(trigger, force=force).to_dict()
@@ -313,6 +368,75 @@ class ConfigAuthority(ReloadPolicy):
             raise Refused(503, "a config reload is running; try again")
         try:
             return act(self._shared_publisher(name), action, name, force)
+        finally:
+            self._reload_lock.release()
+
+    def _cannot_build(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A worker cannot build a generation: roll back on a thread; answered at once."""
+        generation, why = request.get("generation"), request.get("error")
+        if not isinstance(generation, int) or not isinstance(why, str):
+            raise ControlError("control request 'cannot_build': a generation and an error")
+        with self._loading_lock:
+            first = generation > self._rollback_asked
+            self._rollback_asked = max(self._rollback_asked, generation)
+        if not first:
+            return {"result": "noted", "generation": generation}
+        threading.Thread(
+            target=self.roll_back,
+            args=(generation, capped(why)),
+            name="pineapple-rollback",
+            daemon=True,
+        ).start()
+        return {"result": "noted", "generation": generation}
+
+    def roll_back(self, generation: int, why: str) -> ReloadOutcome | None:
+        """Workers cannot build ``generation``: serve the config accepted before it again.
+
+        Does nothing (None) unless ``generation`` is the newest one and was not
+        itself a rollback. The outcome is recorded as a reload ``error`` naming
+        the failed generation and the one the pod went back to.
+        """
+        if not self._reload_lock.acquire(timeout=self._wait):
+            _log.error("cannot roll back generation %d: a reload runs", generation)
+            return None
+        try:
+            previous, failed = self._previous, self._accepted
+            if generation != self.generation or previous is None or failed is None:
+                return None
+            if self.stopping.is_set():
+                return None
+            started = time.monotonic()
+            try:
+                serial = self._apply(*previous)
+            except Exception as exc:  # the pod keeps the generation it has
+                _log.error(
+                    "workers cannot build config generation %d (%s), and going back to the "
+                    "previous config failed: %s",
+                    generation,
+                    why,
+                    exc,
+                )
+                return None
+            if serial is None:
+                return None
+            self._previous = None  # a rollback is not rolled back in turn
+            self._failed_hash = failed[1]  # the watcher does not apply those bytes again
+            error = (
+                f"workers could not build config generation {generation} ({why}); the pod "
+                f"went back to the previous config as generation {serial}"
+            )
+            _log.error("config reload refused: %s", error)
+            outcome = ReloadOutcome(
+                "error",
+                "supervisor",
+                time.time(),
+                time.monotonic() - started,
+                failed[1],
+                serial=serial,
+                error=error,
+                step="start",
+            )
+            return self._record(outcome)
         finally:
             self._reload_lock.release()
 
@@ -360,3 +484,10 @@ class _Noted:
         if self._metrics is not None:
             self._metrics.observe_refusal(name, type_name, check)
         self._board.changed()
+
+
+def _engine_print(loaded: LoadedConfig) -> str:
+    """A hash of what a worker's engine is built from: the config without its resources."""
+    root = loaded.root or {}
+    rest = {key: value for key, value in root.items() if key != "resource_config"}
+    return hashlib.sha256(orjson.dumps(rest, option=orjson.OPT_SORT_KEYS)).hexdigest()

@@ -56,7 +56,7 @@ from typing import Any, Protocol
 import orjson
 
 from pineapple._heap_trim import trim_heap
-from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource import NOT_MODIFIED, Fetcher, Registry
 from pineapple.resource.lowlevel import (
     SnapshotCodec,
     SnapshotWriteError,
@@ -72,9 +72,9 @@ from .._config_leases import HeldGenerations
 from .._store_format import (
     CONFIG_ENTRY,
     MANIFEST_MAX_BYTES,
+    KeyedFactory,
     StoreDirectory,
     default_shared_parent,
-    entry_key,
 )
 from ._staging import Staging
 from ._stale_dirs import STORE_PREFIX, mark_owner, remove_stale_dirs
@@ -499,17 +499,10 @@ def publishing_registry(
         if factory is None or codec is None:
             continue
 
-        def make(
-            params: dict[str, Any],
-            factory: FetcherFactory = factory,
-            codec: SnapshotCodec = codec,
-            type_name: str = schema.name,
-        ) -> Fetcher:
-            key = entry_key(type_name, params)
-            fetcher = PublishingFetcher(factory(params), store, key, codec, staging)
+        def publish(inner: Fetcher, key: str, codec: SnapshotCodec = codec) -> Fetcher:
             if named is not None:
                 named.add(key)
-            return fetcher
+            return PublishingFetcher(inner, store, key, codec, staging)
 
-        registry.register(schema, make)
+        registry.register(schema, KeyedFactory(factory, schema.name, publish))
     return registry

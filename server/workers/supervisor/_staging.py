@@ -1,6 +1,6 @@
 """``Staging``: what a candidate config's fetchers publish, held back until it is accepted.
 
-Under ``--workers N`` a store entry's key is a hash of its type and params
+Under ``--workers N`` a store entry's key is a hash of its name, type and params
 (``entry_key``), so a reload that changes an entry in any other way (its
 ``interval``, its ``validate`` block) fetches it again under the *same* key.
 Were that value published at once, every worker would map it on its next

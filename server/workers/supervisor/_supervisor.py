@@ -25,7 +25,11 @@ last good generation; with none running, the port stays open and
 connections wait in its backlog. Only SIGTERM/SIGINT (or a supervisor that
 cannot load its first config) end the pod. A worker that stops beating
 (``server/workers/_liveness.py``: stopped, or no longer following) is killed and
-replaced the same way.
+replaced the same way, but never the last serving workers together: while no
+other worker serves, silent workers are killed one at a time, one every
+``LIVENESS_TIMEOUT_SECONDS`` (a replacement that serves ends the wait), so a
+pod whose workers all fall silent at once (one slow build everywhere) keeps
+the others while the first is replaced.
 
 Guarantees:
 - Only this process writes the store (through its ``ConfigAuthority``).
@@ -67,7 +71,7 @@ from ..._metrics import ServerMetrics
 from ..._pod_metrics import PodMetrics
 from ..._watcher import ConfigWatcher
 from .._control import CONTROL_SOCKET, ControlServer
-from .._liveness import BeatClock
+from .._liveness import LIVENESS_TIMEOUT_SECONDS, BeatClock
 from .._store_format import METRICS_DIR
 from ..worker._main import worker_main
 from ._authority import ConfigAuthority
@@ -152,6 +156,8 @@ class Supervisor:
         self._due: dict[int, float] = {}
         """``slot -> monotonic time`` of the restart of a slot whose worker exited."""
         self._swept = 0.0
+        self._lone_kill_at = 0.0
+        """Monotonic time before which no silent worker is killed while none other serves."""
         self._watcher: ConfigWatcher | None = None
         self._control = ControlServer(self.store.path / CONTROL_SOCKET, self.authority.handle)
 
@@ -259,18 +265,34 @@ class Supervisor:
         )
 
     def _kill_silent(self) -> None:
-        """Kill every worker that has not beaten within its allowance (``_liveness``)."""
+        """Kill the workers that have not beaten within their allowance (``_liveness``).
+
+        Never the last serving ones together: with no other worker serving, one
+        silent worker is killed per ``LIVENESS_TIMEOUT_SECONDS``.
+        """
         now = time.monotonic()
-        for worker in self.workers:
-            silent = worker.beats.silent_for(now)
-            if silent is None or worker.killed:
-                continue
+        silent: list[tuple[_Worker, float]] = []
+        serving = False  # whether a worker that is not silent serves
+        for worker in self.workers:  # bounded: the workers
+            seconds = None if worker.killed else worker.beats.silent_for(now)
+            if seconds is not None:
+                silent.append((worker, seconds))
+            elif not worker.killed:
+                serving |= worker.beats.serving
+        if not silent:
+            return
+        if not serving:
+            if now < self._lone_kill_at:
+                return  # the last ones: one at a time
+            silent = silent[:1]
+            self._lone_kill_at = now + LIVENESS_TIMEOUT_SECONDS
+        for worker, seconds in silent:  # bounded: the workers
             _log.error(
                 "%s (pid %s) has not beaten for %.1fs (stopped, stuck, or no longer following); "
                 "killing it",
                 worker.proc.name,
                 worker.proc.pid,
-                silent,
+                seconds,
             )
             worker.killed = True
             worker.proc.kill()  # SIGKILL: a stopped process dies too; its leases go with it
@@ -329,6 +351,10 @@ class Supervisor:
         once instead of waiting in a queue nobody accepts from, to be reset at exit.
         """
         self.stopping.set()
+        # A reload's fetch in flight is cancelled (its query killed), off the signal handler.
+        threading.Thread(
+            target=self.authority.cancel, name="pineapple-cancel-reload", daemon=True
+        ).start()
         self._signal_workers(signum)
         self.sock.close()
 

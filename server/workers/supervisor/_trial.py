@@ -22,11 +22,18 @@ without building them again. When a trial runs, it stands in for the
 unchanged ones for the same reason (a Redis down now does not refuse a
 reload that a worker would have carried its pool across).
 
-Bounds: a trial is killed after ``start_timeout + TRIAL_SPAWN_SECONDS`` (its
-build waits at most ``start_timeout`` for its resources; a new interpreter's
-imports take the rest), or within ``_POLL_SECONDS`` once the supervisor is
-stopping (then nothing is decided: the reload answers ``shutting down``);
-its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
+A trial also runs for a reload that changes what a worker builds besides
+the shared data (operators, pipelines: the engine), which the supervisor
+checked on its own idle core: a build that takes a trial worker longer than
+``build_timeout_seconds`` (``--build-timeout-seconds``) is refused, so no
+worker is asked to build what it cannot finish while it serves.
+
+Bounds: the build is timed inside the trial (from the end of its imports to
+a started snapshot) against ``build_timeout_seconds``; a trial is killed after
+``max(start_timeout, build_timeout_seconds) + TRIAL_SPAWN_SECONDS`` (a new
+interpreter's imports take the rest), or within ``_POLL_SECONDS`` once the
+supervisor is stopping (then nothing is decided: the reload answers
+``shutting down``); its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
 
 Guarantees:
 - Trials run under the authority's reload lock: one at a time.
@@ -90,7 +97,8 @@ def trial_build(
             proc.start()
         finally:
             writer.close()  # the trial holds the only write end: its exit is end-of-file here
-        reply = _await(proc, reader, config.start_timeout + TRIAL_SPAWN_SECONDS, stopping)
+        limit = max(config.start_timeout, config.build_timeout_seconds) + TRIAL_SPAWN_SECONDS
+        reply = _await(proc, reader, limit, stopping)
         if reply is not None:
             proc.join(_TEARDOWN_SECONDS)
     finally:

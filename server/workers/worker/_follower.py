@@ -11,13 +11,20 @@ The same pass follows the config (:class:`ConfigFollow`): when the manifest
 names a config generation newer than the one this worker serves, the worker
 rebuilds from exactly those bytes (its Reloader reads them through
 ``SharedConfigSource``).
-The supervisor built and validated them first, so a failure here is a fault
-of this worker alone: it logs why, keeps serving the old generation while it
-drains, and stops itself (SIGTERM); the supervisor starts a new worker, which
-builds the current generation at start. So no worker serves an older config
-generation for longer than one drain. Pins are the supervisor's alone: a
-pinned resource gets no new generation, and a rollback publishes the value it
-brings back, which the follower maps like any other.
+The supervisor built and validated them first (and a trial worker built
+them within ``--build-timeout-seconds``, ``server/workers/supervisor/_trial.py``),
+so a failure here is this worker's alone (a busier core, a Lua top level
+past its guard): it logs why, keeps serving the generation it has, with its
+data still followed, does not try that generation again, and tells the
+supervisor (``on_failure``), which takes the pod back to the config before
+it (``ConfigAuthority.roll_back``); the worker builds that next generation.
+It never stops itself for it: a worker that restarted would build the same
+generation at start, and every worker failing alike would restart together.
+A build runs on this thread, never on the one that beats (``_liveness``), so
+a worker stays alive and serving while it builds, for up to the pass bound.
+Pins are the supervisor's alone: a pinned resource gets no new generation,
+and a rollback publishes the value it brings back, which the follower maps
+like any other.
 
 End-of-file on the pipe means the supervisor is gone (it died, even by
 SIGKILL, because the kernel closes its descriptors): the worker then stops
@@ -32,6 +39,7 @@ Guarantees:
   follower's thread or an admin call (``SupervisorLink.catch_up``) runs it; so
   ``SharedConfigSource.served`` has a single writer.
 - Every wait is bounded (``poll_seconds``); ``stop()`` returns within one wait.
+- ``ConfigFollow.failed`` is written within a pass only (one writer).
 - :meth:`following` (read by the worker's heartbeat, ``_liveness``) is False
   once the thread has ended or a pass has run past ``pass_timeout``: then the
   worker stops beating and the supervisor replaces it.
@@ -69,38 +77,45 @@ def _stop_this_process() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ConfigFollow:
     """How a worker follows config generations: ``reloader`` rebuilds from ``source``.
 
     :meth:`follow` runs only within a :class:`Follower` pass, so ``source.served``
-    has one writer.
+    and ``failed`` have one writer.
     """
 
     reloader: Reloader
     source: SharedConfigSource
-    on_fault: Callable[[], None] = _stop_this_process
-    """Called when this worker cannot build an accepted config (default: SIGTERM itself)."""
+    failed: int = 0
+    """The newest accepted generation this worker could not build (it is not tried again)."""
+    on_failure: Callable[[int, str], None] = lambda generation, why: None
+    """Told ``(generation, why)`` when this worker cannot build an accepted generation."""
 
     def follow(self, manifest: dict[str, dict[str, object]]) -> bool:
-        """Rebuild from a newer accepted config; False when that failed (this worker stops)."""
+        """Rebuild from a newer accepted config; False only when shutting down."""
         entry = manifest.get(CONFIG_ENTRY)
         if entry is None:
             return True
         generation = int(str(entry["generation"]))
-        if generation <= self.source.served:
+        if generation <= self.source.served or generation == self.failed:
             return True
         outcome = self.reloader.reload("supervisor", force=True)
         if outcome.result == "error":
+            if outcome.step is None:  # "shutting down": this worker stops anyway
+                return False
+            if outcome.step == "busy":  # not tried: the next pass tries it
+                return True
+            self.failed = generation
             _log.error(
                 "this worker cannot build config generation %d, which the supervisor accepted "
-                "(%s); it keeps serving generation %d while it drains, then a new worker starts",
+                "(%s); it keeps serving generation %d and builds the next one accepted",
                 generation,
                 outcome.error,
                 self.source.served,
             )
-            self.on_fault()
-            return False
+            self.on_failure(generation, str(outcome.error))
+            return True
         self.source.served = self.source.last_read
         return True
 

@@ -111,22 +111,26 @@ def worker_main(
 
     def attach(service: Service) -> None:
         source.served = source.last_read  # the generation service.start() built
+        # A reload may wait start_timeout for the lock, then build (a trial's bound).
+        build = max(config.start_timeout, config.build_timeout_seconds)
+        timeout = config.start_timeout + build + CONTROL_READ_SECONDS
+        link = SupervisorLink(store, source, timeout, service.local, registry=base)
         follower = Follower(
             store,
             service.holder,
             parent,
-            config=ConfigFollow(service.reloader, source),
-            pass_timeout=2 * config.start_timeout,
+            config=ConfigFollow(service.reloader, source, on_failure=link.cannot_build),
+            # A pass may wait start_timeout for the reload lock, then build; a build that
+            # takes over twice what the trial allowed it counts as stuck (_liveness).
+            pass_timeout=config.start_timeout + 2 * config.build_timeout_seconds,
             registry=base,
         )
-        # A reload may wait start_timeout for the lock, then build for up to start_timeout.
-        timeout = 2 * config.start_timeout + CONTROL_READ_SECONDS
-        link = SupervisorLink(store, source, timeout, service.local, registry=base)
         link.catch_up = follower.follow
         service.decisions = link
         follower.start()
         followers.append(follower)
         heartbeat.healthy = follower.following
+        heartbeat.serving = True
 
     try:
         code = serve(worker_config, sock, attach)
@@ -168,6 +172,18 @@ def _stand_ins(
     return donor
 
 
+def _in_time(took: float, config: Config) -> dict[str, object]:
+    """The trial's reply for a build that took ``took`` seconds: ok within the bound."""
+    limit = config.build_timeout_seconds
+    if took <= limit:
+        return {"ok": True}
+    reason = (
+        f"building it took {took:.1f}s in a trial worker, over the {limit:g}s a worker "
+        "may take (--build-timeout-seconds): the workers could not build it in time"
+    )
+    return {"step": "start", "reason": reason}
+
+
 def trial_main(
     config: Config,
     store_path: str,
@@ -182,7 +198,8 @@ def trial_main(
     config it serves (unchanged: no worker fetches them again), so the trial
     stands in for them rather than fetching them. The reply is ``{"ok": true}``
     or ``{"step": ..., "reason": ...}`` (the :class:`BuildError` one process
-    would raise, already redacted).
+    would raise, already redacted; or a build that took longer than
+    ``build_timeout_seconds``, which workers could not finish in time).
     """
     _die_with_parent(parent_pid)
     configure_logging(config.log_level, config.log_format)
@@ -194,8 +211,9 @@ def trial_main(
         assert settings.wiring.registry is not None
         builder = Builder(settings)
         donor = _stand_ins(builder, settings.wiring.registry, data, carried)
+        began = time.monotonic()
         snap = builder.build(data, carry_over=donor)
-        outcome: dict[str, object] = {"ok": True}
+        outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
     except BuildError as exc:
         outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
     except Exception as exc:  # not a build step's error: still an answer, never a hang

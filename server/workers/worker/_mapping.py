@@ -26,12 +26,12 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-from pineapple.resource import NOT_MODIFIED, Fetcher, FetcherFactory, Registry
+from pineapple.resource import NOT_MODIFIED, Fetcher, Registry
 from pineapple.resource.lowlevel import SnapshotCodec
 
 from ..._config_read import ConfigFileError, read_config_file
 from .._config_leases import take_lease
-from .._store_format import CONFIG_ENTRY, SnapshotMissingError, StoreDirectory, entry_key
+from .._store_format import CONFIG_ENTRY, KeyedFactory, SnapshotMissingError, StoreDirectory
 
 __all__ = ["MappedFetcher", "MappedStore", "SnapshotSource", "mapped_registry"]
 
@@ -140,16 +140,11 @@ def mapped_registry(base: Registry, store: SnapshotSource) -> Registry:
         if factory is None:
             continue
         if codec is not None:
-            factory = _mapped_factory(factory, store, schema.name, codec)
+
+            def mapped(inner: Fetcher, key: str, codec: SnapshotCodec = codec) -> Fetcher:
+                # ``inner`` was made for the type's own checks of its params (no I/O).
+                return MappedFetcher(store, key, codec)
+
+            factory = KeyedFactory(factory, schema.name, mapped)
         registry.register(schema, factory)
     return registry
-
-
-def _mapped_factory(
-    factory: FetcherFactory, store: SnapshotSource, type_name: str, codec: SnapshotCodec
-) -> FetcherFactory:
-    def make(params: dict[str, Any]) -> Fetcher:
-        factory(params)  # the type's own checks of its params (no I/O)
-        return MappedFetcher(store, entry_key(type_name, params), codec)
-
-    return make

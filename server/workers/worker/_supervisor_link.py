@@ -25,11 +25,13 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
 
 from pineapple import resource
+from pineapple._error_text import capped
 
 from ..._decisions import Action, LocalDecisions, Refused
 from ..._reload_policy import Trigger
@@ -37,6 +39,8 @@ from .._control import CONTROL_SOCKET, ControlError, call, refusal_of
 from .._pod_status import STATUS_FILE, StatusReader
 from .._store_format import CONFIG_ENTRY, RELOAD_ENTRY, codec_of
 from ._mapping import MappedStore
+
+_log = logging.getLogger("pineapple.server")
 
 __all__ = ["SharedConfigSource", "SupervisorLink"]
 
@@ -102,6 +106,18 @@ class SupervisorLink:
         if outcome.get("result") == "ok":
             self.catch_up()
         return {**outcome, "worker": self.describe()}
+
+    def cannot_build(self, generation: int, why: str) -> None:
+        """Tell the supervisor this worker cannot build ``generation`` (it then rolls back).
+
+        Bounded: one control call (at most ``timeout``); ``why`` is cut to
+        ``MAX_ERROR_BYTES``. A supervisor that cannot be told is logged, not retried.
+        """
+        request = {"op": "cannot_build", "generation": generation, "error": capped(why)}
+        try:
+            self._call(request)  # answered at once: the rollback runs on its own thread
+        except Refused as exc:
+            _log.warning("cannot tell the supervisor about generation %d: %s", generation, exc)
 
     def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
         """A shared resource's action is the supervisor's, then mapped here; others local."""

@@ -1,0 +1,146 @@
+"""The Lua driver of a state: the chunk that runs an operator's function over a request.
+
+A small Lua *driver* written for the operator's field lists runs the whole
+item loop inside Lua, so a request costs a handful of Python/Lua crossings
+whatever the item count: each input column goes in as one array table, each
+output column comes back as one table. It resets the globals after each
+call (a shallow reset, as in Go) and records where a returned value is
+negative zero (lupa hands a Lua ``-0`` over as ``int`` 0). Up to
+:data:`UNROLL_FIELDS` fields it keeps one local per field; beyond, it loops
+over the field lists.
+"""
+
+from __future__ import annotations
+
+__all__ = ["UNROLL_FIELDS", "driver_source"]
+
+UNROLL_FIELDS = 40
+"""Above this many input fields the driver loops over lists (Lua 5.1: 60 upvalues, 200 locals)."""
+
+
+_PRELUDE = """
+local G, next, rawset, unpack, select = _G, next, rawset, unpack, select
+local fname, CK, IK, nret = ...
+local nc, ni = #CK, #IK
+local base = {}
+local where = 0
+local function reset()
+  where = 0
+  for k in next, G do
+    if base[k] == nil then rawset(G, k, nil) end
+  end
+  for k, v in next, base do rawset(G, k, v) end
+end
+local function baseline()
+  for k, v in next, G do base[k] = v end
+end
+local function current() return where end
+local function fetch(t, i, j) return unpack(t, i, j) end
+local function pack(t, off, ...)
+  if t == nil and off == 0 then return {...} end
+  local a = {...}
+  for i = 1, select("#", ...) do t[off + i] = a[i] end
+  return t
+end
+"""
+
+_RETURN = "return run, reset, baseline, current, fetch, pack\n"
+
+
+def _names(prefix: str, count: int) -> str:
+    return ", ".join(f"{prefix}{k}" for k in range(1, count + 1))
+
+
+def _negz(value: str, at: str) -> str:
+    """Lua that records position ``at`` when ``value`` is negative zero (lupa returns int 0)."""
+    return f"if {value} == 0 and 1/{value} < 0 then z = z or {{}}; nz = nz + 1; z[nz] = {at} end\n"
+
+
+def _unrolled_head(nc: int, ni: int) -> list[str]:
+    """Field names as locals, ``run``'s signature, and the common globals set."""
+    lines = []
+    if nc:
+        lines.append(f"local {_names('C', nc)} = unpack(CK)\n")
+    if ni:
+        lines.append(f"local {_names('K', ni)} = unpack(IK)\n")
+    params = ["n"] + [f"cv{k}" for k in range(1, nc + 1)] + [f"c{k}" for k in range(1, ni + 1)]
+    lines.append(f"local function run({', '.join(params)})\n")
+    lines.extend(f"  G[C{k}] = cv{k}\n" for k in range(1, nc + 1))
+    return lines
+
+
+def _unrolled_return(prefix: str, nret: int) -> str:
+    """``run``'s last line: the negative-zero positions, then one local per output column."""
+    outs = "".join(f", {prefix}{j}" for j in range(1, nret + 1))
+    return f"  return nz, z{outs}\nend\n"
+
+
+_LOOPED_HEAD = "local function run(n, cvals, cols)\n  for k = 1, nc do G[CK[k]] = cvals[k] end\n"
+"""``run``'s signature and the common globals set, for the drivers that loop over field lists."""
+
+
+def _unrolled_item(nc: int, ni: int, nret: int) -> str:
+    lines = _unrolled_head(nc, ni)
+    lines.append("  local fn = G[fname]\n  local z, nz = nil, 0\n")
+    if nret:
+        lines.append(f"  local {_names('o', nret)} = {', '.join('{}' for _ in range(nret))}\n")
+    lines.append("  for i = 1, n do\n    where = i\n")
+    lines.extend(f"    G[K{k}] = c{k}[i]\n" for k in range(1, ni + 1))
+    if nret:
+        lines.append(f"    local {_names('r', nret)} = fn()\n")
+        for j in range(1, nret + 1):
+            lines.append("    " + _negz(f"r{j}", f"(i - 1) * nret + {j - 1}"))
+            lines.append(f"    o{j}[i] = r{j}\n")
+    else:
+        lines.append("    fn()\n")
+    lines.append("  end\n  reset()\n")
+    lines.append(_unrolled_return("o", nret))
+    return "".join(lines)
+
+
+def _looped_item() -> str:
+    return _LOOPED_HEAD + (
+        "  local fn = G[fname]\n  local z, nz = nil, 0\n"
+        "  local outs = {}\n  for j = 1, nret do outs[j] = {} end\n"
+        "  for i = 1, n do\n    where = i\n"
+        "    for k = 1, ni do G[IK[k]] = cols[k][i] end\n"
+        "    local r = {fn()}\n"
+        "    for j = 1, nret do\n      local v = r[j]\n"
+        "      " + _negz("v", "(i - 1) * nret + j - 1") + "      outs[j][i] = v\n    end\n"
+        "  end\n  reset()\n  return nz, z, outs\nend\n"
+    )
+
+
+def _unrolled_common(nc: int, ni: int, nret: int) -> str:
+    lines = _unrolled_head(nc, ni)
+    lines.extend(f"  G[K{k}] = c{k}\n" for k in range(1, ni + 1))
+    lines.append("  where = 1\n")
+    if nret:
+        lines.append(f"  local {_names('r', nret)} = G[fname]()\n")
+    else:
+        lines.append("  G[fname]()\n")
+    lines.append("  reset()\n  local z, nz = nil, 0\n")
+    for j in range(1, nret + 1):
+        lines.append("  " + _negz(f"r{j}", str(j - 1)))
+    lines.append(_unrolled_return("r", nret))
+    return "".join(lines)
+
+
+def _looped_common() -> str:
+    return _LOOPED_HEAD + (
+        "  for k = 1, ni do G[IK[k]] = cols[k] end\n"
+        "  where = 1\n  local r = {G[fname]()}\n  reset()\n"
+        "  local z, nz = nil, 0\n"
+        "  for j = 1, nret do\n    local v = r[j]\n"
+        "    " + _negz("v", "j - 1") + "  end\n"
+        "  return nz, z, r\nend\n"
+    )
+
+
+def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool) -> str:
+    """The Lua driver chunk for these field counts (``unroll``: one local per field)."""
+    if item_mode:
+        body = _unrolled_item(nc, ni, nret) if unroll else _looped_item()
+    else:
+        body = _unrolled_common(nc, ni, nret) if unroll else _looped_common()
+    return _PRELUDE + body + _RETURN
