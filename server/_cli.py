@@ -18,7 +18,7 @@ from ._admin import parse_trusted_proxies
 from ._build_error import BuildError, CheckError
 from ._config import Config, FleetSettings
 from ._cpu_quota import CpuCount, usable_cpus
-from ._log_format import LOG_FORMATS, configure_logging
+from ._log_format import add_log_flags, configure_logging
 from ._run import check, run
 from ._serving import exit_within
 
@@ -143,17 +143,10 @@ def add_serve_command(subparsers: Subparsers) -> None:
         "builds it) takes longer is refused; a worker's build may take twice this long",
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="log level of every process (the access log writes at info)",
-    )
-    parser.add_argument(
-        "--log-format",
-        default="text",
-        choices=LOG_FORMATS,
-        help="text lines, or one JSON object a line (time, level, logger, message, pid "
+    add_log_flags(
+        parser,
+        level_help="log level of every process (the access log writes at info)",
+        format_help="text lines, or one JSON object a line (time, level, logger, message, pid "
         "and the fields of the event), for the supervisor and every worker",
     )
     parser.add_argument(

@@ -16,6 +16,7 @@ every string field.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 import time
@@ -23,10 +24,19 @@ from typing import Any
 
 import orjson
 
-__all__ = ["LOG_FORMATS", "JsonFormatter", "configure_logging", "extra_fields"]
+__all__ = [
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "JsonFormatter",
+    "add_log_flags",
+    "configure_logging",
+    "extra_fields",
+]
 
 LOG_FORMATS = ("text", "json")
 """The values of ``--log-format``."""
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+"""The values of ``--log-level``."""
 
 _TEXT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 # Attributes every LogRecord has (and what formatting adds): the rest came from ``extra=``.
@@ -75,6 +85,13 @@ def _rfc3339(created: float) -> str:
     whole = int(created)
     millis = int((created - whole) * 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def add_log_flags(parser: argparse.ArgumentParser, *, level_help: str, format_help: str) -> None:
+    """``--log-level`` (default ``info``) and ``--log-format`` (default ``text``), spelled
+    alike by every long-running command (``serve``, ``publish``)."""
+    parser.add_argument("--log-level", default="info", choices=LOG_LEVELS, help=level_help)
+    parser.add_argument("--log-format", default="text", choices=LOG_FORMATS, help=format_help)
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:

@@ -9,7 +9,7 @@ from typing import Any, TypeAlias
 
 import pymysql
 
-__all__ = ["Conn", "reader_account", "running"]
+__all__ = ["Conn", "reader_account", "running", "waiting_for_lock"]
 
 Conn: TypeAlias = "pymysql.connections.Connection[Any]"
 
@@ -39,3 +39,16 @@ def running(conn: Conn, marker: str) -> int:
         row = cur.fetchone()
     assert row is not None
     return int(row[0])
+
+
+def waiting_for_lock(conn: Conn, table: str) -> bool:
+    """Whether a query on ``table`` waits for its table lock (a loader's read)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+            "WHERE INFO LIKE %s AND STATE LIKE %s",
+            (f"%{table}%", "Waiting for table%"),
+        )
+        row = cur.fetchone()
+    assert row is not None
+    return bool(row[0])

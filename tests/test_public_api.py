@@ -15,8 +15,8 @@ FACES = [
     "resources",
     "resources.lowlevel",
     "server",
-    "server.fleet",
     "server.lowlevel",
+    "server.fleet",
     "dsl",
     "codegen",
     "codegen.lowlevel",
@@ -71,11 +71,6 @@ OperatorInput OperatorKind OperatorOutput OperatorRegistry OperatorSchema Result
 TraceEntry UnknownFormatError UnknownGroupError all_operator_schemas build_operator
 default_operator_registry pieces register_operator stable_order stats_dict"""
 
-FLEET_FACE = """ANNOUNCEMENTS BUCKETS CONFIG LEASES PINS PODS PRODUCER_LEASE Announcement
-AnnouncementError DigestMismatchError FleetError FleetLimits FleetStore Lease ObjectInfo
-ObjectMissingError Record RevisionConflictError SnapshotCache SnapshotTooLargeError
-StoreUnavailableError Watch announced check_portable open_store publish_snapshot"""
-
 SERVER_FACE = """ADMIN_TOKEN_ENV BuildError Config HandResource Wiring check create_app run"""
 
 SERVER_LOWLEVEL = """ConfigInfo EngineExtras EngineLike ReloadOutcome Reloader Responder Service
@@ -86,6 +81,10 @@ CODEGEN_FACE = """CodegenError default_target render_all run stale_files write_f
 CODEGEN_LOWLEVEL = """FLOW_NAMES METADATA_ARGS render_operators render_resources"""
 
 COMMANDS_FACE = """COMMANDS_GROUP DefaultsOnceFormatter Subparsers add_subcommand"""
+FLEET_FACE = """ANNOUNCEMENTS BUCKETS CONFIG LEASES PINS PODS PRODUCER_LEASE Announcement
+AnnouncementError DigestMismatchError FleetError FleetLimits FleetStore Lease ObjectInfo
+ObjectMissingError Record RevisionConflictError SnapshotCache SnapshotTooLargeError
+StoreUnavailableError Watch announced check_portable open_store publish_snapshot"""
 
 HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_BAD_REQUEST STATUS_BUSY STATUS_CONTRACT
 STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS

@@ -61,7 +61,8 @@ from .._build_error import BuildError
 from ..workers._store_format import entry_key
 from ._cache import SnapshotCache
 from ._errors import FleetError, StoreUnavailableError
-from ._snapshots import Announcement, check_portable
+from ._publishing import fleet_codec
+from ._snapshots import Announcement
 from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetLimits, FleetStore, Record
 
 __all__ = [
@@ -75,7 +76,6 @@ __all__ = [
     "NotAnnouncedError",
     "ParamsMismatchError",
     "StoreLink",
-    "fleet_codec",
     "fleet_registry",
 ]
 
@@ -235,20 +235,6 @@ def _within(seconds: float, operation: Callable[[FleetStore], T], store: FleetSt
     if ok:
         return cast(T, value)
     raise value
-
-
-def fleet_codec(registry: Registry, type_name: str) -> SnapshotCodec | None:
-    """The codec the fleet moves ``type_name`` with; None when the pod builds it itself
-    (no codec, or one that pickles: nothing downloaded is unpickled)."""
-    schema = registry.get(type_name) if type_name else None
-    codec = None if schema is None else schema.codec
-    if codec is None:
-        return None
-    try:
-        check_portable(codec, type_name)
-    except FleetError:
-        return None
-    return codec
 
 
 class FleetConsumer:
@@ -529,7 +515,7 @@ class FleetFetcher:
 
 
 def fleet_registry(base: Registry, consumer: FleetConsumer) -> Registry:
-    """``base`` with every type the fleet moves (:func:`fleet_codec`) read from the fleet.
+    """``base`` with every type the fleet moves (``fleet_codec``) read from the fleet.
 
     Such a type's factory is a :class:`_FleetFactory`: told the resource's
     name (``NamedFetcherFactory``), it checks the params as the type does (no
@@ -543,7 +529,7 @@ def fleet_registry(base: Registry, consumer: FleetConsumer) -> Registry:
         factory = base.factory(schema.name)
         if factory is None:
             continue
-        codec = fleet_codec(base, schema.name)
+        codec = fleet_codec(schema)
         if codec is not None:
             factory = _FleetFactory(factory, consumer, schema.name, codec)
         registry.register(schema, factory)

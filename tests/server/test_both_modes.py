@@ -20,6 +20,7 @@ import pytest
 
 from benchmarks._mariadb import rows_read, userstat_on
 
+from .._mariadb import waiting_for_lock
 from ._rawhttp import RawConnection
 from .pod import (
     WAIT,
@@ -191,18 +192,6 @@ def test_admin_routes_need_the_token_and_never_show_it(
     assert token not in "".join(server.log)
 
 
-def _waiting_for_lock(conn: Any, table: str) -> bool:
-    """Whether a query on ``table`` waits for its table lock (the loader's fetch)."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST "
-            "WHERE INFO LIKE %s AND STATE LIKE %s",
-            (f"%{table}%", "Waiting for table%"),
-        )
-        (waiting,) = cur.fetchone()
-    return bool(waiting)
-
-
 def _items_anywhere(server: Server) -> list[dict[str, Any]]:
     """``/execute`` on a new connection (with workers: whichever worker accepts it)."""
     response = httpx.post(f"{server.url}/execute", content=b'{"common": {}, "items": []}')
@@ -232,9 +221,7 @@ def test_a_pin_that_lands_while_the_source_is_read_wins_everywhere(
         with locker.cursor() as cur:
             cur.execute(f"LOCK TABLES `{mysql_table}` WRITE")  # the read waits for it
         fetch.start()
-        wait_until(
-            "the refresh reads the table", lambda: _waiting_for_lock(mysql_conn, mysql_table)
-        )
+        wait_until("the refresh reads the table", lambda: waiting_for_lock(mysql_conn, mysql_table))
         pinned = httpx.post(f"{server.url}/admin/resources/feed/pin", timeout=WAIT)
         assert pinned.status_code == 200, pinned.text
     finally:

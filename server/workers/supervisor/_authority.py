@@ -61,12 +61,12 @@ get it: they map what the authority published, as without a fleet.
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,7 @@ from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._control import ControlError
 from .._pod_status import STATUS_FILE, StatusBoard
+from .._publisher import start_publisher
 from .._store_format import RELOAD_ENTRY, codec_of
 from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
@@ -196,30 +197,32 @@ class ConfigAuthority(ReloadPolicy):
         store already names waits in ``staging`` until the config is accepted
         (``server/workers/supervisor/_staging.py``).
         """
-        base = self._base()
-        registry = publishing_registry(base, self.store, set() if named is None else named, staging)
-        shared = tuple(e for e in loaded.entries if codec_of(base, e.type) is not None)
-        noted = _Noted(self.metrics, self.board)  # a refresh's end changes the pod's status
-        manager = resource.Manager(
-            registry, noted, start_timeout=self.config.start_timeout, budget=self._budget
+        registry = publishing_registry(
+            self._base(), self.store, set() if named is None else named, staging
         )
+        return start_publisher(
+            registry,
+            loaded,
+            metrics=_Noted(self.metrics, self.board),  # a refresh's end changes the status
+            start_timeout=self.config.start_timeout,
+            budget=self._budget,
+            carry_over=carry_over,
+            starting=self._starting,
+        )
+
+    @contextlib.contextmanager
+    def _starting(self, manager: resource.Manager) -> Iterator[None]:
+        """Keep ``manager`` in ``_loading`` while it starts (a shutdown stops it), or refuse
+        to start it once the supervisor is stopping."""
+        with self._loading_lock:
+            if self.stopping.is_set():
+                raise BuildError("start", "cancelled: the supervisor is shutting down")
+            self._loading.add(manager)
         try:
-            manager.load_from_root_config(
-                dataclasses.replace(loaded, entries=shared), carry_over=carry_over
-            )
+            yield
+        finally:
             with self._loading_lock:
-                if self.stopping.is_set():
-                    raise BuildError("start", "cancelled: the supervisor is shutting down")
-                self._loading.add(manager)
-            try:
-                manager.start()
-            finally:
-                with self._loading_lock:
-                    self._loading.discard(manager)
-        except Exception:
-            manager.stop()
-            raise
-        return manager
+                self._loading.discard(manager)
 
     # -- the policy's steps -------------------------------------------------------------
 
