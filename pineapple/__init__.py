@@ -24,6 +24,7 @@ from typing import Any as _Any
 # First: decides, before any of it loads, whether the compiled engine core runs.
 from . import _native as _native
 from ._context import Context as Context
+from ._errors import AnswerTooLargeError as AnswerTooLargeError
 from ._errors import ConfigError as ConfigError
 from ._errors import DeadlineExceededError as DeadlineExceededError
 from ._errors import ExecutionError as ExecutionError
@@ -41,6 +42,7 @@ if _TYPE_CHECKING:
 _FROM_ENGINE = frozenset({"OperatorSchema", "register_operator"})
 
 __all__ = [
+    "AnswerTooLargeError",
     "ConfigError",
     "Context",
     "DeadlineExceededError",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AnswerTooLargeError",
     "ConfigError",
     "DeadlineExceededError",
     "DuplicateRegistrationError",
@@ -61,6 +62,15 @@ class DeadlineExceededError(ExecutionError):
 
     ``operator`` names the operator that was running (or about to run) when
     the deadline passed; the server answers it with HTTP 504.
+    """
+
+
+class AnswerTooLargeError(ExecutionError):
+    """A request's answer would pass its size bound (``Engine.run(max_answer_bytes=)``).
+
+    ``operator`` names the operator whose writes would pass it (None when the
+    encoded answer was measured after the run); the server answers it with
+    HTTP 507 and no partial result.
     """
 
 

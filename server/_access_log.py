@@ -8,8 +8,12 @@ the path, the status and how long the answer took::
 and carries the same as fields (``client``, ``method``, ``path``, ``status``,
 ``duration_ms``) for ``--log-format json``. The path is written without its
 query string (a query may hold a token) and nothing of a body is ever read
-for it. A request that ended before a status was sent (the client left, or
-the app raised) is logged with status 0 or 500.
+for it. The path is the decoded one (``%0a`` is a newline): in the message
+its control characters are escaped (``escape_controls``) whatever handler
+writes it, so no request writes a fake line or a terminal escape; the
+``path`` field holds it as decoded (a JSON line escapes it). A request that
+ended before a status was sent (the client left, or the app raised) is
+logged with status 0 or 500.
 
 Without the flag the app is served unwrapped: the access log costs nothing
 when it is off. ``/execute`` requests answered by the protocol itself
@@ -22,6 +26,8 @@ import logging
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ._log_format import escape_controls
 
 __all__ = ["ACCESS_LOGGER", "AccessLog", "log_request"]
 
@@ -68,9 +74,9 @@ def log_request(
     peer = client[0] if client else "-"
     _log.info(
         '%s "%s %s" %d %.1fms',
-        peer,
-        method,
-        path,
+        escape_controls(peer),
+        escape_controls(method),
+        escape_controls(path),
         status,
         millis,
         extra={

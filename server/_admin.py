@@ -10,20 +10,30 @@ is a proxy the operator named with ``--trust-proxy CIDR`` (the server never
 lets uvicorn rewrite the peer from proxy headers, whatever
 ``FORWARDED_ALLOW_IPS`` says): then the client is the right-most address of
 the header that is not itself a trusted proxy.
+
+The token is read as Kubernetes users write it: a Secret made with ``echo``
+ends in a newline, so surrounding whitespace is stripped
+(:func:`clean_admin_token`, used by the server and by ``pineapple admin``
+alike). A token that is only whitespace, or holds a control character
+inside, is refused (``AdminTokenError``: the server does not start, the
+command exits 2), naming the variable, never the token.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Iterable
 
 from starlette.requests import HTTPConnection
 
 __all__ = [
     "AdminRefusal",
+    "AdminTokenError",
     "Network",
     "admin_refusal",
+    "clean_admin_token",
     "client_host",
     "is_loopback",
     "parse_trusted_proxies",
@@ -41,6 +51,34 @@ class AdminRefusal(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class AdminTokenError(ValueError):
+    """The admin token cannot be sent in a header: only whitespace, or a control character."""
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def clean_admin_token(raw: str | None, source: str) -> str | None:
+    """``raw`` without surrounding whitespace; None when unset or empty.
+
+    ``source`` names where it came from (``PINEAPPLE_ADMIN_TOKEN``) in the
+    :class:`AdminTokenError` raised for a token of whitespace only or with a
+    control character inside (the message never holds the token).
+    """
+    if not raw:
+        return None
+    token = raw.strip()
+    if not token:
+        raise AdminTokenError(f"{source} is set but holds only whitespace: set a token or unset it")
+    bad = _CONTROL.search(token)
+    if bad is not None:
+        raise AdminTokenError(
+            f"{source} holds a control character (U+{ord(bad.group()):04X}) inside the token: "
+            "a header cannot carry it"
+        )
+    return token
 
 
 def _address(host: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

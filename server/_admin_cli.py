@@ -6,8 +6,10 @@
     pineapple admin unpin NAME [--addr HOST:PORT]...
 
 Each sends ``POST /admin/resources/NAME/ACTION`` with the bearer token of
-``PINEAPPLE_ADMIN_TOKEN`` when it is set, prints the JSON answer and exits 0
-on a 2xx answer, 1 on any other answer, 2 when the server cannot be reached.
+``PINEAPPLE_ADMIN_TOKEN`` when it is set (surrounding whitespace stripped, as
+the server does; a token it cannot send exits 2 before any request), prints
+the JSON answer and exits 0 on a 2xx answer, 1 on any other answer, 2 when
+the server cannot be reached.
 Every request is bounded by ``--timeout`` seconds, and at most
 ``MAX_ANSWER_BYTES`` of the answer are read. A request goes to its ``--addr``
 and nowhere else: a redirect is not followed (a 3xx exits 1, like any answer
@@ -33,6 +35,7 @@ from typing import Any
 
 from pineapple.commands import Subparsers, add_subcommand
 
+from ._admin import AdminTokenError, clean_admin_token
 from ._config import ADMIN_TOKEN_ENV
 
 __all__ = ["ACTIONS", "MAX_ADDRS", "MAX_ANSWER_BYTES", "add_admin_command", "admin_command"]
@@ -107,10 +110,15 @@ def admin_command(args: argparse.Namespace) -> int:
     if args.force and args.action != "refresh":
         print("pineapple admin: --force goes only with refresh", file=sys.stderr)
         return 2
+    try:
+        token = clean_admin_token(os.environ.get(ADMIN_TOKEN_ENV), ADMIN_TOKEN_ENV)
+    except AdminTokenError as exc:
+        print(f"pineapple admin: {exc}", file=sys.stderr)
+        return 2
     addrs: list[str] = [args.addr] if isinstance(args.addr, str) else args.addr
     if len(addrs) == 1:
-        return _act_on(args, addrs[0], prefix="")
-    codes = [_act_on(args, addr, prefix=f"{addr}: ") for addr in addrs]  # bounded: MAX_ADDRS
+        return _act_on(args, token, addrs[0], prefix="")
+    codes = [_act_on(args, token, a, prefix=f"{a}: ") for a in addrs]  # bounded: MAX_ADDRS
     worst = max(codes)
     if worst:
         failed = sum(1 for code in codes if code)
@@ -118,14 +126,14 @@ def admin_command(args: argparse.Namespace) -> int:
     return worst
 
 
-def _act_on(args: argparse.Namespace, addr: str, prefix: str) -> int:
-    """Send the action to the server at ``addr``; print its answer after ``prefix``."""
+def _act_on(args: argparse.Namespace, token: str | None, addr: str, prefix: str) -> int:
+    """Send the action to the server at ``addr`` (with ``token``); print its answer after
+    ``prefix``."""
     name = urllib.parse.quote(args.name, safe="")
     url = f"http://{addr}/admin/resources/{name}/{args.action}"
     if args.force:
         url += "?force=1"
     request = urllib.request.Request(url, data=b"", method="POST")
-    token = os.environ.get(ADMIN_TOKEN_ENV)
     if token:
         request.add_unredirected_header("Authorization", f"Bearer {token}")
     try:

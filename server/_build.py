@@ -66,15 +66,24 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def default_responder(max_items: int = 0, budget: ParseBudget | None = None) -> Responder:
+def default_responder(
+    max_items: int = 0, budget: ParseBudget | None = None, max_answer_bytes: int = 0
+) -> Responder:
     """``pineapple.engine.respond``: the Go server's ``/execute`` status codes and bytes.
 
     ``max_items`` > 0 answers larger requests with 413 (``Config.max_items``);
-    ``budget`` bounds the parsed objects of large bodies in progress (503 past it).
+    ``budget`` bounds the parsed objects of large bodies in progress (503 past it);
+    ``max_answer_bytes`` > 0 answers 507 past it (``Config.max_answer_bytes``).
     """
-    if max_items > 0 or budget is not None:
+    if max_items > 0 or budget is not None or max_answer_bytes > 0:
         return cast(
-            Responder, functools.partial(respond, max_items=max_items or None, budget=budget)
+            Responder,
+            functools.partial(
+                respond,
+                max_items=max_items or None,
+                budget=budget,
+                max_answer_bytes=max_answer_bytes or None,
+            ),
         )
     return cast(Responder, respond)
 

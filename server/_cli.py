@@ -67,6 +67,14 @@ def add_serve_command(subparsers: Subparsers) -> None:
         default=100_000,
         help="most items one /execute request may carry, 413 above (0: none)",
     )
+    _add_bound(
+        parser,
+        "--max-answer-bytes",
+        Config.max_answer_bytes,
+        "most bytes of one /execute answer, 507 past it: operators' copies are counted "
+        "before they are made (0: none)",
+        metavar="BYTES",
+    )
     parser.add_argument(
         "--inline-body-bytes",
         type=int,
@@ -294,6 +302,7 @@ def serve_command(args: argparse.Namespace) -> int:
     for flag in (
         "request_timeout_ms",
         "max_items",
+        "max_answer_bytes",
         "inline_body_bytes",
         "drain_seconds",
         "shutdown_delay_seconds",
@@ -329,6 +338,7 @@ def serve_command(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             request_timeout_ms=args.request_timeout_ms,
             max_items=args.max_items,
+            max_answer_bytes=args.max_answer_bytes,
             inline_body_bytes=args.inline_body_bytes,
             read_header_timeout_ms=args.read_header_timeout_ms,
             read_timeout_ms=args.read_timeout_ms,

@@ -24,6 +24,7 @@ from pineapple import Context, resource
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
 from pineapple.resource.lowlevel import close_now
 
+from ._admin import clean_admin_token
 from ._config_read import read_config_file
 from ._pod_metrics import PodMetrics
 
@@ -219,6 +220,10 @@ class Config:
     """Per-request deadline of ``/execute`` (504 past it); 0 disables it."""
     max_items: int = 100_000
     """Items one ``/execute`` request may carry (413 above); 0 disables the limit."""
+    max_answer_bytes: int = 64 * 1024 * 1024
+    """About the most bytes of one ``/execute`` answer: operators' copies are counted
+    before they are made, the encoded answer measured; 507 past it
+    (``--max-answer-bytes``; 0: no bound)."""
     inline_body_bytes: int = 64 * 1024
     """Bodies larger than this run on the worker threads even when the engine never blocks."""
     read_header_timeout_ms: int = 10_000
@@ -287,11 +292,12 @@ class Config:
         return Path(self.config_path)
 
     def resolved_admin_token(self) -> str | None:
-        """``admin_token`` or, when unset, env ``PINEAPPLE_ADMIN_TOKEN`` (empty: none)."""
-        token = (
-            self.admin_token if self.admin_token is not None else os.environ.get(ADMIN_TOKEN_ENV)
-        )
-        return token or None
+        """``admin_token`` or, when unset, env ``PINEAPPLE_ADMIN_TOKEN`` (empty: none),
+        without surrounding whitespace; ``AdminTokenError`` for one that cannot be sent
+        (see ``server/_admin.py``)."""
+        if self.admin_token is not None:
+            return clean_admin_token(self.admin_token, "the admin token")
+        return clean_admin_token(os.environ.get(ADMIN_TOKEN_ENV), ADMIN_TOKEN_ENV)
 
     def register_hand_resources(
         self, manager: resource.Manager, carry_over: resource.Manager | None = None

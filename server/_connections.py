@@ -26,11 +26,21 @@ protocol every connection of ``pineapple serve`` runs: the read deadlines of
   idle or slow clients filling the cap never make a liveness probe restart a
   healthy pod. A probe still needs a connection of its own: the cap bounds
   connections that *send requests*, not the accept queue.
+- **Half close**: a client that shuts down its write side (``shutdown(SHUT_WR)``,
+  ``curl`` with a body from a pipe, some proxies) after a whole request still
+  gets its answer, as HTTP/1.1 allows: at the end of file the transport stays
+  open while the latest request, received whole, is answered (with
+  ``Connection: close``), then closes. uvicorn's protocol lets asyncio close
+  the transport at the end of file, so an answer still on the worker threads
+  (a body over ``--inline-body-bytes``) was dropped. A connection idle or in
+  the middle of a request at its end of file is closed at once, as before.
 
 uvicorn internals relied on, beside those of ``_read_timeouts``:
 ``limit_concurrency`` (read in ``on_headers_complete``), ``url`` (the request
-target so far), ``flow.write_paused``, ``cycle.keep_alive`` and
-``shutdown()`` (called on each connection when the listener closes).
+target so far), ``flow.write_paused``, ``cycle`` (the latest request: its
+``keep_alive``, ``more_body`` and ``response_complete``), ``eof_received``
+(uvicorn's returns None: close) and ``shutdown()`` (called on each connection
+when the listener closes).
 
 Guarantees:
 - Everything here runs on the event loop (protocol callbacks, timers and
@@ -218,6 +228,22 @@ class ServingProtocol(ReadTimeoutProtocol):
         hook = self.connection_rules.on_write_timeout
         if hook is not None:
             hook()
+
+    # -- half close -------------------------------------------------------------------------
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio's signature
+        """The client shut down its write side: answer what it sent whole, then close.
+
+        True (asyncio keeps the transport open for writing) while the latest
+        request, received whole, is being answered; its answer says
+        ``Connection: close`` and closes the transport. Otherwise None: closed now.
+        """
+        self.write_held()
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete or cycle.more_body:
+            return None  # idle, or a request that can no longer arrive whole
+        cycle.keep_alive = False  # requests queued before it are answered first
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         for timer in (self._write_timer, self._grace):

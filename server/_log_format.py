@@ -9,6 +9,14 @@ swap; ``method``, ``path``, ``status``, ``duration_ms`` for a request). The
 supervisor and each worker configure the same format from the same
 ``Config``, so a pod's processes write one format.
 
+Forged lines: a message may carry request data (the access log's decoded
+path, an operator's log of a field, an error quoting a value). In text, its
+control characters (C0, DEL, C1, U+2028/U+2029) are escaped (``\\n``,
+``\\x1b``, ``\\u2028``): a record is one line, and no request can write a fake
+line or a terminal escape. A traceback keeps its lines, each indented by two
+spaces (its other control characters escaped): only a record's own first line
+starts at column 0, with its time. JSON lines escape them as JSON does.
+
 Secrets: the format runs after the handler's filters, so the ``LogMask``
 filter (``_logmask.py``) has already masked the message, the traceback and
 every string field.
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -28,8 +37,10 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "JsonFormatter",
+    "TextFormatter",
     "add_log_flags",
     "configure_logging",
+    "escape_controls",
     "extra_fields",
 ]
 
@@ -47,6 +58,58 @@ _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {
     "taskName",
     "color_message",
 }
+
+
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Characters that end a line or drive a terminal (one class: linear in the text)."""
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\n``, ``\\x1b``).
+
+    Linear in ``text``; the same string back when it has none.
+    """
+    if _CONTROLS.search(text) is None:
+        return text
+    return _CONTROLS.sub(_escaped, text)
+
+
+class TextFormatter(logging.Formatter):
+    """``--log-format text``: one line a record, control characters escaped (see above)."""
+
+    def __init__(self) -> None:
+        super().__init__(_TEXT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        return _block(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _block(super().formatStack(stack_info))
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_text and not record.exc_text.startswith("  "):
+            # Set by a filter (LogMask) with the plain formatter: indented here once.
+            record.exc_text = _block(record.exc_text)
+        return super().format(record)
+
+
+def _block(text: str) -> str:
+    """A traceback's lines, each escaped and indented (no line of it starts a record)."""
+    return "\n".join("  " + escape_controls(line) for line in text.split("\n"))
 
 
 def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -103,5 +166,5 @@ def configure_logging(level: str, log_format: str = "text") -> None:
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}: {log_format!r}")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_TEXT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
     logging.basicConfig(level=level.upper(), handlers=[handler])

@@ -26,7 +26,8 @@ headers complete and message complete, so the timers cost nothing per chunk;
 h11 has no such callbacks (its events would have to be inspected per chunk).
 
 uvicorn internals relied on (``tests/server/test_read_timeouts.py`` fails
-loudly when they change; uvicorn is not pinned): ``HttpToolsProtocol`` and its
+loudly when they change; the range is pinned and checked at start,
+``server/_uvicorn_range.py``): ``HttpToolsProtocol`` and its
 ``loop``, ``transport``, ``client``, ``cycle`` (``response_started``,
 ``response_complete``), ``pipeline`` and ``server_state.default_headers``;
 the parser callbacks ``on_message_begin``, ``on_headers_complete`` and

@@ -21,11 +21,13 @@ import logging
 
 from pineapple import PineappleError, builtins, resource
 
+from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
 from ._build_error import BuildError
 from ._config import Config
 from ._log_format import configure_logging
 from ._serving import bind, serve
+from ._uvicorn_range import UnsupportedUvicornError, check_uvicorn
 from .fleet._pod import FleetPod
 from .workers import run_supervisor
 
@@ -48,6 +50,12 @@ def check(config: Config, *, fetch: bool = False) -> list[str]:
 def run(config: Config) -> int:
     """Serve ``config`` until SIGTERM/SIGINT; the process exit code (0: clean shutdown)."""
     configure_logging(config.log_level, config.log_format)
+    try:
+        check_uvicorn()
+        config.resolved_admin_token()
+    except (UnsupportedUvicornError, AdminTokenError) as exc:
+        _log.error("not serving %s: %s", config.path, exc)
+        return 1
     if config.fleet is None:
         return _run(config, None)
     try:

@@ -42,7 +42,7 @@ class Service:
         self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
         """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
         self.responder: Responder = config.wiring.responder or default_responder(
-            config.max_items, self.parsed_bytes
+            config.max_items, self.parsed_bytes, config.max_answer_bytes
         )
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)

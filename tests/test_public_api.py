@@ -86,8 +86,8 @@ AnnouncementError DigestMismatchError FleetError FleetLimits FleetStore Lease Ob
 ObjectMissingError Record RevisionConflictError SnapshotCache SnapshotTooLargeError
 StoreUnavailableError Watch announced check_portable open_store publish_snapshot"""
 
-HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_BAD_REQUEST STATUS_BUSY STATUS_CONTRACT
-STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
+HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_ANSWER_TOO_LARGE STATUS_BAD_REQUEST STATUS_BUSY
+STATUS_CONTRACT STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
 STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
 
 

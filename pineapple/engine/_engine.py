@@ -29,6 +29,7 @@ from mypy_extensions import mypyc_attr
 
 from .._context import Context
 from .._errors import ExecutionError, PineappleError, ValidationError
+from ._answer import AnswerBytes
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import project
@@ -222,6 +223,7 @@ class Engine:
         group: str | None = None,
         *,
         trace: bool = False,
+        max_answer_bytes: int | None = None,
     ) -> Result:
         """Like ``execute``, but an execution error is returned in the ``Result``.
 
@@ -231,7 +233,10 @@ class Engine:
         :class:`~pineapple.DeadlineExceededError` naming it (or naming the
         operator that stopped itself with ``ctx.check_deadline``).
         ``trace=True`` fills ``Result.trace`` (one :class:`TraceEntry` per
-        operator that started, in execution order).
+        operator that started, in execution order). ``max_answer_bytes`` bounds
+        what operators' common writes and ``fill_column`` copies add to the answer
+        (about its JSON bytes, counted before each output is applied): past it the
+        run stops with :class:`~pineapple.AnswerTooLargeError` naming the operator.
         """
         pipeline = self._main if group is None else self._pipelines.get(group)
         if pipeline is None:
@@ -247,12 +252,14 @@ class Engine:
         tick = self._tick  # None: Engine(stats=False)
         timed = tick is not None and tick() and self.stats.may_time()
         traces: list[TraceEntry] | None = [] if trace else None
+        answer = AnswerBytes(max_answer_bytes) if max_answer_bytes is not None else None
+        steps = pipeline.steps
         if not timed:
-            walk = run_steps(pipeline.steps, ctx, common, items, warnings, None, traces)
+            walk = run_steps(steps, ctx, common, items, warnings, None, traces, answer)
         else:  # one in time_every: durations into this thread's shard
             timer = self.stats.shard()
             started = _clock()
-            walk = run_steps(pipeline.steps, ctx, common, items, warnings, timer, traces)
+            walk = run_steps(steps, ctx, common, items, warnings, timer, traces, answer)
             timer.timed_run(_clock() - started)
         error = walk.error
         if tick is not None:

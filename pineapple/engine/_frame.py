@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ._answer import AnswerBytes, value_bytes
 from ._io import OperatorInput, OperatorOutput
 from ._pieces import PIECE, batches, spans
 from ._step import Step
@@ -27,6 +28,7 @@ __all__ = [
     "FrameError",
     "apply_output",
     "build_common",
+    "charge_answer",
     "check_items",
     "project",
     "step_input",
@@ -178,11 +180,16 @@ def apply_output(
     common: dict[str, Any],
     items: list[dict[str, Any]],
     present: dict[str, int],
+    answer: AnswerBytes | None = None,
 ) -> list[dict[str, Any]]:
     """Apply ``out`` to the frame; returns the (possibly new) item list.
 
     ``present`` (see :func:`check_items`) is kept true for the returned list.
+    ``answer``: the run's answer bound, charged with what ``out`` adds before
+    anything is applied (``AnswerTooLargeError`` past it).
     """
+    if answer is not None and (out.common_writes or out.fills):
+        charge_answer(step, out, answer)
     cw = out.common_writes
     if cw:
         for f, v in cw.items():
@@ -242,6 +249,21 @@ def apply_output(
         if step.recall and present.get(SOURCE_FIELD, 0) >= before:
             present[SOURCE_FIELD] = after
     return items
+
+
+def charge_answer(step: Step, out: OperatorOutput, answer: AnswerBytes) -> None:
+    """Count ``out``'s common writes and fills against ``answer`` (see ``_answer``).
+
+    Each written value is sized once: a fill counts its value times its item count.
+    """
+    added = 0
+    if out.common_writes:
+        for f, v in out.common_writes.items():  # bounded: the operator's common writes
+            added += len(f) + 4 + value_bytes(v)
+    if out.fills:
+        for v, count in out.fills:  # bounded: the operator's fill_column calls
+            added += (value_bytes(v) + 8) * count
+    answer.charge(step.name, added)
 
 
 def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, Any]]:

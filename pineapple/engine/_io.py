@@ -125,6 +125,7 @@ class OperatorOutput:
         "added_source",
         "column_writes",
         "common_writes",
+        "fills",
         "finite_added",
         "item_order",
         "item_writes",
@@ -136,6 +137,8 @@ class OperatorOutput:
         self.common_writes: dict[str, Any] | None = None
         self.item_writes: list[tuple[int, str, Any]] | None = None
         self.column_writes: list[tuple[str, list[Any]]] | None = None
+        self.fills: list[tuple[Any, int]] | None = None
+        """The value and item count of each ``fill_column`` (the answer's bound counts them)."""
         self.added_items: list[dict[str, Any]] | None = None
         self.added_fields: frozenset[str] = frozenset()
         self.added_source: str | None = None
@@ -166,6 +169,19 @@ class OperatorOutput:
         if self.column_writes is None:
             self.column_writes = []
         self.column_writes.append((field, values))
+
+    def fill_column(self, field: str, value: Any, count: int) -> None:
+        """Write the one ``value`` on every item (``count``: the item count).
+
+        The same as ``set_column(field, [value] * count)``, and the way to copy a
+        value onto every item: a run with an answer bound
+        (``Engine.run(max_answer_bytes=)``) counts the value's size once, times
+        ``count``, before it is applied.
+        """
+        self.set_column(field, [value] * count)
+        if self.fills is None:
+            self.fills = []
+        self.fills.append((value, count))
 
     def add_item(self, fields: dict[str, Any]) -> None:
         """Append a new item (recall). The dict belongs to the engine afterwards."""

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, final
 
 from .._context import Context
-from .._errors import DeadlineExceededError, ExecutionError
+from .._errors import AnswerTooLargeError, DeadlineExceededError, ExecutionError
+from ._answer import AnswerBytes
 from ._frame import FrameError, apply_output, step_input
 from ._io import OperatorInput, OperatorOutput
 from ._parallel import ShardError
@@ -82,9 +83,11 @@ def run_steps(
     warnings: list[str],
     shard: Shard | None = None,
     traces: list[TraceEntry] | None = None,
+    answer: AnswerBytes | None = None,
 ) -> Walk:
     """The engine's run loop; every operator is timed into ``shard`` (when given) and
-    traced into ``traces`` (when given; snapshots for ``debug`` operators)."""
+    traced into ``traces`` (when given; snapshots for ``debug`` operators); what the
+    operators' writes add to the answer is counted against ``answer`` (when given)."""
     observed = shard is not None or traces is not None
     present: dict[str, int] = {}
     skipped: list[int] | None = None
@@ -132,9 +135,11 @@ def run_steps(
         if out.warning is not None:
             warnings.append(f'operator "{step.name}": {out.warning}')
         try:
-            applied = apply_output(step, out, common, items, present)
+            applied = apply_output(step, out, common, items, present, answer)
         except FrameError as unapplied:
             return Walk(items, wrap_error(step, unapplied), step.position + 1, skipped, step.slot)
+        except AnswerTooLargeError as too_large:  # nothing of ``out`` was applied
+            return Walk(items, too_large, step.position + 1, skipped, step.slot)
         if len(items) > PIECE:
             release_frame(items, applied, out)
         items = applied

@@ -21,8 +21,11 @@ Go). Bounds the Go server does not have: 413 when the request holds more
 than ``max_items`` items (``{"error": "request has N items, more than the
 limit of M"}``; "at least N" when the parse stopped early), 504 when the
 context's deadline passed before the pipeline finished (``{"error":
-"deadline exceeded in operator \"x\""}``, no partial result), and 503 when a
-``budget`` refuses the parse of a large body.
+"deadline exceeded in operator \"x\""}``, no partial result), 503 when a
+``budget`` refuses the parse of a large body, and 507 when the answer would
+pass ``max_answer_bytes`` (``{"error": "answer too large: ..."}``, no partial
+result): refused while the run grows it (the operator's copies counted before
+they are made, see ``_answer``), or measured once encoded.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import orjson
 
 from .. import resource
 from .._context import Context
-from .._errors import DeadlineExceededError, ValidationError
+from .._errors import AnswerTooLargeError, DeadlineExceededError, ValidationError
 from ._bigjson import PIECE_BYTES, TooManyItems, loads
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json as go_json
@@ -43,6 +46,7 @@ from ._trace import TraceEntry, trace_json
 
 __all__ = [
     "BUDGETED_FROM_BYTES",
+    "STATUS_ANSWER_TOO_LARGE",
     "STATUS_BAD_REQUEST",
     "STATUS_BUSY",
     "STATUS_CONTRACT",
@@ -63,6 +67,9 @@ STATUS_UNKNOWN_GROUP = 404
 STATUS_TOO_MANY_ITEMS = 413
 STATUS_DEADLINE = 504
 STATUS_BUSY = 503
+STATUS_ANSWER_TOO_LARGE = 507
+"""The answer would pass ``max_answer_bytes``: the server will not hold it (as WebDAV's
+Insufficient Storage), whatever the client retries; distinct from an operator's 500."""
 
 BUDGETED_FROM_BYTES = 64 * 1024
 """Bodies above this size have their parse counted against ``respond``'s ``budget``."""
@@ -188,6 +195,7 @@ def respond(
     *,
     max_items: int | None = None,
     budget: ParseBudget | None = None,
+    max_answer_bytes: int | None = None,
 ) -> tuple[int, bytes]:
     """Execute the JSON request ``body`` on ``group``; return ``(status, response bytes)``.
 
@@ -196,9 +204,10 @@ def respond(
     the execution (504 past it). ``budget``: a body above
     :data:`BUDGETED_FROM_BYTES` reserves a bound of its parsed objects before they
     are built, held until this call returns; refused: 503 at once.
+    ``max_answer_bytes`` (None: no limit) bounds the answer: 507 past it.
     """
     if budget is None or len(body) <= BUDGETED_FROM_BYTES:
-        return _respond(engine, ctx, body, group, max_items, None)
+        return _respond(engine, ctx, body, group, max_items, max_answer_bytes, None)
     held = 0
 
     def reserve(nbytes: int) -> None:
@@ -208,7 +217,7 @@ def respond(
         held += nbytes
 
     try:
-        return _respond(engine, ctx, body, group, max_items, reserve)
+        return _respond(engine, ctx, body, group, max_items, max_answer_bytes, reserve)
     except _Refused:
         return STATUS_BUSY, go_json({"error": _BUSY}) + b"\n"
     finally:
@@ -225,6 +234,7 @@ def _respond(
     body: bytes,
     group: str | None,
     max_items: int | None,
+    max_answer_bytes: int | None,
     reserve: Callable[[int], None] | None,
 ) -> tuple[int, bytes]:
     try:
@@ -233,7 +243,7 @@ def _respond(
         return STATUS_TOO_MANY_ITEMS, go_json({"error": str(exc)}) + b"\n"
     if isinstance(request, str):
         return _bad_request(request)
-    answer = _execute(engine, ctx, request, group)
+    answer = _execute(engine, ctx, request, group, max_answer_bytes)
     items = request["items"]
     if len(items) > PIECE:
         release(items)  # the parsed items are this call's: freed in pieces
@@ -241,14 +251,20 @@ def _respond(
 
 
 def _execute(
-    engine: Engine, ctx: Context | None, request: dict[str, Any], group: str | None
+    engine: Engine,
+    ctx: Context | None,
+    request: dict[str, Any],
+    group: str | None,
+    max_answer_bytes: int | None,
 ) -> tuple[int, bytes]:
     common = request["common"]
     # The only per-request cost of traces when not asked for: this one lookup.
     traced = common is not None and common.get("_return_trace") is True
     try:
         if traced:
-            result = engine.run(ctx, request, group, trace=True)
+            result = engine.run(ctx, request, group, trace=True, max_answer_bytes=max_answer_bytes)
+        elif max_answer_bytes is not None:
+            result = engine.run(ctx, request, group, max_answer_bytes=max_answer_bytes)
         else:
             result = engine.run(ctx, request, group)
     except UnknownGroupError as unknown:  # one name per clause: mypyc types each
@@ -258,6 +274,8 @@ def _execute(
     error = result.error
     if isinstance(error, DeadlineExceededError):
         answer = STATUS_DEADLINE, go_json({"error": _masker(ctx)(str(error))}) + b"\n"
+    elif isinstance(error, AnswerTooLargeError):
+        answer = _too_large(str(error))
     elif error is None and not result.warnings:
         answer = 200, encode_response(result.common, result.items, trace=result.trace)
     else:
@@ -274,7 +292,17 @@ def _execute(
             answer = 200, encode_response(result.common, result.items, warnings, trace=result.trace)
     if len(result.items) > PIECE:
         release(result.items)  # the response's items are this call's: freed in pieces
+    if max_answer_bytes is not None and len(answer[1]) > max_answer_bytes:
+        # What no write counted (items an operator added, distinct values): measured here.
+        return _too_large(
+            f"answer too large: {len(answer[1]):,} bytes, more than the limit of "
+            f"{max_answer_bytes:,} bytes"
+        )
     return answer
+
+
+def _too_large(message: str) -> tuple[int, bytes]:
+    return STATUS_ANSWER_TOO_LARGE, go_json({"error": message}) + b"\n"
 
 
 def _masker(ctx: Context | None) -> Callable[[str], str]:

@@ -57,7 +57,7 @@ class TransformCopy(Operator):
         elif direction == "common_to_item":
             n = len(inp.items)
             for src, dst in self.pairs:
-                out.set_column(dst, [inp.common.get(src)] * n)
+                out.fill_column(dst, inp.common.get(src), n)
         elif direction == "item_to_item":
             for src, dst in self.pairs:
                 out.set_column(dst, inp.column(src))

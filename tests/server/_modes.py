@@ -11,11 +11,13 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
+
 from .._serve import Serve
 from .fakes import dump, unified_config
 from .pod import serve_plugin
 
-__all__ = ["MODES", "WORKERS", "serving"]
+__all__ = ["MODES", "WORKERS", "serving", "serving_pids", "status_kib"]
 
 MODES = ("one process", "--workers 2")
 WORKERS = {"one process": 1, "--workers 2": 2}
@@ -34,3 +36,21 @@ def serving(mode: str, tmp_path: Path, *args: str) -> Iterator[Serve]:
         extra += ["--workers", str(WORKERS[mode]), "--shared-dir", str(shm)]
     with serve_plugin(config, tmp_path / "closes.log", *extra) as proc:  # every worker listens
         yield proc
+
+
+def status_kib(pid: int, field: str) -> int:
+    """A ``/proc/PID/status`` figure in KiB (``VmRSS``, ``VmHWM``: the peak resident set)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def serving_pids(pid: int, workers: int) -> list[int]:
+    """The processes that answer HTTP for the server ``pid``: itself, or its ``workers``."""
+    if workers == 1:
+        return [pid]
+    children = psutil.Process(pid).children()
+    found = [c.pid for c in children if "multiprocessing.spawn" in " ".join(c.cmdline())]
+    assert len(found) == workers, found
+    return found

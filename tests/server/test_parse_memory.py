@@ -15,10 +15,9 @@ import threading
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
-from ._modes import MODES, WORKERS, serving
+from ._modes import MODES, WORKERS, serving, serving_pids, status_kib
 
 pytestmark = pytest.mark.e2e
 
@@ -30,28 +29,12 @@ GROWTH_BOUND = 400 * MIB
 reassembly, plus what the capped parses build (about 12 MiB each)."""
 
 
-def _status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {field} for {pid}")
-
-
-def _serving_pids(pid: int, workers: int) -> list[int]:
-    if workers == 1:
-        return [pid]
-    children = psutil.Process(pid).children()
-    found = [c.pid for c in children if "multiprocessing.spawn" in " ".join(c.cmdline())]
-    assert len(found) == workers, found
-    return found
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_sixteen_item_floods_stay_within_the_memory_bound(mode: str, tmp_path: Path) -> None:
     assert len(BODY) < 8 * MIB
     with serving(mode, tmp_path) as server:
-        pids = _serving_pids(server.proc.pid, WORKERS[mode])
-        idle = {pid: _status_kib(pid, "VmRSS") * 1024 for pid in pids}
+        pids = serving_pids(server.proc.pid, WORKERS[mode])
+        idle = {pid: status_kib(pid, "VmRSS") * 1024 for pid in pids}
         start = threading.Barrier(CLIENTS)
         statuses: list[int] = []
         errors: list[str] = []
@@ -70,7 +53,7 @@ def test_sixteen_item_floods_stay_within_the_memory_bound(mode: str, tmp_path: P
         for thread in threads:
             thread.join(180)
             assert not thread.is_alive()
-        peaks = {pid: _status_kib(pid, "VmHWM") * 1024 for pid in pids}
+        peaks = {pid: status_kib(pid, "VmHWM") * 1024 for pid in pids}
         growth = {pid: peaks[pid] - idle[pid] for pid in pids}
         print({pid: f"{idle[pid] / MIB:.0f} -> {peaks[pid] / MIB:.0f} MiB" for pid in pids})
         assert errors == []
