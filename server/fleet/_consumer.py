@@ -21,9 +21,8 @@ again. An announcement whose ``params_hash`` differs from the pod's config of
 that resource is refused (:class:`ParamsMismatchError`): the pod keeps what it
 has.
 
-The fleet's config (``CONFIG["current"]``) is read the same way by
-:class:`FleetConfigSource` (a ``ConfigSource``), for a pod started without a
-config file: from the store, else from the cache.
+The fleet's config is read the same way (``_fleet_config.py``); the
+connection to the store is a :class:`~server.fleet._link.StoreLink`.
 
 Guarantees:
 - Nothing downloaded is unpickled: a type whose codec pickles is never read
@@ -44,8 +43,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 import orjson
 
@@ -57,25 +55,21 @@ from pineapple.resource.lowlevel import (
     SourceReport,
 )
 
-from .._build_error import BuildError
 from ..workers._store_format import entry_key
 from ._cache import SnapshotCache
 from ._errors import FleetError, StoreUnavailableError
+from ._link import StoreLink
 from ._publishing import fleet_codec
 from ._snapshots import Announcement
-from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetLimits, FleetStore, Record
+from ._store import ANNOUNCEMENTS, PINS, FleetLimits, Record
 
 __all__ = [
-    "CONFIG_KEY",
     "FLEET_SOURCE",
-    "QUICK_ANSWER_SECONDS",
     "STALE_REASON",
-    "FleetConfigSource",
     "FleetConsumer",
     "FleetFetcher",
     "NotAnnouncedError",
     "ParamsMismatchError",
-    "StoreLink",
     "fleet_registry",
 ]
 
@@ -83,13 +77,7 @@ FLEET_SOURCE = "fleet"
 """``source`` of a resource read from the fleet (``GET /resources/{name}``)."""
 STALE_REASON = "FleetStoreUnavailable"
 """The ``Fresh=False`` reason of a resource whose pod cannot reach the fleet store."""
-CONFIG_KEY = "current"
-"""The key of the fleet's config in :data:`CONFIG`."""
-QUICK_ANSWER_SECONDS = 0.5
-"""While a pod's store has not answered yet, how long a call with a fallback (a cached
-generation or config) waits for it: a pod whose store is down starts from its cache."""
 _PIN_MAX_BYTES = 64 * 1024
-T = TypeVar("T")
 
 _log = logging.getLogger("pineapple.fleet")
 
@@ -100,141 +88,6 @@ class ParamsMismatchError(FleetError):
 
 class NotAnnouncedError(FleetError):
     """The fleet has announced no generation of a resource (and the pod has none cached)."""
-
-
-def safe_url(url: str) -> str:
-    """``url`` without user, password or token (for messages before the store is open)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(an invalid fleet URL)"
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-class StoreLink:
-    """The pod's connection to the fleet store (see :meth:`run`).
-
-    Opened on first use, opened again after :meth:`reset` (the follower
-    resets it when the store stopped answering). Once an operation found the
-    store unavailable, every other caller is answered that failure at once
-    until a ``probe`` (the follower's retries, the heartbeat) finds it
-    answering again: a pod whose store is down starts from its cache after
-    one wait, not one per resource.
-
-    Guarantees: ``_store`` and ``_down`` change under ``_lock`` only; an
-    opening holds ``_lock`` (bounded by the store's ``timeout``); an operation
-    runs outside it, bounded by the store's deadline.
-    """
-
-    def __init__(self, url: str, opener: Callable[[], FleetStore]) -> None:
-        self._opener = opener
-        self._lock = threading.Lock()
-        self._store: FleetStore | None = None
-        self._down: tuple[float, str] | None = None
-        """``(monotonic time, message)`` of the last failure (None: the store answers)."""
-        self._answered = False
-        """Whether the store has answered since it was opened."""
-        self.on_down: list[Callable[[str], None]] = []
-        """Called (outside the lock) with the failure when the store stops answering."""
-        self.url = safe_url(url)
-        """The store's address for messages (no credentials)."""
-
-    def _open(self, probe: bool) -> FleetStore:
-        with self._lock:
-            down = self._down
-            if not probe and down is not None:
-                raise StoreUnavailableError(down[1])
-            if self._store is not None:
-                return self._store
-            try:
-                store = self._opener()
-            except FleetError as exc:
-                message = str(exc) if self.url in str(exc) else f"{self.url}: {exc}"
-                self._down = (time.monotonic(), message)
-                raise StoreUnavailableError(message) from None
-            self._store = store
-            self.url = store.url
-            return store
-
-    def run(
-        self, operation: Callable[[FleetStore], T], *, probe: bool = False, quick: bool = False
-    ) -> T:
-        """``operation(store)``; :class:`StoreUnavailableError` when the store does not
-        answer (at once while it is known down, unless ``probe``).
-
-        ``quick``: the caller has a fallback (a cached generation or config), so
-        while the store has not answered yet, it waits at most
-        :data:`QUICK_ANSWER_SECONDS` (the operation goes on in the background,
-        bounded by the store's deadline, and its answer is dropped).
-        """
-        store = self._open(probe)
-        try:
-            if quick and not self._answered:
-                result = _within(QUICK_ANSWER_SECONDS, operation, store)
-            else:
-                result = operation(store)
-        except (StoreUnavailableError, OSError) as exc:
-            message = str(exc) if isinstance(exc, StoreUnavailableError) else f"{store.url}: {exc}"
-            with self._lock:
-                was_up, self._down = self._down is None, (time.monotonic(), message)
-            if was_up:
-                self._went_down(message)
-            raise StoreUnavailableError(message) from None
-        with self._lock:
-            self._down, self._answered = None, True
-        return result
-
-    def _went_down(self, message: str) -> None:
-        for listener in list(self.on_down):  # bounded: the pod's few listeners
-            try:
-                listener(message)
-            except Exception:
-                _log.exception("a fleet store listener failed")
-
-    @property
-    def down(self) -> bool:
-        """Whether the last operation found the store unavailable."""
-        return self._down is not None
-
-    def reset(self) -> None:
-        """Close the store; the next operation opens it again."""
-        with self._lock:
-            store, self._store, self._answered = self._store, None, False
-        if store is not None:
-            try:
-                store.close()
-            except Exception as exc:  # closing a broken connection: nothing more to do
-                _log.debug("closing the fleet store %s: %s", self.url, exc)
-
-    close = reset
-
-
-def _within(seconds: float, operation: Callable[[FleetStore], T], store: FleetStore) -> T:
-    """``operation(store)`` on a thread of its own, waited for at most ``seconds``.
-
-    Past them :class:`StoreUnavailableError`; the thread ends within the store's
-    own deadline, and its answer is dropped.
-    """
-    answer: list[tuple[bool, Any]] = []
-    done = threading.Event()
-
-    def call() -> None:
-        try:
-            answer.append((True, operation(store)))
-        except BaseException as exc:  # handed to the caller below
-            answer.append((False, exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=call, name="pineapple-fleet-first", daemon=True).start()
-    if not done.wait(seconds):
-        raise StoreUnavailableError(f"fleet store {store.url}: no answer within {seconds:g}s")
-    ok, value = answer[0]
-    if ok:
-        return cast(T, value)
-    raise value
 
 
 class FleetConsumer:
@@ -559,68 +412,3 @@ class _FleetFactory(NamedFetcherFactory):
         self._factory(params)  # the type's own checks of its params (no I/O)
         key = entry_key(name, self._type, params)
         return FleetFetcher(self._consumer, name, self._type, key, self._codec)
-
-
-class FleetConfigSource:
-    """The fleet's config (``CONFIG["current"]``) as a pod's config source (no file).
-
-    Read from the store; when it cannot be reached, the config the pod last
-    accepted from its cache. :meth:`accepted` (the reload's outcome was ``ok``)
-    keeps the bytes last read in the cache, so a refused config is never the
-    one a restarted pod starts from.
-
-    Guarantees: ``last_read`` is written by :meth:`read`, which the reload
-    policy's lock serialises; ``revision`` by :meth:`accepted` under the same lock.
-    """
-
-    def __init__(self, consumer: FleetConsumer) -> None:
-        self._consumer = consumer
-        self.last_read: tuple[int, bytes] | None = None
-        """``(revision, bytes)`` last handed to a reload."""
-        self.revision = 0
-        """The config revision the pod serves (0: none yet)."""
-        self.stale: str | None = None
-        """Why the config served may not be the fleet's newest (None: the store answered)."""
-        self._saved: tuple[int, bytes] | None = None
-
-    def read(self, max_bytes: int) -> bytes:
-        """The fleet's config bytes; a ``BuildError`` (step ``read``) when there are none."""
-        consumer = self._consumer
-        try:
-            quick = self.revision == 0 and consumer.cache.config() is not None
-            record = consumer.link.run(lambda store: store.get(CONFIG, CONFIG_KEY), quick=quick)
-        except StoreUnavailableError as exc:
-            cached = consumer.cache.config()
-            if cached is None:
-                raise BuildError(
-                    "read", f"{exc}; the fleet cache {consumer.cache.root} holds no config"
-                ) from None
-            self.stale = f"the fleet store {consumer.link.url} is unavailable ({exc})"
-            self.last_read = cached
-            return self._bounded(cached[1], max_bytes)
-        if record is None:
-            raise BuildError("read", f"the fleet store {consumer.link.url} holds no config")
-        self.stale = None
-        self.last_read = (record.revision, record.value)
-        return self._bounded(record.value, max_bytes)
-
-    def _bounded(self, data: bytes, max_bytes: int) -> bytes:
-        if len(data) > max_bytes:
-            raise BuildError(
-                "read",
-                f"the fleet config is {len(data)} bytes, over --max-config-bytes {max_bytes}",
-            )
-        return data
-
-    def accepted(self) -> None:
-        """The bytes last read serve now: keep them (and their revision) in the cache."""
-        last = self.last_read
-        if last is None or last == self._saved:
-            return
-        self._saved = last
-        self.revision = last[0]
-        try:
-            self._consumer.cache.save_config(*last)
-        except (FleetError, OSError) as exc:
-            _log.warning("cannot keep the fleet config in the cache: %s", exc)
-        self._consumer.on_change()

@@ -36,7 +36,8 @@ from collections.abc import Callable
 
 from pineapple import PineappleError
 
-from ._consumer import CONFIG_KEY, StoreLink
+from ._fleet_config import CONFIG_KEY
+from ._link import StoreLink
 from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetStore, Record, Watch
 
 __all__ = ["POLL_SECONDS", "RETRY_MAX_SECONDS", "RETRY_SECONDS", "FleetFollower"]

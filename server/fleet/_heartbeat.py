@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from ._consumer import StoreLink
+from ._link import StoreLink
 from ._store import PODS
 
 __all__ = ["HEARTBEAT_SECONDS", "FleetHeartbeat", "default_pod_id"]

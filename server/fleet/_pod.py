@@ -24,9 +24,11 @@ from .._reload_policy import ReloadOutcome
 from .._service import Service
 from ..workers.supervisor._authority import ConfigAuthority
 from ._cache import SnapshotCache
-from ._consumer import FLEET_SOURCE, FleetConfigSource, FleetConsumer, StoreLink, fleet_registry
+from ._consumer import FLEET_SOURCE, FleetConsumer, fleet_registry
+from ._fleet_config import FleetConfigSource
 from ._follower import FleetFollower
 from ._heartbeat import FleetHeartbeat, default_pod_id
+from ._link import StoreLink
 from ._open import open_store
 from ._store import FleetLimits
 

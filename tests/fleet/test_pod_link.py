@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from server.fleet import StoreUnavailableError
-from server.fleet._consumer import QUICK_ANSWER_SECONDS, StoreLink
+from server.fleet._link import QUICK_ANSWER_SECONDS, StoreLink
 
 pytestmark = pytest.mark.timeout(30)
 
