@@ -95,6 +95,8 @@ _KV_OP = "KV-Operation"
 _DELETED_OPS = ("DEL", "PURGE")
 _EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 _WRONG_LAST_SEQUENCE = (10071, 10164)
+_NO_PEERS = 10005
+"""JetStream API code: no suitable peers for placement (a cluster forming, or short of nodes)."""
 _STORE_FULL = (10047, 10028, 10077)
 """JetStream API codes: insufficient resources; maximum messages; maximum bytes exceeded."""
 
@@ -257,7 +259,7 @@ class JetStreamStore:
                 raise RevisionConflictError(
                     f"{self.url}: {operation} {subject}: {exc.description}"
                 ) from None
-            if isinstance(exc, nats.js.errors.ServiceUnavailableError) or exc.code == 503:
+            if exc.code == 503 or exc.err_code == _NO_PEERS:
                 raise self._unavailable(operation, subject, exc) from None
             raise FleetError(
                 f"{self.url}: {operation} {subject}: JetStream refused: {exc.description}"

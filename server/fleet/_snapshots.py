@@ -60,7 +60,8 @@ class Announcement:
     type: str
     """Its type."""
     params_hash: str
-    """``server.workers._store_format.entry_key(type, params)``: other params refuse it."""
+    """A hash of the resource's name, type and params (``_store_format.entry_key``): a pod
+    whose config declares other params refuses the announcement."""
     generation: int
     """1, 2, ... per resource name, never reused."""
     object: str

@@ -82,6 +82,15 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def _stopped(task: Path) -> bool:
+    """A thread (``/proc/<pid>/task/<tid>``) is stopped by a signal, or gone."""
+    try:
+        stat = (task / "stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] in ("T", "t")
+
+
 class NatsNode:
     """One ``nats-server -js`` process (started by :meth:`start`)."""
 
@@ -135,8 +144,16 @@ class NatsNode:
             self.proc.send_signal(sig)
 
     def pause(self) -> None:
-        """SIGSTOP: its sockets stay open and nothing answers."""
+        """SIGSTOP: its sockets stay open and nothing answers (returns once every thread
+        of the process is stopped, at most :data:`READY_SECONDS`)."""
         self._signal(signal.SIGSTOP)
+        assert self.proc is not None
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        deadline = time.monotonic() + READY_SECONDS
+        while not all(_stopped(task) for task in tasks.iterdir()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nats-server {self.name}: not stopped by SIGSTOP")
+            time.sleep(0.01)
 
     def resume(self) -> None:
         self._signal(signal.SIGCONT)
@@ -181,6 +198,18 @@ async def _jetstream_answers(url: str, env: dict[str, Any]) -> None:
     nc = await nats.connect(url, connect_timeout=1, allow_reconnect=False, error_cb=_quiet, **env)
     try:
         await nc.jetstream(timeout=1).account_info()
+    finally:
+        await nc.close()
+
+
+async def _place_probe(url: str, replicas: int, env: dict[str, Any]) -> None:
+    nc = await nats.connect(
+        url.split(","), connect_timeout=1, allow_reconnect=False, error_cb=_quiet, **env
+    )
+    try:
+        js = nc.jetstream(timeout=2)
+        await js.add_stream(name="fleet-probe", subjects=["fleet-probe"], num_replicas=replicas)
+        await js.delete_stream("fleet-probe")
     finally:
         await nc.close()
 
@@ -232,6 +261,22 @@ class NatsCluster:
                             f"{node.log_text()}"
                         ) from None
                     time.sleep(0.1)
+
+        if len(self.nodes) > 1 and (nodes is None or len(nodes) == len(self.nodes)):
+            self._wait_placement(deadline)
+
+    def _wait_placement(self, deadline: float) -> None:
+        """Until a stream with a replica on every node can be made (the peers all joined)."""
+        while True:
+            try:
+                asyncio.run(_place_probe(self.url, len(self.nodes), self.connect_options))
+                return
+            except (TimeoutError, nats.errors.Error, OSError) as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"JetStream cannot place {len(self.nodes)} replicas: {exc}"
+                    ) from None
+                time.sleep(0.2)
 
     def restart(self, node: NatsNode) -> None:
         node.kill()
