@@ -54,6 +54,7 @@ def add_subcommand(
     *,
     description: str | None = None,
     config: bool = False,
+    config_optional: bool = False,
     plugins: bool = False,
 ) -> argparse.ArgumentParser:
     """Add subcommand ``name`` that runs ``func`` and return its parser.
@@ -63,7 +64,9 @@ def add_subcommand(
     when given) in ``pineapple NAME --help``. ``config``: it takes the
     unified config's path as its first positional argument
     (``args.config``) and ``--max-config-bytes`` (``args.max_config_bytes``,
-    see :func:`pineapple._config_file.add_max_config_bytes`). ``plugins``:
+    see :func:`pineapple._config_file.add_max_config_bytes`); with
+    ``config_optional`` the path may be left out (``args.config`` None: a fleet
+    pod serves the fleet's config). ``plugins``:
     it takes ``--plugin`` (``args.plugin``, see
     :func:`pineapple.plugins.add_plugin_argument`).
     """
@@ -78,7 +81,12 @@ def add_subcommand(
     )
     parser.set_defaults(func=func)
     if config:
-        parser.add_argument("config", help="path of the unified config JSON")
+        if config_optional:
+            parser.add_argument(
+                "config", nargs="?", default=None, help="path of the unified config JSON"
+            )
+        else:
+            parser.add_argument("config", help="path of the unified config JSON")
         add_max_config_bytes(parser)
     if plugins:
         add_plugin_argument(parser)

@@ -16,7 +16,7 @@ from pineapple.commands import Subparsers, add_subcommand
 
 from ._admin import parse_trusted_proxies
 from ._build_error import BuildError, CheckError
-from ._config import Config
+from ._config import Config, FleetSettings
 from ._cpu_quota import CpuCount, usable_cpus
 from ._log_format import add_log_flags, configure_logging
 from ._run import check, run
@@ -29,7 +29,9 @@ _log = logging.getLogger("pineapple.server")
 
 def add_serve_command(subparsers: Subparsers) -> None:
     """``pineapple serve CONFIG [--addr HOST:PORT] [--plugin MODULE]... [--workers N]``."""
-    parser = add_subcommand(subparsers, "serve", serve_command, config=True, plugins=True)
+    parser = add_subcommand(
+        subparsers, "serve", serve_command, config=True, config_optional=True, plugins=True
+    )
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
     parser.add_argument(
         "--workers",
@@ -177,6 +179,77 @@ def add_serve_command(subparsers: Subparsers) -> None:
         help="read X-Forwarded-For only from peers in these networks; repeatable "
         "(default: never, admin routes judge the socket peer)",
     )
+    _add_fleet_flags(parser)
+
+
+def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
+    """``--fleet URL --fleet-cache DIR`` and the pod's fleet bounds (``docs/fleet.md``)."""
+    fleet = parser.add_argument_group("fleet (a pod that follows a fleet store)")
+    fleet.add_argument(
+        "--fleet",
+        default=None,
+        metavar="URL",
+        help="read every shared resource (and, without CONFIG, the config) from this fleet "
+        "store: nats://host:port[,nats://...] or file:///dir; never from the sources",
+    )
+    fleet.add_argument(
+        "--fleet-cache",
+        default=None,
+        metavar="DIR",
+        help="where the pod keeps the generations and the config it accepted (required with "
+        "--fleet); a pod whose store is down starts from it",
+    )
+    fleet.add_argument(
+        "--fleet-pod-id",
+        default=None,
+        metavar="ID",
+        help="this pod's name in the fleet's heartbeats (default: HOSTNAME-PID)",
+    )
+    for field, kind, metavar, help in _FLEET_BOUNDS:
+        fleet.add_argument(
+            f"--fleet-{field.replace('_', '-')}",
+            type=kind,
+            default=getattr(FleetSettings, field),
+            metavar=metavar,
+            help=help,
+        )
+
+
+_FLEET_BOUNDS: tuple[tuple[str, type, str, str], ...] = (
+    ("timeout", float, "S", "deadline of every fleet store operation (a download: the next)"),
+    ("download_timeout", float, "S", "seconds one snapshot's download may take"),
+    ("max_snapshot_bytes", int, "N", "refuse a snapshot larger than this (not downloaded)"),
+    ("keep_generations", int, "N", "generations per resource the pod's cache keeps"),
+    ("poll_seconds", float, "S", "besides the watch, probe the store this often"),
+    ("heartbeat_seconds", float, "S", "write what this pod serves to the store this often"),
+)
+"""``FleetSettings`` fields set by a ``--fleet-*`` flag each: (field, type, metavar, help);
+every one must be > 0."""
+
+
+def _fleet_settings(args: argparse.Namespace) -> FleetSettings | None:
+    """The ``--fleet*`` flags; None without ``--fleet``; ``ValueError`` naming a bad one."""
+    if args.fleet is None:
+        if args.config is None:
+            raise ValueError("CONFIG is required (or --fleet URL to serve the fleet's config)")
+        return None
+    if not args.fleet_cache:
+        raise ValueError("--fleet needs --fleet-cache DIR (what the pod starts from)")
+    for field, *_ in _FLEET_BOUNDS:
+        if not getattr(args, f"fleet_{field}") > 0:
+            raise ValueError(f"--fleet-{field.replace('_', '-')} must be > 0")
+    return FleetSettings(
+        url=args.fleet,
+        cache_dir=args.fleet_cache,
+        follow_config=args.config is None,
+        pod_id=args.fleet_pod_id,
+        timeout=args.fleet_timeout,
+        poll_seconds=args.fleet_poll_seconds,
+        heartbeat_seconds=args.fleet_heartbeat_seconds,
+        max_snapshot_bytes=args.fleet_max_snapshot_bytes,
+        download_timeout=args.fleet_download_timeout,
+        keep_generations=args.fleet_keep_generations,
+    )
 
 
 def _add_bound(
@@ -216,7 +289,9 @@ def serve_command(args: argparse.Namespace) -> int:
     """Serve a unified config over HTTP, reloading it when it changes.
 
     Serve CONFIG over HTTP (POST /execute); reload on change, SIGHUP or
-    POST /admin/reload; SIGTERM drains and exits 0.
+    POST /admin/reload; SIGTERM drains and exits 0. With --fleet URL, every
+    shared resource comes from the fleet store (never from its source) and,
+    without CONFIG, the config too, following its revisions.
     """
     if args.workers_auto is not None:
         configure_logging(args.log_level, args.log_format)
@@ -248,12 +323,14 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
         parse_trusted_proxies(trusted)
+        fleet = _fleet_settings(args)
     except ValueError as exc:
         print(f"pineapple serve: {exc}", file=sys.stderr)
         return 2
     code = run(
         Config(
-            config_path=args.config,
+            config_path=args.config if fleet is None or args.config else fleet.config_path,
+            fleet=fleet,
             addr=args.addr,
             plugins=tuple(args.plugin),
             workers=args.workers,
@@ -273,7 +350,7 @@ def serve_command(args: argparse.Namespace) -> int:
             shutdown_delay_seconds=args.shutdown_delay_seconds,
             build_timeout_seconds=args.build_timeout_seconds,
             write_timeout_ms=args.write_timeout_ms,
-            watch=not args.no_watch,
+            watch=not args.no_watch and args.config is not None,
             log_level=args.log_level,
             log_format=args.log_format,
             access_log=args.access_log,

@@ -25,6 +25,7 @@ from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
 from pineapple.resource.lowlevel import close_now
 
 from ._admin import clean_admin_token
+from ._config_read import read_config_file
 from ._pod_metrics import PodMetrics
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigSource",
     "EngineFactory",
     "EngineLike",
+    "FleetSettings",
     "HandResource",
     "ResourcesHook",
     "Responder",
@@ -151,6 +153,50 @@ class Wiring:
     """Where this process's metrics join every other process's (a worker of ``--workers
     N``); None: ``/metrics`` and ``/stats`` show this process alone."""
 
+    def read_config(self, path: Path, max_bytes: int) -> bytes:
+        """The config's bytes: from ``config_source`` when set, else the file at ``path``."""
+        if self.config_source is not None:
+            return self.config_source.read(max_bytes)
+        return read_config_file(path, max_bytes)
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """A pod in a fleet (``serve --fleet URL --fleet-cache DIR``; ``docs/fleet.md``).
+
+    Every resource whose type the fleet moves is read from the fleet store,
+    never from its source; ``follow_config``: the pod has no config file and
+    serves the fleet's config, following its revisions.
+    """
+
+    url: str
+    """``--fleet``: the store (``nats://host:port[,...]``, ``file:///dir``)."""
+    cache_dir: str
+    """``--fleet-cache``: the generations and the config the pod last accepted."""
+    follow_config: bool = False
+    """No CONFIG was given: serve the fleet's config (``CONFIG["current"]``)."""
+    pod_id: str | None = None
+    """``--fleet-pod-id``: the pod's key in the heartbeats (None: ``<hostname>-<pid>``)."""
+    timeout: float = 2.0
+    """``--fleet-timeout``: every store operation's deadline, in seconds (a pod whose store
+    is down starts from its cache after one of them)."""
+    poll_seconds: float = 30.0
+    """``--fleet-poll-seconds``: the backstop beside the watch."""
+    heartbeat_seconds: float = 5.0
+    """``--fleet-heartbeat-seconds``: how often the pod writes what it serves."""
+    max_snapshot_bytes: int = 4 * 1024**3
+    """``--fleet-max-snapshot-bytes``: a larger snapshot is refused, not downloaded."""
+    download_timeout: float = 300.0
+    """``--fleet-download-timeout``: seconds one download may take."""
+    keep_generations: int = 3
+    """``--fleet-keep-generations``: generations per resource the cache keeps."""
+
+    @property
+    def config_path(self) -> Path:
+        """The path a pod without a config file names its config by: the fleet config kept
+        in its cache (its relative paths resolve against the cache directory)."""
+        return Path(self.cache_dir) / "config"
+
 
 @dataclass(frozen=True)
 class Config:
@@ -234,6 +280,9 @@ class Config:
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 
     Empty (the default): admin decisions use the socket peer only."""
+    fleet: FleetSettings | None = None
+    """A pod in a fleet (``--fleet``): shared resources and, without a config file, the
+    config itself come from the fleet store (None: a pod of its own)."""
     wiring: Wiring = field(default_factory=lambda: Wiring())
     """What the code that assembles this server plugs in (see :class:`Wiring`)."""
 

@@ -45,6 +45,7 @@ __all__ = [
     "act",
     "http_status",
     "readiness_of",
+    "stale_sources",
     "status_body",
 ]
 
@@ -154,12 +155,27 @@ def act(
     return body
 
 
+def stale_sources(manager: resource.Manager) -> dict[str, str]:
+    """``name -> why`` of every resource whose source says its value is stale (a fleet pod
+    serving its cache while the store is down): ready, but ``/readyz`` says so."""
+    stale = {}
+    for status in manager.status():  # bounded: the resources
+        fresh = status.condition("Fresh")
+        if status.source is not None and fresh is not None and fresh.status == "False":
+            stale[status.name] = f"{fresh.reason}: {fresh.message}"
+    return stale
+
+
 def readiness_of(manager: resource.Manager, serial: int) -> tuple[int, dict[str, Any]]:
     """The single-process readiness rule over a loaded ``manager``."""
     halted = manager.halted_reason
     if halted is not None:  # values are served but will never refresh again
         return 503, {"status": "refresh stopped", "reason": halted}
-    return 200, {"status": "ready", "snapshot": serial}
+    body: dict[str, Any] = {"status": "ready", "snapshot": serial}
+    stale = stale_sources(manager)
+    if stale:
+        body["stale"] = stale
+    return 200, body
 
 
 class LocalDecisions:

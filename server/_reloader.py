@@ -44,7 +44,6 @@ from collections.abc import Callable
 from ._build import Builder
 from ._build_error import BuildError
 from ._config import Config
-from ._config_read import read_config_file
 from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
 from ._snapshot import Snapshot, SnapshotHolder
@@ -111,10 +110,7 @@ class Reloader(ReloadPolicy):
 
     def _read(self) -> bytes:
         """The config's bytes: from ``config_source`` when set, else from the file."""
-        source = self._config.wiring.config_source
-        if source is not None:
-            return source.read(self._config.max_config_bytes)
-        return read_config_file(self._config.path, self._config.max_config_bytes)
+        return self._config.wiring.read_config(self._config.path, self._config.max_config_bytes)
 
     def _closing(self) -> bool:
         return self._closed

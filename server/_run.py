@@ -7,20 +7,28 @@ running. ``workers > 1``: the parent validates the config, binds the port
 once and becomes the supervisor of that many worker processes sharing the
 socket (``server/workers/``): it loads the data resources once and the
 workers map them.
+
+A pod in a fleet (``config.fleet``): the fleet's parts are assembled here
+once (``server/fleet/_pod.py``), and the process that fetches shared
+resources (the single process, or the supervisor) reads them from the fleet
+and follows it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+
+from pineapple import PineappleError, builtins, resource
 
 from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
 from ._build_error import BuildError
 from ._config import Config
-from ._config_read import read_config_file
 from ._log_format import configure_logging
 from ._serving import bind, serve
 from ._uvicorn_range import UnsupportedUvicornError, check_uvicorn
+from .fleet._pod import FleetPod
 from .workers import run_supervisor
 
 __all__ = ["check", "run"]
@@ -35,7 +43,7 @@ def check(config: Config, *, fetch: bool = False) -> list[str]:
     only with ``fetch``) and validates operator -> resource dependencies.
     """
     import_plugins(config.plugins)
-    data = read_config_file(config.path, config.max_config_bytes)
+    data = config.wiring.read_config(config.path, config.max_config_bytes)
     return Builder(config).check(data, fetch=fetch)
 
 
@@ -48,20 +56,44 @@ def run(config: Config) -> int:
     except (UnsupportedUvicornError, AdminTokenError) as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
+    if config.fleet is None:
+        return _run(config, None)
+    try:
+        import_plugins(config.plugins)  # the fleet's registry wraps the types they add
+        pod = FleetPod(config.fleet)
+    except (PineappleError, OSError) as exc:
+        _log.error("not serving in the fleet %s: %s", config.fleet.url, exc)
+        return 1
+    try:
+        return _run(config, pod)
+    finally:
+        pod.close()
+
+
+def _run(config: Config, pod: FleetPod | None) -> int:
     if config.workers > 1:
-        return _run_workers(config)
+        return _run_workers(config, pod)
     try:
         sock = bind(config.addr)
     except (OSError, ValueError) as exc:
         _log.error("cannot listen on %s: %s", config.addr, exc)
         return 1
     with sock:
-        return serve(config, sock)
+        if pod is None:
+            return serve(config, sock)
+        wired = dataclasses.replace(config, wiring=pod.wiring(config, _base(config)))
+        return serve(wired, sock, pod.attach_service)
 
 
-def _run_workers(config: Config) -> int:
+def _base(config: Config) -> resource.Registry:
+    return config.wiring.registry or builtins.resource_registry()
+
+
+def _run_workers(config: Config, pod: FleetPod | None) -> int:
+    # A fleet pod's supervisor alone reads the fleet (its own wiring); workers map from it.
+    wiring = None if pod is None else pod.wiring(config, _base(config))
     try:
-        names = check(config)
+        names = check(config if wiring is None else dataclasses.replace(config, wiring=wiring))
     except BuildError as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
@@ -72,4 +104,6 @@ def _run_workers(config: Config) -> int:
         return 1
     _log.info("config ok (%d resources); %d workers", len(names), config.workers)
     with sock:
-        return run_supervisor(config, sock)
+        if pod is None:
+            return run_supervisor(config, sock)
+        return run_supervisor(config, sock, wiring, pod.attach_authority)

@@ -94,13 +94,14 @@ class Serve:
 
     def __init__(
         self,
-        config: Path,
+        config: Path | None,
         *args: str,
         env: Mapping[str, str] | None = None,
         main: str = CLI,
         wait: bool = True,
     ) -> None:
-        argv = [sys.executable, "-c", main, "serve", str(config), "--addr", "127.0.0.1:0"]
+        named = [] if config is None else [str(config)]  # None: a fleet pod serves the fleet's
+        argv = [sys.executable, "-c", main, "serve", *named, "--addr", "127.0.0.1:0"]
         if "--shutdown-delay-seconds" not in args:
             argv += ["--shutdown-delay-seconds", "0"]
         self.proc = subprocess.Popen(

@@ -55,7 +55,8 @@ LATENCY_BUCKETS Probed ProbeReport Reachability probe_report_of
 Metered ClientReport CommandStats CommandCell client_report_of
 JSONPrinter redact_value registered_validators NamedFetcherFactory
 FetcherHooks FETCHER_HOOKS Closable CodecHooks call_hook hook_of
-all_schemas default_registry validate_resource_deps flush_closes redact ValidationSpec Condition"""
+all_schemas default_registry validate_resource_deps flush_closes redact ValidationSpec Condition
+SourceReport source_report_of admitted_upstream"""
 
 TYPES_FACE = """FeedTable MappedFeedTable FeedQueryError FileMapping FileRows RedisConnection
 FeedDataFetcher FileTableFetcher RedisConnectionFetcher SourceError"""

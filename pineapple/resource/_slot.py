@@ -35,7 +35,7 @@ from ._redact import redact
 from ._refusal import ValueRefusedError
 from ._refvalue import RefValue
 from ._registry import Fetcher, JSONPrinter, Printer
-from ._status import Condition, ConditionStatus, ResourceStatus
+from ._status import Condition, ConditionStatus, ResourceStatus, SourceReport, source_report_of
 from ._validate import ValidationSpec, Validator
 
 __all__ = ["Slot"]
@@ -182,11 +182,15 @@ class Slot:
             return self._flip("Ready", "False", "FetchFailed", self.last_error, at)
         return self._flip("Ready", "Unknown", "NotLoaded", "no fetch has completed yet", at)
 
-    def _fresh(self, now: float, halted: str | None) -> Condition:
+    def _fresh(self, now: float, halted: str | None, source: SourceReport | None) -> Condition:
         if halted is not None:
             return self._flip("Fresh", "False", "RefreshStopped", halted, now)
         if self.current is None or self.confirmed_at is None:
             return self._flip("Fresh", "Unknown", "NotLoaded", "no value loaded", now)
+        if source is not None and source.stale is not None:
+            reason, message = source.stale
+            since = now if source.stale_since is None else source.stale_since
+            return self._flip("Fresh", "False", reason, self.redact(message), since)
         if self.interval < 0:
             return self._flip("Fresh", "True", "NeverRefreshed", "interval -1: loaded once", now)
         age = now - self.confirmed_at
@@ -225,11 +229,13 @@ class Slot:
             return self._flip("Pinned", "True", "Pinned", self.pinned, at)
         return self._flip("Pinned", "False", "NotPinned", "refreshed on schedule", at)
 
-    def _derive(self, stopped: bool, now: float, halted: str | None) -> tuple[Condition, ...]:
+    def _derive(
+        self, stopped: bool, now: float, halted: str | None, source: SourceReport | None = None
+    ) -> tuple[Condition, ...]:
         """Every condition as of ``now`` (caller holds ``lock``); a flip is dated ``now``."""
         return (
             self._ready(stopped, now),
-            self._fresh(now, halted),
+            self._fresh(now, halted, source),
             self._valid(now),
             self._pinned(now),
         )
@@ -240,17 +246,19 @@ class Slot:
         The Manager calls it at every change of what the conditions read, so a
         flip carries the time of its change, not of the first read after it.
         """
-        self._derive(stopped, now, halted)
+        self._derive(stopped, now, halted, source_report_of(self.fetcher))
 
     def snapshot_status(
         self, stopped: bool, now: float | None = None, halted: str | None = None
     ) -> ResourceStatus:
         """The status as of ``now``; ``halted``: why background refreshes stopped."""
         now = time.time() if now is None else now
+        source = source_report_of(self.fetcher)
         with self.lock:
             # Every change already recorded its flips (``observe``); what is left to
-            # flip here is what time alone changes (Stale, dated by itself) or a probe.
-            conditions = self._derive(stopped, now, halted)
+            # flip here is what time alone changes (Stale, dated by itself), a probe,
+            # or the fetcher's word on its source.
+            conditions = self._derive(stopped, now, halted, source)
             summary = ""
             ref = self.current
             if ref is not None:
@@ -273,6 +281,8 @@ class Slot:
                 size_bytes=self.current_size,
                 previous_size_bytes=self.previous_size,
                 has_previous=self.previous is not None,
+                source=None if source is None else source.source,
+                source_detail=None if source is None else dict(source.detail),
             )
 
     def summary_of(self, value: Any) -> str:

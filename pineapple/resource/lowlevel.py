@@ -12,13 +12,16 @@ resource type that shares, probes or reports a client, builds on:
 - a config parsed once: ``LoadedConfig`` / ``load_config`` (root, hash,
   secrets, entries, folder), ``resource_names`` (the names a value references);
 - the Manager's metrics hook: ``ManagerMetrics``, ``RefreshResult``;
+- for fetchers that say more: ``SourceReport`` / ``source_report_of`` (where
+  a value comes from, shown in its status, and whether it is known stale);
 - sharing between processes: ``SnapshotCodec``, ``PickleCodec``,
   ``SnapshotFormatError``, ``SnapshotWriteError``;
 - optional hooks, named: ``FetcherHooks`` (a fetcher's ``commit``,
   ``discard``, ``carry_over``, ``cancel``, ``close``; ``FETCHER_HOOKS`` lists
   them for wrappers), ``Closable`` (a value's ``close``), ``CodecHooks`` (a
   codec's ``release_memory``); ``call_hook`` calls one and logs its failure,
-  ``hook_of`` finds one;
+  ``hook_of`` finds one; ``admitted_upstream`` (a fetcher whose values another
+  process admitted);
 - what a value may report: the liveness probe (``Probed``, ``ProbeReport``,
   ``Reachability``, ``probe_report_of``, ``LATENCY_BUCKETS``) and a client's
   pool and commands (``Metered``, ``ClientReport``, ``CommandStats``,
@@ -56,6 +59,7 @@ from ._hooks import FETCHER_HOOKS as FETCHER_HOOKS
 from ._hooks import Closable as Closable
 from ._hooks import CodecHooks as CodecHooks
 from ._hooks import FetcherHooks as FetcherHooks
+from ._hooks import admitted_upstream as admitted_upstream
 from ._hooks import call_hook as call_hook
 from ._hooks import hook_of as hook_of
 from ._loaded import LoadedConfig as LoadedConfig
@@ -75,6 +79,8 @@ from ._registry import NamedFetcherFactory as NamedFetcherFactory
 from ._registry import all_schemas as all_schemas
 from ._registry import default_registry as default_registry
 from ._status import Condition as Condition
+from ._status import SourceReport as SourceReport
+from ._status import source_report_of as source_report_of
 from ._validate import ValidationSpec as ValidationSpec
 from ._validate import registered_validators as registered_validators
 
@@ -103,7 +109,9 @@ __all__ = [
     "SnapshotCodec",
     "SnapshotFormatError",
     "SnapshotWriteError",
+    "SourceReport",
     "ValidationSpec",
+    "admitted_upstream",
     "all_schemas",
     "call_hook",
     "client_report_of",
@@ -117,5 +125,6 @@ __all__ = [
     "redact_value",
     "registered_validators",
     "resource_names",
+    "source_report_of",
     "validate_resource_deps",
 ]

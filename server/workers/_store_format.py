@@ -120,8 +120,14 @@ class KeyedFactory(NamedFetcherFactory):
         raise TypeError(f"a shared {self._type!r} fetcher is made for a named resource")
 
     def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
-        """The type's own fetcher, wrapped by ``make`` under ``name``'s key."""
-        return self._make(self._factory(params), entry_key(name, self._type, params))
+        """The type's own fetcher (told ``name`` too when it is a ``NamedFetcherFactory``:
+        a fleet pod's), wrapped by ``make`` under ``name``'s key."""
+        factory = self._factory
+        if isinstance(factory, NamedFetcherFactory):
+            inner = factory.for_resource(name, params)
+        else:
+            inner = factory(params)
+        return self._make(inner, entry_key(name, self._type, params))
 
 
 def default_shared_parent() -> Path:

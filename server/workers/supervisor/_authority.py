@@ -52,6 +52,11 @@ Guarantees:
   only under ``_loading_lock``, and a Manager joins it only while ``stopping``
   is unset, so a cancel after ``stopping`` was set sees every Manager that
   could still start, and no later one starts.
+
+A pod in a fleet (``--fleet``) gives the authority its own ``wiring``: a
+registry whose shared types read the fleet store, and (without a config
+file) the fleet's config as its source. Workers and trial processes never
+get it: they map what the authority published, as without a fleet.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +84,8 @@ from pineapple.resource.lowlevel import (
 
 from ..._build import Builder
 from ..._build_error import BuildError
-from ..._config import Config
-from ..._config_read import read_config_file
-from ..._decisions import ACTIONS, Action, Refused, act
+from ..._config import Config, Wiring
+from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._control import ControlError
@@ -108,9 +112,14 @@ class ConfigAuthority(ReloadPolicy):
         store: SharedStore,
         stopping: threading.Event,
         metrics: ServerMetrics | None = None,
+        wiring: Wiring | None = None,
     ) -> None:
         super().__init__(config.start_timeout)
         self.config = config
+        self.wiring = wiring if wiring is not None else config.wiring
+        """What this process builds with (a fleet pod's: never given to workers)."""
+        self.listeners: list[Callable[[ReloadOutcome], None]] = []
+        """Called with every outcome (a fleet pod keeps the fleet config it accepted)."""
         self.store = store
         self.metrics = metrics
         """The supervisor's metrics: its fetches, refusals and reloads (the pod's)."""
@@ -147,7 +156,7 @@ class ConfigAuthority(ReloadPolicy):
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
         with self._reload_lock:
-            data = read_config_file(self.config.path, self.config.max_config_bytes)
+            data = self._read()
             if self._apply(data, hashlib.sha256(data).hexdigest()) is None:
                 raise BuildError("start", "the supervisor was stopped while it started")
 
@@ -166,7 +175,7 @@ class ConfigAuthority(ReloadPolicy):
     # -- data ---------------------------------------------------------------------------
 
     def _base(self) -> resource.Registry:
-        return self.config.wiring.registry or resource.lowlevel.default_registry()
+        return self.wiring.registry or resource.lowlevel.default_registry()
 
     def _loaded(self, data: bytes) -> LoadedConfig:
         return load_config(
@@ -218,7 +227,7 @@ class ConfigAuthority(ReloadPolicy):
     # -- the policy's steps -------------------------------------------------------------
 
     def _read(self) -> bytes:
-        return read_config_file(self.config.path, self.config.max_config_bytes)
+        return self.wiring.read_config(self.config.path, self.config.max_config_bytes)
 
     def _closing(self) -> bool:
         return self.stopping.is_set()
@@ -306,6 +315,11 @@ class ConfigAuthority(ReloadPolicy):
 
     def _record(self, outcome: ReloadOutcome, *, quiet: bool = False) -> ReloadOutcome:
         """Keep ``outcome`` and show it to every worker (``_reload`` in the manifest)."""
+        for listener in list(self.listeners):
+            try:
+                listener(outcome)
+            except Exception:
+                _log.exception("a reload listener failed")
         if quiet:
             return outcome
         self.attempts += 1
@@ -447,6 +461,7 @@ class ConfigAuthority(ReloadPolicy):
             "last_reload": self.last.to_dict() if self.last else None,
             "last_reload_error": self.last_error.to_dict() if self.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
+            "stale": stale_sources(publisher) if publisher is not None else {},
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
         return {"config": config, "resources": statuses}

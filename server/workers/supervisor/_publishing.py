@@ -57,7 +57,15 @@ import orjson
 
 from pineapple._heap_trim import trim_heap
 from pineapple.resource import NOT_MODIFIED, Fetcher, Registry
-from pineapple.resource.lowlevel import SnapshotCodec, SnapshotWriteError, call_hook, hook_of
+from pineapple.resource.lowlevel import (
+    SnapshotCodec,
+    SnapshotWriteError,
+    SourceReport,
+    admitted_upstream,
+    call_hook,
+    hook_of,
+    source_report_of,
+)
 
 from ..._atomic_file import write_atomically
 from .._config_leases import HeldGenerations
@@ -377,7 +385,9 @@ class PublishingFetcher:
     refused or pinned-meanwhile value is discarded: no worker ever sees it.
     A rollback commits the kept previous value, which is written again as the
     newest generation. Every hook of ``FetcherHooks`` is forwarded to the
-    inner fetcher.
+    inner fetcher, and so are its ``admitted_upstream`` and ``source_report``:
+    the supervisor of a fleet pod serves what the fleet's producer admitted,
+    and shows where it came from.
 
     Guarantees: ``_pending`` is written by ``__call__``, ``commit`` and
     ``discard`` of one resource, which its Manager serialises (the refresh
@@ -399,6 +409,7 @@ class PublishingFetcher:
         self.codec = codec
         self._staging = staging
         self._pending: tuple[Any, Staged] | None = None
+        self.admitted_upstream = admitted_upstream(inner)
 
     def __call__(self) -> Any:
         value = self._inner()
@@ -442,6 +453,10 @@ class PublishingFetcher:
         forward = hook_of(self._inner, "discard")
         if forward is not None:
             forward(value)
+
+    def source_report(self) -> SourceReport | None:
+        """The inner fetcher's ``source_report()`` (None when it has none)."""
+        return source_report_of(self._inner)
 
     def carry_over(self, value: Any) -> None:
         """A config reload carried ``value`` over: the inner fetcher resumes from it."""

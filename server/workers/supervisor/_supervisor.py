@@ -60,12 +60,13 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from types import FrameType
 
 from pineapple import PineappleError
 
-from ..._config import Config
+from ..._config import Config, Wiring
 from ..._metrics import ServerMetrics
 from ..._pod_metrics import PodMetrics
 from ..._watcher import ConfigWatcher
@@ -130,16 +131,25 @@ class _Worker:
 class Supervisor:
     """Owns the store, the config authority and the worker processes."""
 
-    def __init__(self, config: Config, sock: socket.socket) -> None:
+    def __init__(
+        self,
+        config: Config,
+        sock: socket.socket,
+        wiring: Wiring | None = None,
+        attach: Callable[[ConfigAuthority], None] | None = None,
+    ) -> None:
+        """``wiring``: what the authority alone builds with (a fleet pod's); ``attach``: runs
+        once the first config is published, before the workers start (a fleet pod follows)."""
         self.config = config
         self.sock = sock
+        self._attach = attach
         self.store = SharedStore.create(config.shared_dir)
         self.workers: list[_Worker] = []
         self.stopping = threading.Event()
         self.pod_metrics = PodMetrics.create(self.store.path / METRICS_DIR)
         self.metrics = ServerMetrics(lambda: None, self.pod_metrics)
         """The supervisor's own: its fetches, reloads and process_* (flushed every sweep)."""
-        self.authority = ConfigAuthority(config, self.store, self.stopping, self.metrics)
+        self.authority = ConfigAuthority(config, self.store, self.stopping, self.metrics, wiring)
         self._context = multiprocessing.get_context("spawn")
         self._failures: dict[int, int] = {}
         """``slot -> exits in a row`` (reset by a run of ``RESTART_RESET_SECONDS``)."""
@@ -182,6 +192,8 @@ class Supervisor:
             self.authority.load_initial()
             self.authority.board.start()  # posted before any worker reads it
             self._control.start()
+            if self._attach is not None:
+                self._attach(self.authority)
         except (PineappleError, OSError) as exc:
             _log.error("not serving %s: %s", self.config.path, exc)
             return 1
@@ -364,9 +376,16 @@ class Supervisor:
         self.store.remove()
 
 
-def run_supervisor(config: Config, sock: socket.socket) -> int:
-    """Serve ``config`` with ``config.workers`` worker processes; the exit code."""
-    supervisor = Supervisor(config, sock)
+def run_supervisor(
+    config: Config,
+    sock: socket.socket,
+    wiring: Wiring | None = None,
+    attach: Callable[[ConfigAuthority], None] | None = None,
+) -> int:
+    """Serve ``config`` with ``config.workers`` worker processes; the exit code.
+
+    ``wiring`` and ``attach``: a fleet pod's (see :class:`Supervisor`)."""
+    supervisor = Supervisor(config, sock, wiring, attach)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGHUP:

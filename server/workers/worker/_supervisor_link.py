@@ -168,11 +168,15 @@ class SupervisorLink:
         if code != 200:
             return code, body
         try:  # what the supervisor last posted: no channel slot, whatever reads run
-            halted = self.pod.config().get("halted")
+            pod = self.pod.config()
         except Refused as exc:
             return 503, {"status": "no supervisor", "reason": str(exc)}
+        halted = pod.get("halted")
         if halted is not None:  # the one process that refreshes what it shares stopped
             return 503, {"status": "refresh stopped", "reason": halted}
+        stale = {**body.get("stale", {}), **(pod.get("stale") or {})}
+        if stale:  # what the supervisor shares and could not confirm (a fleet store down)
+            body["stale"] = stale
         return code, body
 
     def _shares(self, name: str) -> bool:
