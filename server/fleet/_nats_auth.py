@@ -75,11 +75,14 @@ def servers(url: str) -> list[str]:
 
 
 def _secret(env: Mapping[str, str], name: str) -> str | None:
-    """``env[NAME]``, or the content of the file ``env[NAME_FILE]`` (whitespace stripped)."""
+    """``env[NAME]``, or the content of the file ``env[NAME_FILE]`` (whitespace stripped; an
+    empty value, as an optional Kubernetes Secret key gives, is no value)."""
     value = env.get(_PREFIX + name)
     path = env.get(f"{_PREFIX}{name}_FILE")
-    if value is not None or path is None:
-        return value
+    if value is not None and value.strip():
+        return value.strip()
+    if path is None:
+        return None
     try:
         with open(path, "rb") as src:
             data = src.read(SECRET_FILE_MAX_BYTES + 1)

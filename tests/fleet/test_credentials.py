@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from server.fleet import PINS, FleetError, FleetLimits, StoreUnavailableError, open_store
-from server.fleet._nats_auth import sanitised
+from server.fleet._nats_auth import connect_options, sanitised
 
 from ._nats import NatsCluster, nats_cluster
 
@@ -151,3 +151,17 @@ def test_an_unreadable_secret_file_is_named_not_read_out(
     with pytest.raises(FleetError, match="over 65536 bytes") as caught:
         open_store("nats://127.0.0.1:20599", timeout=1.0)
     _assert_secret_free(_messages(caught.value))
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"PINEAPPLE_FLEET_TOKEN": "s3cret\n"}, {"token": "s3cret"}),  # a Secret made with echo
+        ({"PINEAPPLE_FLEET_TOKEN": ""}, {}),  # an optional Secret key left empty: no token
+        ({"PINEAPPLE_FLEET_TOKEN": " \n"}, {}),
+    ],
+)
+def test_a_token_variable_is_stripped_and_an_empty_one_is_none(
+    env: dict[str, str], expected: dict[str, str]
+) -> None:
+    assert connect_options(env) == expected
