@@ -60,6 +60,7 @@ def build_entry(
         params = validate_params(what, schema.params, entry.params)
     except ConfigError as exc:  # a message may quote a value
         raise ConfigError(redact(str(exc), secrets)) from None
+    declared = dict(params)  # before the paths resolve: the same on every host
     if base_dir is not None:
         for key, spec in schema.params.items():
             value = params.get(key)
@@ -68,7 +69,7 @@ def build_entry(
     interval = entry.interval if entry.interval != 0 else float(schema.default_interval)
     try:
         if isinstance(factory, NamedFetcherFactory):
-            fetcher = factory.for_resource(entry.name, params)
+            fetcher = factory.for_resource(entry.name, params, declared)
         else:
             fetcher = factory(params)
     except PineappleError as exc:

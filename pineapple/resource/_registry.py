@@ -49,17 +49,23 @@ class NamedFetcherFactory(Protocol):
     """A fetcher factory that is also told which resource it builds for.
 
     When a registered factory has ``for_resource``, a config entry's fetcher is
-    made by ``for_resource(name, params)`` instead of ``factory(params)`` (see
-    ``build_entry``): e.g. the server's shared snapshots under ``--workers N``
-    key each resource's store entry by its name, so two resources of one type
-    with equal params stay two values.
+    made by ``for_resource(name, params, declared)`` instead of
+    ``factory(params)`` (see ``build_entry``): e.g. the server's shared
+    snapshots under ``--workers N`` key each resource's store entry by its
+    name, so two resources of one type with equal params stay two values.
+    ``declared`` is ``params`` as the config gives them (validated, but a
+    relative path not yet resolved against the config's folder): what
+    identifies a resource across hosts whose config files live in different
+    folders (a fleet's producer and its pods).
     """
 
     def __call__(self, params: dict[str, Any]) -> Fetcher:
         """A fetcher from ``params`` alone (a caller that knows no resource name)."""
         ...
 
-    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
+    def for_resource(
+        self, name: str, params: dict[str, Any], declared: dict[str, Any] | None = None
+    ) -> Fetcher:
         """The fetcher of the resource ``name`` from its validated ``params``."""
         ...
 

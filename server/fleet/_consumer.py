@@ -407,8 +407,11 @@ class _FleetFactory(NamedFetcherFactory):
     def __call__(self, params: dict[str, Any]) -> Fetcher:
         raise TypeError(f"a fleet {self._type!r} fetcher is made for a named resource")
 
-    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
-        """The fleet's fetcher of resource ``name`` (after the type's own checks of ``params``)."""
+    def for_resource(
+        self, name: str, params: dict[str, Any], declared: dict[str, Any] | None = None
+    ) -> Fetcher:
+        """The fleet's fetcher of resource ``name`` (after the type's own checks of ``params``),
+        identified by its ``declared`` params, as the producer identifies what it announces."""
         self._factory(params)  # the type's own checks of its params (no I/O)
-        key = entry_key(name, self._type, params)
+        key = entry_key(name, self._type, params if declared is None else declared)
         return FleetFetcher(self._consumer, name, self._type, key, self._codec)

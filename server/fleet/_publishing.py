@@ -243,14 +243,17 @@ class _AnnouncingFactory:
     def __call__(self, params: dict[str, Any]) -> Fetcher:
         raise TypeError(f"a fleet {self._type!r} fetcher is made for a named resource")
 
-    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
-        """The type's own fetcher, announcing as ``name``."""
+    def for_resource(
+        self, name: str, params: dict[str, Any], declared: dict[str, Any] | None = None
+    ) -> Fetcher:
+        """The type's own fetcher, announcing as ``name`` with the hash of the ``declared``
+        params (a relative path as the config says it: pods resolve it elsewhere)."""
         return FleetPublishingFetcher(
             self._factory(params),
             self._announcer,
             name,
             self._type,
-            entry_key(name, self._type, params),
+            entry_key(name, self._type, params if declared is None else declared),
             self._codec,
         )
 

@@ -119,12 +119,15 @@ class KeyedFactory(NamedFetcherFactory):
     def __call__(self, params: dict[str, Any]) -> Fetcher:
         raise TypeError(f"a shared {self._type!r} fetcher is made for a named resource")
 
-    def for_resource(self, name: str, params: dict[str, Any]) -> Fetcher:
-        """The type's own fetcher (told ``name`` too when it is a ``NamedFetcherFactory``:
-        a fleet pod's), wrapped by ``make`` under ``name``'s key."""
+    def for_resource(
+        self, name: str, params: dict[str, Any], declared: dict[str, Any] | None = None
+    ) -> Fetcher:
+        """The type's own fetcher (told ``name`` and ``declared`` too when it is a
+        ``NamedFetcherFactory``: a fleet pod's), wrapped by ``make`` under ``name``'s key
+        (of the resolved ``params``: the store is this host's)."""
         factory = self._factory
         if isinstance(factory, NamedFetcherFactory):
-            inner = factory.for_resource(name, params)
+            inner = factory.for_resource(name, params, declared)
         else:
             inner = factory(params)
         return self._make(inner, entry_key(name, self._type, params))

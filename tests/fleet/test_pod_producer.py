@@ -34,6 +34,9 @@ def test_a_pod_serves_what_the_producer_publishes_and_follows_it(
         fleet.source.write_bytes(_rows(1))
         config = fleet.config("published")
         config["resource_config"]["cands"]["interval"] = 1
+        # relative to the producer's config: a pod without a config resolves it elsewhere
+        # (its cache), and must still take the announcement as its resource's
+        config["resource_config"]["cands"]["params"]["path"] = fleet.source.name
         producer_config = tmp_path / "producer.json"
         write_config(producer_config, config)
         with Publisher(producer_config, fleet.url):
