@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from ._procs import stop
 
 __all__ = ["NatsServer", "nats_server", "nats_unavailable"]
 
@@ -53,14 +54,8 @@ class NatsServer:
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 10 s; idempotent."""
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            stop(proc, 10)
 
     def _tail(self) -> str:
         with contextlib.suppress(OSError):

@@ -27,6 +27,7 @@ __all__ = [
     "serve_bare",
     "serve_pineapple",
     "start_load",
+    "stop",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,13 +87,19 @@ def _ready_then_stop(
             time.sleep(0.1)
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, 30)
+
+
+def stop(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    """SIGTERM ``proc``, then SIGKILL it if it has not exited within ``seconds``."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def serve_pineapple(

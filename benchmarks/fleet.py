@@ -43,7 +43,7 @@ from ._forwarder import Forwarder, forwarder
 from ._mariadb import MYSQL, connect, feed_table, rows_read, unreachable, userstat_on
 from ._measure import Result
 from ._nats import NatsServer, nats_server, nats_unavailable
-from ._procs import REPO, free_port, post, running, serve_pineapple
+from ._procs import REPO, free_port, post, running, serve_pineapple, stop
 from ._proctree import Memory, memory, processes
 
 __all__ = ["fleet"]
@@ -94,12 +94,7 @@ def _producer(config: Path, url: str, workdir: Path) -> Iterator[subprocess.Pope
         try:
             yield proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, 30)
 
 
 def _serves_change(port: int, body: bytes) -> bool:
@@ -233,22 +228,13 @@ def _restart(
     cmd = _pod(nats.url, folder / "cache0", port, list(PODS[0]), folder / "shm0")
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stack.callback(_end, proc)
+    stack.callback(stop, proc, 30)
     deadline = started + 60
     while time.monotonic() < deadline:
         if _serves_change(port, body):
             return time.monotonic() - started
         time.sleep(POLL_SECONDS)
     return float("inf")
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _source_pss(data: dict[str, Any], body: bytes) -> Memory:
