@@ -38,6 +38,8 @@ from typing import Any
 
 import orjson
 
+from server.fleet import CONFIG, CONFIG_KEY, open_store
+
 from ._configs import feed_config, request_body
 from ._forwarder import Forwarder, forwarder
 from ._mariadb import MYSQL, connect, feed_table, rows_read, unreachable, userstat_on
@@ -56,6 +58,8 @@ POLL_SECONDS = 0.02
 CHANGE_TIMEOUT = 120.0
 """How long the run waits for every pod to serve the change before it gives up."""
 SETTLE_SECONDS = 3.0
+PRODUCER_START = 300.0
+"""How long the producer may take to load the table and publish it with the config."""
 PODS = (["--workers", "1"], ["--workers", "1"], ["--workers", "1"], ["--workers", "2"])
 
 READS = "fleet: MariaDB full table reads per change, 1 producer and 4 pods (exactly 1)"
@@ -95,6 +99,19 @@ def _producer(config: Path, url: str, workdir: Path) -> Iterator[subprocess.Pope
             yield proc
         finally:
             stop(proc, 30)
+
+
+def _wait_for_config(url: str, seconds: float) -> None:
+    """Until the producer published the fleet's config (after its first load of the table)."""
+    store = open_store(url)
+    try:
+        deadline = time.monotonic() + seconds
+        while store.get(CONFIG, CONFIG_KEY) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the producer published no config in {seconds:.0f} s")
+            time.sleep(0.2)
+    finally:
+        store.close()
 
 
 def _serves_change(port: int, body: bytes) -> bool:
@@ -171,6 +188,7 @@ def fleet() -> list[Result]:
         config.write_bytes(orjson.dumps(data))
 
         stack.enter_context(_producer(config, nats.url, folder / "producer"))
+        _wait_for_config(nats.url, PRODUCER_START)
         ports = [free_port() for _ in PODS]
         pods = []
         for i, (extra, port) in enumerate(zip(PODS, ports, strict=True)):

@@ -81,7 +81,7 @@ CODEGEN_FACE = """CodegenError default_target render_all run stale_files write_f
 CODEGEN_LOWLEVEL = """FLOW_NAMES METADATA_ARGS render_operators render_resources"""
 
 COMMANDS_FACE = """COMMANDS_GROUP DefaultsOnceFormatter Subparsers add_subcommand"""
-FLEET_FACE = """ANNOUNCEMENTS BUCKETS CONFIG LEASES PINS PODS PRODUCER_LEASE Announcement
+FLEET_FACE = """ANNOUNCEMENTS BUCKETS CONFIG CONFIG_KEY LEASES PINS PODS PRODUCER_LEASE Announcement
 AnnouncementError DigestMismatchError FleetError FleetLimits FleetStore Lease ObjectInfo
 ObjectMissingError Record RevisionConflictError SnapshotCache SnapshotTooLargeError
 StoreUnavailableError Watch announced check_portable open_store publish_snapshot"""

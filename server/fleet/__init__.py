@@ -37,6 +37,7 @@ from ._snapshots import publish_snapshot as publish_snapshot
 from ._store import ANNOUNCEMENTS as ANNOUNCEMENTS
 from ._store import BUCKETS as BUCKETS
 from ._store import CONFIG as CONFIG
+from ._store import CONFIG_KEY as CONFIG_KEY
 from ._store import LEASES as LEASES
 from ._store import PINS as PINS
 from ._store import PODS as PODS
@@ -50,6 +51,7 @@ __all__ = [
     "ANNOUNCEMENTS",
     "BUCKETS",
     "CONFIG",
+    "CONFIG_KEY",
     "LEASES",
     "PINS",
     "PODS",

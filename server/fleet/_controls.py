@@ -32,10 +32,9 @@ import orjson
 
 from ._errors import AnnouncementError, FleetError
 from ._snapshots import Announcement, announced
-from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetStore
+from ._store import ANNOUNCEMENTS, CONFIG, CONFIG_KEY, PINS, FleetStore
 
 __all__ = [
-    "CONFIG_KEY",
     "ControlError",
     "Pin",
     "config_rollback",
@@ -47,8 +46,6 @@ __all__ = [
     "unpin",
 ]
 
-CONFIG_KEY = "current"
-"""The key of the fleet's config in the ``CONFIG`` bucket."""
 _MAX_REASON = 1024
 """The longest pin reason kept (characters)."""
 

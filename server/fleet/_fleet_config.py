@@ -11,11 +11,10 @@ import logging
 from .._build_error import BuildError
 from ._consumer import FleetConsumer
 from ._errors import FleetError, StoreUnavailableError
-from ._store import CONFIG
+from ._store import CONFIG, CONFIG_KEY
 
-__all__ = ["CONFIG_KEY", "FleetConfigSource"]
+__all__ = ["FleetConfigSource"]
 
-CONFIG_KEY = "current"
 """The key of the fleet's config in :data:`CONFIG`."""
 
 _log = logging.getLogger("pineapple.fleet")

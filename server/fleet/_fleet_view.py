@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
-from ._controls import CONFIG_KEY, current_pin, kept_generations
+from ._controls import current_pin, kept_generations
 from ._errors import FleetError
 from ._snapshots import Announcement
-from ._store import ANNOUNCEMENTS, CONFIG, PODS, FleetStore
+from ._store import ANNOUNCEMENTS, CONFIG, CONFIG_KEY, PODS, FleetStore
 
 __all__ = ["MAX_PODS", "MAX_RESOURCES", "fleet_view", "render"]
 

@@ -36,9 +36,8 @@ from collections.abc import Callable
 
 from pineapple import PineappleError
 
-from ._fleet_config import CONFIG_KEY
 from ._link import StoreLink
-from ._store import ANNOUNCEMENTS, CONFIG, PINS, FleetStore, Record, Watch
+from ._store import ANNOUNCEMENTS, CONFIG, CONFIG_KEY, PINS, FleetStore, Record, Watch
 
 __all__ = ["POLL_SECONDS", "RETRY_MAX_SECONDS", "RETRY_SECONDS", "FleetFollower"]
 

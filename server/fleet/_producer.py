@@ -61,10 +61,9 @@ from .._config_read import read_config_file
 from .._reload_policy import ReloadOutcome, ReloadPolicy
 from .._watcher import ConfigWatcher
 from ..workers._publisher import start_publisher
-from ._controls import CONFIG_KEY
 from ._leadership import Leadership, retry_seconds
 from ._publishing import Announcer, NotLeaderError, fleet_publishing_registry
-from ._store import CONFIG, FleetStore
+from ._store import CONFIG, CONFIG_KEY, FleetStore
 
 __all__ = ["STOP_SECONDS", "Producer", "ProducerAuthority", "producer_id"]
 

@@ -31,6 +31,7 @@ __all__ = [
     "BUCKETS",
     "BUCKET_HISTORY",
     "CONFIG",
+    "CONFIG_KEY",
     "LEASES",
     "MAX_RECORD_BYTES",
     "OBJECTS",
@@ -51,7 +52,9 @@ ANNOUNCEMENTS = "pineapple-announcements"
 PINS = "pineapple-pins"
 """Key: resource name -> ``{"generation": int, "reason": str, "by": str, "time": float}``."""
 CONFIG = "pineapple-config"
-"""Key ``"current"`` -> the fleet's config bytes (its revision is the config revision)."""
+"""Key :data:`CONFIG_KEY` -> the fleet's config bytes (its revision is the config revision)."""
+CONFIG_KEY = "current"
+"""The key of the fleet's config in :data:`CONFIG`."""
 PODS = "pineapple-pods"
 """Key: pod id -> heartbeat JSON (what the pod serves)."""
 LEASES = "pineapple-leases"
