@@ -210,7 +210,7 @@ def fleet() -> list[Result]:
 
         pss_fleet = _pss(pods[0].pid)
         restart = _restart(stack, pods[0], nats, db, folder, ports[0], body)
-    pss_source = _source_pss(data, body)
+        pss_source = _source_pss(data, body)  # while the table is there
     detail = f"{ROWS:,} rows; pods at +" + ", ".join(
         "never" if t is None else f"{t - committed:.2f}" for t in seen
     )

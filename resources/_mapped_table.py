@@ -37,6 +37,7 @@ Guarantees:
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -55,6 +56,7 @@ __all__ = [
     "MappedFeedTable",
     "SnapshotFormatError",
     "SnapshotWriteError",
+    "copy_feed_snapshot",
     "open_mapped_table",
     "release_arrow_pool",
     "write_feed_snapshot",
@@ -172,6 +174,36 @@ def write_feed_snapshot(table: FeedTable, stem: Path) -> tuple[Path, Path]:
         table_path.unlink(missing_ok=True)
         raise SnapshotWriteError(f"cannot write snapshot {table_path}: {exc}") from exc
     return table_path, index_path
+
+
+def copy_feed_snapshot(table: MappedFeedTable, stem: Path) -> tuple[Path, Path] | None:
+    """The files ``table`` was mapped from, copied to ``stem`` as :func:`write_feed_snapshot`
+    names them; None when they are gone (the caller writes the table anew).
+
+    A mapped table passed on as it is (a fleet pod's supervisor publishing a
+    downloaded generation to its workers, a rollback to a kept value) costs a
+    file copy, not an encoding of every column and index again. The files are
+    immutable once written (a new generation gets new names), so the copy is
+    the snapshot the table was opened from. Raises :class:`SnapshotWriteError`
+    naming the path when the copy cannot be written; nothing is left behind.
+    """
+    source = table.path.with_name(table.path.name.removesuffix(TABLE_SUFFIX))
+    pairs = [
+        (source.with_name(source.name + suffix), stem.with_name(stem.name + suffix))
+        for suffix in (TABLE_SUFFIX, INDEX_SUFFIX)
+    ]
+    try:
+        for src, dst in pairs:  # bounded: two files
+            shutil.copyfile(src, dst)
+    except FileNotFoundError:  # unlinked since it was opened: written anew
+        for _, dst in pairs:
+            dst.unlink(missing_ok=True)
+        return None
+    except OSError as exc:
+        for _, dst in pairs:
+            dst.unlink(missing_ok=True)
+        raise SnapshotWriteError(f"cannot write snapshot {pairs[0][1]}: {exc}") from exc
+    return pairs[0][1], pairs[1][1]
 
 
 def release_arrow_pool() -> None:

@@ -32,7 +32,13 @@ from pineapple.resource.lowlevel import SnapshotFormatError, SnapshotWriteError
 
 from ._feed_table import FeedTable
 from ._file_values import FileMapping, FileRows
-from ._mapped_table import open_mapped_table, release_arrow_pool, write_feed_snapshot
+from ._mapped_table import (
+    MappedFeedTable,
+    copy_feed_snapshot,
+    open_mapped_table,
+    release_arrow_pool,
+    write_feed_snapshot,
+)
 
 __all__ = ["FEED_CODEC", "FILE_CODEC", "FeedCodec", "FileCodec"]
 
@@ -46,6 +52,10 @@ class FeedCodec:
     def write(self, value: Any, stem: Path) -> Sequence[Path]:
         if not isinstance(value, FeedTable):
             raise SnapshotWriteError(f"cannot write snapshot {stem}: not a FeedTable")
+        if isinstance(value, MappedFeedTable):  # already these files: copied, not encoded
+            copied = copy_feed_snapshot(value, stem)
+            if copied is not None:
+                return copied
         return write_feed_snapshot(value, stem)
 
     def open(self, stem: Path, generation: int) -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+import resources._shared
 from pineapple.engine import Engine
 from pineapple.resource import Static, with_resources
 from resources import FeedTable
@@ -18,7 +19,7 @@ from resources._mapped_table import (
     open_mapped_table,
     write_feed_snapshot,
 )
-from resources.lowlevel import build_feed_table
+from resources.lowlevel import FEED_CODEC, build_feed_table
 
 NAMES = ["id", "cat", "tags", "score", "title", "maybe", "mixed", "flag"]
 
@@ -175,3 +176,42 @@ def test_full_directory_fails_the_write_and_leaves_no_file(
     ):
         write_feed_snapshot(_table(20), tmp_path / "g1")
     assert list(tmp_path.iterdir()) == []
+
+
+def _files(stem: Path) -> list[bytes]:
+    return [stem.with_name(stem.name + s).read_bytes() for s in (".table.arrow", ".index.arrow")]
+
+
+def test_a_mapped_table_is_published_again_as_a_copy_of_its_files(
+    mapped: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table, m = mapped
+
+    def encode(*args: Any) -> Any:
+        raise AssertionError("a mapped table was encoded again")
+
+    monkeypatch.setattr(resources._shared, "write_feed_snapshot", encode)
+    stem = m.path.with_name("g2")
+    written = FEED_CODEC.write(m, stem)
+    assert [p.name for p in written] == ["g2.table.arrow", "g2.index.arrow"]
+    assert _files(stem) == _files(m.path.with_name("g1"))  # the same bytes, not re-encoded
+    again = FEED_CODEC.open(stem, 2)
+    try:
+        assert again.match({"cat": "c1"}, order_by="score") == table.match(
+            {"cat": "c1"}, order_by="score"
+        )
+    finally:
+        again.close()
+
+
+def test_a_mapped_table_whose_files_are_gone_is_written_anew(mapped: Any) -> None:
+    table, m = mapped
+    for suffix in (".table.arrow", ".index.arrow"):  # unlinked, still mapped
+        m.path.with_name("g1" + suffix).unlink()
+    stem = m.path.with_name("g3")
+    FEED_CODEC.write(m, stem)
+    again = FEED_CODEC.open(stem, 3)
+    try:
+        assert again.match({"tags": 10}) == table.match({"tags": 10})
+    finally:
+        again.close()
