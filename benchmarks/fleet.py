@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from server.fleet import CONFIG, CONFIG_KEY, open_store
+from server.fleet import CONFIG, CONFIG_KEY, announced, open_store
 
 from ._configs import feed_config, request_body
 from ._forwarder import Forwarder, forwarder
@@ -110,6 +110,16 @@ def _wait_for_config(url: str, seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the producer published no config in {seconds:.0f} s")
             time.sleep(0.2)
+    finally:
+        store.close()
+
+
+def _announced_at(url: str) -> float:
+    """When the producer announced the table's newest generation (its announcement's time)."""
+    store = open_store(url)
+    try:
+        _, announcement = announced(store, "feed")
+        return announcement.time if announcement is not None else float("nan")
     finally:
         store.close()
 
@@ -196,12 +206,13 @@ def fleet() -> list[Result]:
             (folder / f"shm{i}").mkdir()
             pods.append(stack.enter_context(running(cmd, port, f"fleet pod {i}", timeout=600)))
         time.sleep(SETTLE_SECONDS)  # every pod has its first generation
-        base = rows_read(stats, table)
         committed, category = _change(table)
+        base = rows_read(stats, table)  # after the change's own reads of a few rows
         body = request_body(category)
         seen = _wait_all(ports, body, CHANGE_TIMEOUT)
         time.sleep(SETTLE_SECONDS)
         reads = (rows_read(stats, table) - base) / ROWS
+        published = _announced_at(nats.url)
         served = [t for t in seen if t is not None]
         missing = len(seen) - len(served)
         invalid = f"{missing} pod(s) never served the change" if missing else None
@@ -211,7 +222,7 @@ def fleet() -> list[Result]:
         pss_fleet = _pss(pods[0].pid)
         restart = _restart(stack, pods[0], nats, db, folder, ports[0], body)
         pss_source = _source_pss(data, body)  # while the table is there
-    detail = f"{ROWS:,} rows; pods at +" + ", ".join(
+    detail = f"{ROWS:,} rows; published at +{published - committed:.2f} s; pods at +" + ", ".join(
         "never" if t is None else f"{t - committed:.2f}" for t in seen
     )
     return [
