@@ -37,11 +37,11 @@ import orjson
 
 from pineapple.resource.lowlevel import SnapshotCodec
 
+from .._atomic_file import write_atomically
 from ._bundle import read_bundle
 from ._errors import DigestMismatchError, FleetError, ObjectMissingError
 from ._snapshots import ANNOUNCEMENT_MAX_BYTES, Announcement
 from ._store import FleetStore
-from ._transfer import write_atomic
 
 __all__ = ["CONFIG_MAX_BYTES", "SnapshotCache"]
 
@@ -133,7 +133,7 @@ class SnapshotCache:
             staged.mkdir()
             read_bundle(bundle, staged / _STEM)
             bundle.unlink()
-            write_atomic(staged / "announcement.json", announcement.to_json())
+            write_atomically(staged / "announcement.json", announcement.to_json(), durable=True)
             entry.parent.mkdir(parents=True, exist_ok=True)
             if entry.exists():
                 shutil.rmtree(entry)
@@ -144,7 +144,7 @@ class SnapshotCache:
     def _mark_accepted(self, name: str, entry: Path) -> None:
         top = max((self._accepted(e) for e in self._entries(name)), default=0)
         if self._accepted(entry) != top or top == 0:
-            write_atomic(entry / "accepted", str(top + 1).encode())
+            write_atomically(entry / "accepted", str(top + 1).encode(), durable=True)
 
     def _prune(self, name: str, keep_entry: Path) -> None:
         others = sorted(
@@ -179,7 +179,9 @@ class SnapshotCache:
         """Keep the fleet config ``data`` at ``revision``."""
         if len(data) > CONFIG_MAX_BYTES:
             raise FleetError(f"fleet config of {len(data)} bytes, over {CONFIG_MAX_BYTES}")
-        write_atomic(self.root / "config", orjson.dumps({"revision": revision}) + b"\n" + data)
+        write_atomically(
+            self.root / "config", orjson.dumps({"revision": revision}) + b"\n" + data, durable=True
+        )
 
     def config(self) -> tuple[int, bytes] | None:
         """``(revision, bytes)`` of the last saved fleet config (None: none)."""

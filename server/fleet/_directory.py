@@ -43,6 +43,7 @@ from pathlib import Path
 
 import orjson
 
+from .._atomic_file import write_atomically
 from ._errors import (
     FleetError,
     ObjectMissingError,
@@ -60,7 +61,7 @@ from ._store import (
     check_object_name,
     check_record,
 )
-from ._transfer import CHUNK_BYTES, Download, digest_of, write_atomic
+from ._transfer import CHUNK_BYTES, Download, digest_of
 from ._watch_thread import WatchThread
 
 __all__ = ["POLL_SECONDS", "DirectoryStore"]
@@ -137,8 +138,10 @@ class DirectoryStore:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        write_atomic(
-            info_path, orjson.dumps({"name": name, "size": info.size, "digest": info.digest})
+        write_atomically(
+            info_path,
+            orjson.dumps({"name": name, "size": info.size, "digest": info.digest}),
+            durable=True,
         )
         return info
 
@@ -259,8 +262,8 @@ class DirectoryStore:
         key_dir = folder / "keys" / _hex(key)
         key_dir.mkdir(exist_ok=True)
         header = orjson.dumps({"revision": revision, "time": time.time(), "deleted": deleted})
-        write_atomic(key_dir / f"{revision:020d}", header + b"\n" + value)
-        write_atomic(folder / "revision", str(revision).encode())
+        write_atomically(key_dir / f"{revision:020d}", header + b"\n" + value, durable=True)
+        write_atomically(folder / "revision", str(revision).encode(), durable=True)
         for old in self._revisions(key_dir)[: -BUCKET_HISTORY[bucket]]:
             (key_dir / f"{old:020d}").unlink(missing_ok=True)
         return revision

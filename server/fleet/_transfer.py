@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -16,25 +15,11 @@ from types import TracebackType
 from ._errors import DigestMismatchError, SnapshotTooLargeError, StoreUnavailableError
 from ._store import ObjectInfo
 
-__all__ = ["CHUNK_BYTES", "DIGEST_PREFIX", "Download", "digest_of", "write_atomic"]
+__all__ = ["CHUNK_BYTES", "DIGEST_PREFIX", "Download", "digest_of"]
 
 CHUNK_BYTES = 1024 * 1024
 """Objects move in chunks of this size (also the NATS Object Store chunk size)."""
 DIGEST_PREFIX = "sha256="
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all: a temporary file, synced, then renamed."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def digest_of(source: Path, *, name: str, max_bytes: int) -> ObjectInfo:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,10 @@ def test_a_failed_write_keeps_the_last_status_and_stamps_it(
     board = StatusBoard(path, source)
     reader = StatusReader(path)
     board.post()
-    (tmp_path / ".status.json.tmp").mkdir()  # every write now fails (IsADirectoryError)
+    # the writer's temporary name (this process and thread post): a directory there makes
+    # every write fail (IsADirectoryError)
+    blocker = tmp_path / f".status.json.{os.getpid()}.{threading.get_ident()}.tmp"
+    blocker.mkdir()
     source.resources = [{"name": "changed", "version": 2}]
     _age(path, STATUS_STALE_SECONDS + 1)
     with caplog.at_level(logging.WARNING, "pineapple.server"):
@@ -86,7 +90,7 @@ def test_a_failed_write_keeps_the_last_status_and_stamps_it(
     assert set(reader.resources()) == {"feed"}  # the last status, fresh again
     said = [r for r in caplog.records if "cannot write the pod's status" in r.getMessage()]
     assert len(said) == 1  # said once, not at every post
-    (tmp_path / ".status.json.tmp").rmdir()
+    blocker.rmdir()
     board.post()
     assert set(reader.resources()) == {"changed"}
 
