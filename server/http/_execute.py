@@ -10,6 +10,13 @@ on a bounded pool of worker threads, release the snapshot, send the bytes.
 The context handed to the engine is built once per snapshot; per request it
 only gains its deadline (``Config.request_timeout_ms`` from the request's
 arrival: one clock read, shared with the latency metric).
+
+One answer maker (``ExecuteEndpoint._make``: the responder's status and bytes,
+or the 500 of a responder that raised) serves both paths: this ASGI app, on
+the loop or on a worker thread, and the HTTP protocol's direct answers
+(``server/http/_protocol.py``), which reach the endpoint through one function,
+:meth:`ExecuteEndpoint.answer`, and frame its status and bytes as uvicorn
+frames this app's.
 """
 
 from __future__ import annotations
