@@ -9,9 +9,10 @@ in the same syntax (``-workers 2``, ``-request-timeout-ms 1000``).
 
 Go's defaults, where ours differ: listen on ``:8080`` (every interface), no
 ``/execute`` deadline, a 10 MiB body limit, 60 s write and 120 s idle
-timeouts. A Go timeout of 0 means Go's default, as in Go. Go flags we cannot
-honour are refused naming the flag: ``-admin-addr`` (Go's pprof listener) with
-an address, ``-demo-routes`` set. ``pineapple-run`` is ``run`` with Go's flags
+timeouts, 5 s for in-flight requests after SIGTERM. A Go timeout of 0 means
+Go's default, as in Go. Go flags we cannot honour are refused naming the
+flag: ``-admin-addr`` (Go's pprof listener) with an address, ``-demo-routes``
+set. ``pineapple-run`` is ``run`` with Go's flags
 and Go's default of no deadline; it exits 1 with Go's usage line when
 ``-config`` or ``-request`` is missing. The differences that remain are in
 ``docs/coming-from-go.md``.
@@ -73,9 +74,14 @@ GO_BOUNDS = (
 )
 """Go's timeouts and body limit, each onto its ``serve`` twin."""
 
+GO_DRAIN_SECONDS = 5.0
+"""How long Go's server lets in-flight requests finish after SIGTERM (its ``Shutdown``
+deadline); ``serve``'s ``--drain-seconds`` is the same bound."""
+
 GO_SERVER_DEFAULTS: dict[str, object] = {
     "addr": GO_ADDR,
     "request_timeout_ms": 0,
+    "drain_seconds": GO_DRAIN_SECONDS,
     **{bound.twin: bound.go_default for bound in GO_BOUNDS},
 }
 """``serve``'s settings that ``pineapple-server`` starts from instead (Go's behaviour)."""

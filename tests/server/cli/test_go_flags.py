@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pineapple.cli import build_parser
-from server.cli._go_commands import GO_BOUNDS, run_args, server_args
+from server.cli._go_commands import GO_SERVER_DEFAULTS, run_args, server_args
 from server.cli._go_flags import RUN_FLAGS, SERVER_FLAGS, GoFlagError, go_bool, go_duration
 
 C = ("-config", "c.json")
@@ -69,9 +69,10 @@ def test_go_defaults_when_no_flag_is_given() -> None:
     assert (args.read_header_timeout_ms, args.read_timeout_ms) == (10_000, 30_000)
     assert (args.write_timeout_ms, args.idle_timeout_ms) == (60_000, 120_000)
     assert args.no_watch is False and args.prog == "pineapple-server"
+    assert args.drain_seconds == 5.0  # Go's Shutdown deadline
     # the same defaults `pineapple serve` has for everything Go does not set
     serve = build_parser().parse_args(["serve", "c.json"])
-    go_set = {"addr", "request_timeout_ms", "prog", "config", *(b.twin for b in GO_BOUNDS)}
+    go_set = {"prog", "config", *GO_SERVER_DEFAULTS}
     for key, value in vars(serve).items():
         if key not in go_set and key not in ("func", "command"):
             assert getattr(args, key) == value, key
