@@ -19,6 +19,7 @@ from .._build_error import BuildError, CheckError
 from .._config import Config, FleetSettings
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
+from .._secret_files import add_secrets_dir_flag
 from ..http._serving import exit_within
 from ._cpu_quota import CpuCount, usable_cpus
 from ._go_flags import SERVER_FLAGS, add_go_spelling_hints
@@ -42,6 +43,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     flags ``pineapple serve`` and ``pineapple-server`` share (``serve_command`` reads them)."""
     parser.set_defaults(prog="pineapple serve")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
+    add_secrets_dir_flag(parser)
     parser.add_argument(
         "--workers",
         type=_workers,
@@ -366,6 +368,7 @@ def serve_command(args: argparse.Namespace) -> int:
             max_config_bytes=args.max_config_bytes,
             resource_memory_budget_bytes=args.resource_memory_budget_bytes,
             trust_proxy=trusted,
+            secrets_dir=args.secrets_dir,
         )
     )
     exit_within(code)  # the process is about to exit: bound how long that takes
@@ -376,6 +379,7 @@ def add_check_command(subparsers: Subparsers) -> None:
     """``pineapple check CONFIG [--fetch] [--plugin MODULE]...``."""
     parser = add_subcommand(subparsers, "check", check_command, config=True, plugins=True)
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
+    add_secrets_dir_flag(parser)
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -391,6 +395,7 @@ def check_command(args: argparse.Namespace) -> int:
         config_path=args.config,
         plugins=tuple(args.plugin),
         max_config_bytes=args.max_config_bytes,
+        secrets_dir=args.secrets_dir,
     )
     try:
         names = check(config, fetch=args.fetch)
