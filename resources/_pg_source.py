@@ -140,11 +140,12 @@ class _Rows:
         self._watch = watch
         self._cursor = conn.cursor()
         self._stream = self._cursor.stream(sql, size=chunk)
-        self._head = list(islice(self._stream, 1))  # the first row: the description is known
+        self._head = list(islice(self._stream, 1))  # the first row: the columns are known
         watch.beat()
-        description = self._cursor.description
-        self.names = [column.name for column in description or ()]
-        self.floats = float_columns(description)
+        pgresult = self._cursor.pgresult
+        if not self._head:  # no row: the stream kept no result; the server describes it
+            pgresult = _described(conn, sql)
+        self.names, self.floats = _columns(pgresult)
 
     def fetch(self, n: int) -> list[Any]:
         rows, self._head = self._head, []
@@ -160,6 +161,23 @@ class _Rows:
             self._stream.close()  # type: ignore[attr-defined]
         with contextlib.suppress(psycopg.Error, OSError):
             self._cursor.close()
+
+
+def _columns(pgresult: Any) -> tuple[list[str], list[int]]:
+    """The column names of a result and the indexes of its float columns."""
+    if pgresult is None:
+        return [], []
+    fields = range(pgresult.nfields)
+    names = [bytes(pgresult.fname(i) or b"").decode() for i in fields]
+    return names, float_columns([(pgresult.ftype(i), pgresult.fmod(i)) for i in fields])
+
+
+def _described(conn: psycopg.Connection[Any], sql: str) -> Any:
+    """The server's description of ``sql``'s columns (an unnamed statement, not run)."""
+    prepared = conn.pgconn.prepare(b"", sql.encode())
+    if prepared.status != psycopg.pq.ExecStatus.COMMAND_OK:
+        raise psycopg.OperationalError(prepared.get_error_message())
+    return conn.pgconn.describe_prepared(b"")
 
 
 @contextlib.contextmanager

@@ -113,12 +113,17 @@ PG_ADAPTERS = _adapters()
 _NUMERIC = builtin_types["numeric"].oid
 
 
-def float_columns(description: Sequence[Any] | None) -> list[int]:
-    """The indexes of the ``numeric(p, s)`` columns with ``p <= FLOAT_DIGITS`` (floats)."""
+def float_columns(types: Sequence[tuple[int, int]]) -> list[int]:
+    """The indexes of the ``numeric(p, s)`` columns with ``p <= FLOAT_DIGITS`` (floats).
+
+    ``types``: each column's type OID and type modifier (``-1``: none), as the
+    server describes them; a ``numeric`` modifier is ``((p << 16) | s) + 4``.
+
+    >>> float_columns([(1700, ((6 << 16) | 3) + 4), (1700, -1), (23, -1)])
+    [0]
+    """
     return [
         i
-        for i, column in enumerate(description or ())
-        if column.type_code == _NUMERIC
-        and column.precision is not None
-        and column.precision <= FLOAT_DIGITS
+        for i, (oid, modifier) in enumerate(types)
+        if oid == _NUMERIC and modifier >= 4 and ((modifier - 4) >> 16) <= FLOAT_DIGITS
     ]

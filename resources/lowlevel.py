@@ -24,12 +24,12 @@ from ._feed_data import FEED_DATA_SCHEMA as FEED_DATA_SCHEMA
 from ._feed_source import MySQLSource as MySQLSource
 from ._feed_source import SQLiteSource as SQLiteSource
 from ._file_tables import CSV_FILE_SCHEMA as CSV_FILE_SCHEMA
-from ._pg_dsn import PostgresDSN as PostgresDSN
-from ._pg_dsn import parse_postgres_dsn as parse_postgres_dsn
-from ._pg_source import PostgresSource as PostgresSource
 from ._file_tables import JSON_FILE_SCHEMA as JSON_FILE_SCHEMA
 from ._mapped_table import open_mapped_table as open_mapped_table
 from ._mapped_table import write_feed_snapshot as write_feed_snapshot
+from ._pg_dsn import PostgresDSN as PostgresDSN
+from ._pg_dsn import parse_postgres_dsn as parse_postgres_dsn
+from ._pg_source import PostgresSource as PostgresSource
 from ._redis import REDIS_CONNECTION_SCHEMA as REDIS_CONNECTION_SCHEMA
 from ._shared import FEED_CODEC as FEED_CODEC
 from ._shared import FILE_CODEC as FILE_CODEC

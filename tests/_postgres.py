@@ -32,14 +32,17 @@ def reader_role(conn: Conn, table: str, password: str, prefix: str) -> Iterator[
         conn.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
-def running(conn: Conn, marker: str) -> int:
-    """How many backends run or hold a statement carrying ``marker`` (this look-up excluded).
+def running(conn: Conn, marker: str, *, active: bool = False) -> int:
+    """How many backends hold a statement carrying ``marker`` (this look-up excluded).
 
     Counts every backend whose last statement carries the marker, idle ones
-    too: a backend that ran the marked query and still exists has not gone.
+    too (a backend that ran the marked query and still exists has not gone);
+    with ``active``, only those running it now.
     """
+    state = " AND state = 'active'" if active else ""
     row = conn.execute(
-        "SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE %s AND pid <> pg_backend_pid()",
+        "SELECT COUNT(*) FROM pg_stat_activity "
+        f"WHERE query LIKE %s AND pid <> pg_backend_pid(){state}",
         (f"%{marker}%",),
     ).fetchone()
     assert row is not None
