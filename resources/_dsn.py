@@ -171,8 +171,8 @@ def _parse(text: str) -> MySQLDSN:
         scheme = text.split("://", 1)[0].lower()
         if scheme not in _URL_SCHEMES:
             raise _bad(
-                f"unsupported scheme {scheme!r} (expected mysql://user:pass@host:port/db "
-                "or user:pass@tcp(host:port)/db)"
+                f"unsupported scheme {scheme!r} (expected mysql://user:pass@host:port/db, "
+                "user:pass@tcp(host:port)/db or postgresql://user:pass@host:port/db)"
             )
         url = urlsplit(text)
         try:

@@ -33,7 +33,7 @@ raises it as :class:`SourceError`. A read that timed out says so
 reported with its exit code or signal. Whenever a read ends before its end
 frame (an error, a timeout, the load deadline, a cancel, the consumer
 raising), the parent kills the child and then the child's query on the
-server (the driver's ``stop_query``: ``KILL QUERY``, ``pg_cancel_backend``),
+server (the driver's ``stop_query``: ``KILL QUERY``, ``pg_terminate_backend``),
 so no query of a failed load keeps running there.
 
 Guarantees: the child is always reaped: on a normal end, on an error, on a

@@ -15,18 +15,21 @@ Bounds: psycopg has no read timeout, so every read runs under a
 seconds shut the connection's socket down and the read fails with ``query
 timed out``. The connect is bounded by ``connect_timeout`` (libpq's, whole
 seconds, at least 2). The session's ``statement_timeout`` is the load's
-bound plus ``CANCEL_SECONDS``, so the server ends a query of a load even if
+bound plus ``STOP_SECONDS``, so the server ends a query of a load even if
 every stop below failed.
 
 Stopping the query: closing a socket does not stop PostgreSQL's query (the
 backend notices only when it next writes), so a read that ends before its
 query did (read timeout, load deadline, cancel on stop, the consumer
-raising) shuts the socket down, drops the connection undrained and calls
-``pg_cancel_backend(pid)`` on a side connection with the same credentials
-(:func:`cancel_backend`; a role may cancel its own backends); the loader
-child's parent does the same with the pid the child announced. The
-cancelled backend then finds its client gone and exits, leaving
-``pg_stat_activity``.
+raising) shuts the socket down, drops the connection undrained and ends its
+backend with ``pg_terminate_backend(pid)`` on a side connection with the
+same credentials (:func:`stop_backend`; a role may signal its own backends,
+and only a backend of that same role is touched); the loader child's parent
+does the same with the pid the child announced. Terminate, not
+``pg_cancel_backend``: a cancel that reaches the backend before it has read
+the query (a loader child killed right after sending it) cancels nothing,
+and the query then runs to its end; the session is abandoned anyway. The
+backend leaves ``pg_stat_activity`` at once.
 
 Guarantees: as ``MySQLSource``: one refresh at a time; ``_lock`` makes
 ``close()`` safe against a running fetch; ``cancel()`` takes no lock of the
@@ -58,15 +61,15 @@ from ._pg_values import PG_ADAPTERS, SESSION_OPTIONS, float_columns
 from ._read_watch import ReadWatch
 
 __all__ = [
-    "CANCEL_SECONDS",
+    "STOP_SECONDS",
     "POSTGRES_LOADER",
     "PostgresLoader",
     "PostgresSource",
-    "cancel_backend",
+    "stop_backend",
 ]
 
-CANCEL_SECONDS = 2.0
-"""Longest wait of the side connection that cancels a query (connect, then the call)."""
+STOP_SECONDS = 2.0
+"""Longest wait of the side connection that stops a backend (connect, then the call)."""
 
 _READ_TIMEOUT = "read_timeout"
 """The key of the read timeout among the connect settings (not a libpq keyword)."""
@@ -108,28 +111,31 @@ def _why(exc: BaseException, password: str) -> str:
     return redact(f"{type(exc).__name__}: {exc}", (password,))[:500]
 
 
-def cancel_backend(connect_kwargs: dict[str, Any], pid: int) -> str | None:
-    """``pg_cancel_backend(pid)`` on a side connection; None if done (or gone), else why not."""
+def stop_backend(connect_kwargs: dict[str, Any], pid: int) -> str | None:
+    """``pg_terminate_backend(pid)`` on a side connection, if ``pid`` is a backend of the
+    same role; None if done (or gone), else why not."""
     libpq, _ = _libpq(connect_kwargs)
     password = str(libpq.get("password") or "")
     libpq["connect_timeout"] = min(int(libpq.get("connect_timeout") or 2), 2)
-    libpq["options"] = (
-        f"{libpq.get('options', '')} -c statement_timeout={int(CANCEL_SECONDS * 1000)}"
-    )
+    libpq["options"] = f"{libpq.get('options', '')} -c statement_timeout={int(STOP_SECONDS * 1000)}"
     try:
         conn = _open(libpq)
     except (psycopg.Error, OSError) as exc:
         return _why(exc, password)
-    watch = ReadWatch(CANCEL_SECONDS)
+    watch = ReadWatch(STOP_SECONDS)
     try:
         with watch.watching(lambda: _shut(conn)):
-            conn.execute("SELECT pg_cancel_backend(%s)", (int(pid),))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid = %s AND usename = current_user",
+                (int(pid),),
+            )
     except (psycopg.Error, OSError) as exc:
         return "no answer within 2s" if watch.fired else _why(exc, password)
     finally:
         with contextlib.suppress(psycopg.Error, OSError):
             conn.close()
-    return None  # false (no such backend any more) counts as done
+    return None  # no such backend (any more) counts as done
 
 
 class _Rows:
@@ -227,7 +233,7 @@ class _ReadTimedOut(Exception):
 class PostgresLoader:
     """A :class:`~resources._feed_worker.LoaderDriver` for PostgreSQL."""
 
-    stop_name = "pg_cancel_backend"
+    stop_name = "pg_terminate_backend"
 
     @contextlib.contextmanager
     def connect(self, connect_kwargs: dict[str, Any]) -> Iterator[_ChildConnection]:
@@ -245,7 +251,7 @@ class PostgresLoader:
                 conn.close()
 
     def stop_query(self, connect_kwargs: dict[str, Any], server_id: int) -> str | None:
-        return cancel_backend(connect_kwargs, server_id)
+        return stop_backend(connect_kwargs, server_id)
 
     def timeout_of(self, exc: BaseException, connect_kwargs: dict[str, Any]) -> str | None:
         if isinstance(exc, _ReadTimedOut):
@@ -285,13 +291,13 @@ class PostgresSource:
 
     @property
     def backend_pid(self) -> int | None:
-        """The server's pid of the open connection (``pg_cancel_backend`` target), or None."""
+        """The server's pid of the open connection (``pg_terminate_backend`` target), or None."""
         return self._pid if self._conn is not None else None
 
     def _connect_kwargs(self) -> dict[str, Any]:
         """libpq keywords plus the read timeout, here and in the loader process alike."""
         kwargs = self._dsn.connect_kwargs()
-        statement_ms = int((self._load_timeout + CANCEL_SECONDS) * 1000)
+        statement_ms = int((self._load_timeout + STOP_SECONDS) * 1000)
         kwargs["options"] = " ".join(
             part
             for part in (
@@ -356,9 +362,9 @@ class PostgresSource:
                 raise
 
     def _abandon(self, exc: BaseException) -> str:
-        """Drop the connection a read failed on, undrained, and cancel its query.
+        """Drop the connection a read failed on, undrained, and end its backend.
 
-        '' once done, or why the query could not be cancelled (for the error message).
+        '' once done, or why the backend could not be ended (for the error message).
         """
         pid = self._pid if self._conn is not None else None
         with contextlib.suppress(OSError):
@@ -366,10 +372,10 @@ class PostgresSource:
         self._drop()
         if not pid or not query_may_run(exc):
             return ""
-        why = cancel_backend(self._connect_kwargs(), pid)
+        why = stop_backend(self._connect_kwargs(), pid)
         if why is None:
             return ""
-        return f" (pg_cancel_backend {pid} failed, the query may still run on the server: {why})"
+        return f" (pg_terminate_backend {pid} failed, the query may still run on the server: {why})"
 
     def _failure(self, exc: BaseException, deadline: LoadDeadline, watch: ReadWatch) -> str:
         if self._cancel.cancelled:

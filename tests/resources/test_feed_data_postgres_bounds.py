@@ -1,7 +1,7 @@
 """A PostgreSQL ``feed_data`` load leaves no query running on the server, and ends.
 
 A read that times out, a load that passes ``load_timeout_ms``, a cancel and
-a manager stop each stop the query on the server (``pg_cancel_backend``
+a manager stop each end the query on the server (``pg_terminate_backend``
 from a side connection), with either loader; the backend is then seen gone
 from ``pg_stat_activity``. The error says what happened, names the source
 and never the password.
