@@ -5,19 +5,22 @@ map its snapshot), from the ``serve`` fixture with the same expectations:
 the table is recalled by its indices, an update is served after a refresh,
 every value keeps the JSON form ``feed_data`` defines for its PostgreSQL
 type, and the DSN's password appears in no log line, no status and no
-error, even when a refresh fails.
+error, even when a refresh fails. A refresh whose version query hangs
+times out (``read_timeout_ms``) and its backend is gone from
+``pg_stat_activity`` at once, in whichever process loaded it.
 """
 
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from .._postgres import Conn, reader_role
+from .._postgres import Conn, gone_within, reader_role
 from .pod import WAIT, Server, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -158,3 +161,34 @@ def test_a_100k_row_table_is_served_updated_and_its_password_never_shown(
     ):
         assert SECRET not in text
     assert "not permitted to log in" in server.text()
+
+
+@pytest.mark.timeout(120)
+def test_a_refresh_that_times_out_ends_its_query_on_the_server(
+    serve: Callable[..., Server], pg_conn: Conn, pg_dsn: str, pg_table: str
+) -> None:
+    marker = f"pgs_{uuid.uuid4().hex[:12]}"
+    pg_conn.execute(f'CREATE TABLE "{pg_table}" (id bigint PRIMARY KEY)')
+    version = (
+        f'SELECT /* {marker} */ pg_sleep(CASE WHEN (SELECT COUNT(*) FROM "{pg_table}") > 0 '
+        "THEN 60 ELSE 0 END)::text"
+    )
+    config = _config(pg_dsn, pg_table)
+    config["resource_config"]["feed"]["params"] = {
+        "dsn": pg_dsn,
+        "table": pg_table,
+        "version_query": version,
+        "read_timeout_ms": 1000,
+    }
+    operator = config["pipeline_config"]["operators"]["recall"]
+    operator.pop("match")
+    operator["order_by"] = "id"
+    operator["$metadata"]["item_output"] = ["id"]
+    operator["$metadata"]["common_input"] = []
+    server = serve(config)
+    pg_conn.execute(f'INSERT INTO "{pg_table}" VALUES (1)')
+    failed = server.admin("refresh")
+    assert failed.status_code != 200
+    assert "query timed out: no data from the server for 1s (read_timeout_ms)" in failed.text
+    assert gone_within(pg_conn, marker, WAIT)  # pg_sleep(60) would hold it a minute
+    assert server.items() == []  # the last good (empty) table serves on
