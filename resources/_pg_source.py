@@ -61,8 +61,8 @@ from ._pg_values import PG_ADAPTERS, SESSION_OPTIONS, float_columns
 from ._read_watch import ReadWatch
 
 __all__ = [
-    "STOP_SECONDS",
     "POSTGRES_LOADER",
+    "STOP_SECONDS",
     "PostgresLoader",
     "PostgresSource",
     "stop_backend",
