@@ -314,7 +314,8 @@ class PostgresSource:
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is not None:
             try:
-                self._conn.execute("SELECT 1")
+                with ReadWatch(self._read_timeout).watching(self._interrupt):
+                    self._conn.execute("SELECT 1")  # a dead one is dropped and reopened
                 return self._conn
             except self._errors:
                 self._drop()
@@ -345,9 +346,10 @@ class PostgresSource:
                 with (
                     self._cancel.on_cancel(self._interrupt),
                     deadline.on_expiry(self._interrupt),
-                    watch.watching(self._interrupt),
                 ):
-                    return work(self._connection(), watch)
+                    conn = self._connection()  # bounded: connect_timeout, the ping's watch
+                    with watch.watching(self._interrupt):
+                        return work(conn, watch)
             except BaseException as exc:
                 note = self._abandon(exc)
                 if isinstance(exc, SourceError):

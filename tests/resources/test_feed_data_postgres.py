@@ -182,6 +182,40 @@ def test_a_terminated_backend_is_reconnected_on_the_next_refresh(
 
 
 @pytest.mark.parametrize("loader", LOADERS)
+def test_keeps_the_last_good_table_while_unreachable_and_recovers(
+    pg_conn: Conn,
+    pg_params: dict[str, Any],
+    role: str,
+    pg_proxy: Any,  # conftest.TcpProxy
+    feed_table: str,
+    loader: str,
+) -> None:
+    dsn = f"postgresql://{role}:{SECRET}@127.0.0.1:{pg_proxy.port}/{pg_params['dbname']}"
+    rm = _manager(_params(dsn, feed_table, loader))
+    rm.start()
+    try:
+        assert _ids(rm, {"category": "sport"}) == [2]
+        pg_proxy.down()
+        pg_conn.execute(f"UPDATE \"{feed_table}\" SET category = 'sport', updated_at = 5")
+        for _ in range(2):
+            with pytest.raises(RefreshError) as info:
+                rm.refresh("feed")
+            assert SECRET not in str(info.value)
+        status = rm.status_of("feed")
+        assert status.consecutive_failures == 2
+        assert f"postgresql {role}@127.0.0.1:{pg_proxy.port}/" in (status.last_error or "")
+        assert SECRET not in (status.last_error or "")
+        assert _ids(rm, {"category": "sport"}) == [2]  # the last good table is still served
+
+        pg_proxy.up()
+        assert rm.refresh("feed") == "swapped"
+        assert _ids(rm, {"category": "sport"}) == [2, 3, 1, 4]
+        assert rm.status_of("feed").consecutive_failures == 0
+    finally:
+        rm.stop()
+
+
+@pytest.mark.parametrize("loader", LOADERS)
 @pytest.mark.parametrize("where", ["closed port", "no such database"])
 def test_failures_name_the_source_and_never_the_password(
     pg_params: dict[str, Any], role: str, feed_table: str, loader: str, where: str
