@@ -59,7 +59,7 @@ test: $(NATIVE)
 # half the suite, in well under a minute); a test that starts one anyway fails, named.
 unit: $(NATIVE)
 	PINEAPPLE_UNIT=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \
-		$(BIN)/python -m pytest -q $(XDIST) -m "not process and not e2e and not stress and not mysql and not redis"
+		$(BIN)/python -m pytest -q $(XDIST) -m "not process and not e2e and not stress and not mysql and not postgres and not redis"
 
 stress: $(NATIVE)
 	$(BIN)/python -m pytest -m stress
