@@ -64,7 +64,7 @@ from ._cancel import Cancel
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._errors import SourceError
 from ._json_values import MYSQL_CONVERSIONS, json_converter
-from ._query_kill import kill_query, read_timed_out, undrained
+from ._query_kill import kill_query, kill_tagged_query, read_timed_out, undrained
 from ._value_size import values_nbytes
 
 __all__ = ["ERROR_CHARS", "FRAME_ROWS", "ColumnFrames", "error_text", "read_in_child"]
@@ -89,7 +89,7 @@ def _forkserver() -> Any:
     with _context_lock:
         if _context is None:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["__main__", __name__])
+            ctx.set_forkserver_preload(["__main__", __name__, "resources._feed_arrow"])
             _context = ctx
         return _context
 
@@ -195,6 +195,8 @@ class ColumnFrames:
         self._deadline = deadline
         self.thread_id: int | None = None
         """The child connection's server thread id, once its ``I`` frame came."""
+        self.query_tag: str | None = None
+        """A text the child's query carries, to kill it by when no thread id came."""
         self.value_bytes: list[int] = []
 
     def _stopped(self) -> str | None:
@@ -263,8 +265,16 @@ def read_in_child(
     nice: int = 10,
     cancel: Cancel | None = None,
     deadline: LoadDeadline | None = None,
+    target: Callable[..., None] | None = None,
+    extra: tuple[Any, ...] = (),
+    query_tag: str | None = None,
 ) -> T:
     """Run ``sql`` in a child process; ``sink(names, column_chunks)`` consumes its rows.
+
+    ``target``: the child's body, ``target(out, connect_kwargs, sql, nice, *extra)``
+    (default: this module's column frames); ``query_tag``: a text ``sql``
+    carries, by which the query is found and killed on the server after a
+    failure when the child sends no ``I`` frame (``kill_tagged_query``).
 
     ``timeout`` bounds the wait for each frame (connect, query start, every
     chunk); on expiry the child is killed and SourceError raised. The child's
@@ -280,7 +290,9 @@ def read_in_child(
     ctx = _forkserver()
     inbox, outbox = ctx.Pipe(duplex=False)
     child = ctx.Process(
-        target=_child, args=(outbox, connect_kwargs, sql, nice), name="pineapple-feed-loader"
+        target=target or _child,
+        args=(outbox, connect_kwargs, sql, nice, *extra),
+        name="pineapple-feed-loader",
     )
     try:
         child.start()
@@ -290,6 +302,7 @@ def read_in_child(
         raise
     outbox.close()  # the child holds the only writer: EOF when it dies
     frames = ColumnFrames(inbox, child, where, timeout, cancel, deadline)
+    frames.query_tag = query_tag
     failed = True
     try:
         # the kills are unregistered when this block exits, before the child is reaped
@@ -321,11 +334,16 @@ def _reap(child: Any) -> None:
 
 def _stop_query(connect_kwargs: dict[str, Any], frames: ColumnFrames, child: Any) -> str:
     """Kill the child, then its query on the server (once); '' or why the kill failed."""
-    if frames.thread_id is None:
+    if frames.thread_id is None and frames.query_tag is None:
         return ""
     thread_id, frames.thread_id = frames.thread_id, None
+    tag, frames.query_tag = frames.query_tag, None
     _reap(child)  # its socket closes first: the query then has no client to send to
-    why = kill_query(connect_kwargs, thread_id)
+    if thread_id is not None:
+        why, what = kill_query(connect_kwargs, thread_id), str(thread_id)
+    else:
+        assert tag is not None
+        why, what = kill_tagged_query(connect_kwargs, tag), f"of {tag!r}"
     if why is None:
         return ""
-    return f" (KILL QUERY {thread_id} failed, the query may still run on the server: {why})"
+    return f" (KILL QUERY {what} failed, the query may still run on the server: {why})"

@@ -32,6 +32,7 @@ __all__ = [
     "BUCKET_HISTORY",
     "CONFIG",
     "CONFIG_KEY",
+    "DEFAULT_STORE_TIMEOUT",
     "LEASES",
     "MAX_RECORD_BYTES",
     "OBJECTS",
@@ -123,6 +124,12 @@ class ObjectInfo:
     size: int
     digest: str
     """``"sha256=<hex>"`` of the object's bytes."""
+
+
+DEFAULT_STORE_TIMEOUT = 2.0
+"""Seconds each store operation may take (``--fleet-timeout`` of ``serve``, ``publish`` and
+``fleet``; an upload or download: ``FleetLimits.download_timeout``). A pod whose store does
+not answer starts from its cache after one of them."""
 
 
 @dataclass(frozen=True)
