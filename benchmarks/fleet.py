@@ -207,7 +207,9 @@ def fleet() -> list[Result]:
         params = data["resource_config"]["feed"]["params"]
         params["mysql_dsn"] = params["mysql_dsn"].replace(f":{MYSQL['port']})", f":{db.port})")
         params["version_query"] = f"SELECT v FROM `{version}`"
-        params["loader"] = "arrow"  # the producer reads straight into Arrow (connectorx)
+        # The producer reads straight into Arrow (connectorx), at normal priority: it
+        # serves no request its loader could starve (docs/fleet.md, "The producer").
+        params["loader"], params["loader_nice"] = "arrow", 0
         config = folder / "config.json"
         config.write_bytes(orjson.dumps(data))
 
@@ -224,6 +226,7 @@ def fleet() -> list[Result]:
             )
         time.sleep(SETTLE_SECONDS)  # every pod has its first generation
         committed, category = _change(table)
+        load = os.getloadavg()[0]  # the machine's 1-minute load when the change was made
         base = rows_read(stats, table)  # after the change's own reads of a few rows
         body = request_body(category)
         seen = _wait_all(ports, body, CHANGE_TIMEOUT)
@@ -239,8 +242,9 @@ def fleet() -> list[Result]:
         pss_fleet = _pss(pods[0].pid)
         restart = _restart(stack, pods[0], nats, db, folder, ports[0], body)
         pss_source = _source_pss(data, body)  # while the table is there
-    detail = f"{ROWS:,} rows; published at +{published - committed:.2f} s; pods at +" + ", ".join(
-        "never" if t is None else f"{t - committed:.2f}" for t in seen
+    detail = (
+        f"{ROWS:,} rows; load average {load:.1f}; published at +{published - committed:.2f} s;"
+        " pods at +" + ", ".join("never" if t is None else f"{t - committed:.2f}" for t in seen)
     )
     return [
         Result(35, READS, reads, 1.0, f"{reads:g} full reads; {detail}", invalid),

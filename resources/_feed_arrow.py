@@ -118,10 +118,12 @@ def _python_cells(arr: pa.Array[Any], convert: Callable[[Any], Any]) -> pa.Array
 
 
 def _iso_timestamps(arr: pa.Array[Any]) -> pa.Array[Any]:
-    seconds = pc.cast(pc.cast(arr, pa.timestamp("s")), pa.int64())
-    micros = pc.cast(pc.cast(arr, pa.timestamp("us")), pa.int64())
+    micros = pc.cast(pc.cast(arr, pa.timestamp("us"), safe=False), pa.int64())
+    seconds = pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1_000_000.0))
+    seconds = pc.cast(seconds, pa.int64())
     fraction = pc.any(pc.not_equal(pc.multiply(seconds, 1_000_000), micros)).as_py()
-    text = pc.strftime(pc.cast(arr, pa.timestamp("s")), format="%Y-%m-%dT%H:%M:%S")
+    whole = pc.cast(pc.cast(seconds, pa.timestamp("s")), pa.timestamp("s"))
+    text = pc.strftime(whole, format="%Y-%m-%dT%H:%M:%S")
     if fraction:
         digits = pc.utf8_lpad(
             pc.cast(pc.subtract(micros, pc.multiply(seconds, 1_000_000)), pa.string()), 6, "0"
@@ -226,6 +228,7 @@ def _arrow_child(
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)
+    os.environ["RUST_BACKTRACE"] = "0"  # a panic's message is sent as the X frame
     try:
         import connectorx  # the Rust reader: imported by the child alone
 
@@ -269,7 +272,7 @@ def _arrow_child(
         }
         write_arrow_snapshot(Path(folder) / _STEM, columns, ranks, indices, info)
         out.send_bytes(b"E")
-    except Exception as exc:  # whatever it is, the parent reports it (no traceback here)
+    except BaseException as exc:  # whatever it is (connectorx panics with a BaseException)
         with contextlib.suppress(OSError):
             out.send_bytes(b"X" + error_text(exc, _secrets(connect_kwargs)).encode())
     finally:
