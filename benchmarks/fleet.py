@@ -84,7 +84,7 @@ def _pineapple(*args: str) -> list[str]:
 def _log_file(name: str) -> Any:
     """Where a process of the run writes its output: ``LOGS/name``, else a temporary file."""
     if LOGS:
-        return open(Path(LOGS) / name, "w+b")  # noqa: SIM115 (closed by the caller's block)
+        return open(Path(LOGS) / name, "w+b")
     return tempfile.TemporaryFile()
 
 

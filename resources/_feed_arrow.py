@@ -57,7 +57,7 @@ import time
 import urllib.parse
 import uuid
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -328,4 +328,3 @@ def read_arrow_snapshot(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-

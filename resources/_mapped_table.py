@@ -127,7 +127,9 @@ def _table_batch(
     return pa.record_batch(arrays, schema=schema)
 
 
-def _index_batch(indices: Iterable[tuple[str, Iterable[tuple[Any, FrozenBitMap]]]]) -> pa.RecordBatch:
+def _index_batch(
+    indices: Iterable[tuple[str, Iterable[tuple[Any, FrozenBitMap]]]],
+) -> pa.RecordBatch:
     columns: list[str] = []
     keys: list[bytes] = []
     bitmaps: list[bytes] = []

@@ -24,7 +24,14 @@ import pymysql.cursors
 
 from pineapple.resource.lowlevel import redact
 
-__all__ = ["KILL_SECONDS", "kill_query", "kill_tagged_query", "query_may_run", "read_timed_out", "undrained"]
+__all__ = [
+    "KILL_SECONDS",
+    "kill_query",
+    "kill_tagged_query",
+    "query_may_run",
+    "read_timed_out",
+    "undrained",
+]
 
 KILL_SECONDS = 2.0
 """Longest wait of the side connection, to connect and to run the ``KILL``."""

@@ -80,7 +80,7 @@ def write_bundle(
 
 def _sink(out: Path, compress: bool) -> BinaryIO:
     if not compress:
-        return open(out, "wb")  # noqa: SIM115 (the caller's with closes it)
+        return open(out, "wb")
     return cast(BinaryIO, pa.CompressedOutputStream(str(out), "zstd"))
 
 
@@ -89,7 +89,7 @@ def _source(path: Path) -> tuple[BinaryIO, bool]:
     with open(path, "rb") as probe:
         compressed = probe.read(len(ZSTD_MAGIC)) == ZSTD_MAGIC
     if not compressed:
-        return open(path, "rb"), False  # noqa: SIM115 (the caller's with closes it)
+        return open(path, "rb"), False
     return cast(BinaryIO, _Decompressing(path)), True
 
 

@@ -65,25 +65,28 @@ def test_a_mariadb_table_the_producer_reads_into_arrow_serves_on_every_pod(
     config["resource_config"]["feed"]["params"]["loader"] = "arrow"
     producer_config = tmp_path / "producer.json"
     write_config(producer_config, config)
-    with nats_cluster(tmp_path / "nats") as nats, Fleet(tmp_path / "fleet", url=nats.url) as fleet:
-        with Publisher(producer_config, fleet.url):
+    with (
+        nats_cluster(tmp_path / "nats") as nats,
+        Fleet(tmp_path / "fleet", url=nats.url) as fleet,
+        Publisher(producer_config, fleet.url),
+    ):
+        wait_until(
+            "generation 1 announced",
+            lambda: announcement(fleet.store, "feed") is not None,
+            FOLLOW_WITHIN,
+        )
+        with fleet.pod(mode, own_config=False) as pod:
+
+            def ids() -> list[int]:
+                return [int(item["id"]) for item in pod.answer()]
+
+            assert ids() == list(range(ROWS))
+            response = pod.get("/resources/feed")
+            assert response.json()["status"]["source"] == "fleet"
+            source.bump(5, ROWS)  # five rows more, the version moved: one change
             wait_until(
-                "generation 1 announced",
-                lambda: announcement(fleet.store, "feed") is not None,
+                "the pod serves the change",
+                lambda: all(ids() == list(range(ROWS + 5)) for _ in range(4)),
                 FOLLOW_WITHIN,
             )
-            with fleet.pod(mode, own_config=False) as pod:
-
-                def ids() -> list[int]:
-                    return [int(item["id"]) for item in pod.answer()]
-
-                assert ids() == list(range(ROWS))
-                response = pod.get("/resources/feed")
-                assert response.json()["status"]["source"] == "fleet"
-                source.bump(5, ROWS)  # five rows more, the version moved: one change
-                wait_until(
-                    "the pod serves the change",
-                    lambda: all(ids() == list(range(ROWS + 5)) for _ in range(4)),
-                    FOLLOW_WITHIN,
-                )
-                assert (a := announcement(fleet.store, "feed")) is not None and a.generation == 2
+            assert (a := announcement(fleet.store, "feed")) is not None and a.generation == 2

@@ -55,7 +55,18 @@ def typed_table(mysql_conn: Conn, mysql_table: str) -> str:
             "day DATE, at DATETIME, raw VARBINARY(8), flag TINYINT)"
         )
         rows = [
-            (1, "news", "[10, 20]", "0.5000", 0.25, 7, "2026-01-02", "2026-01-02 03:04:05", b"\x00\xff", 1),
+            (
+                1,
+                "news",
+                "[10, 20]",
+                "0.5000",
+                0.25,
+                7,
+                "2026-01-02",
+                "2026-01-02 03:04:05",
+                b"\x00\xff",
+                1,
+            ),
             (2, "sport", "20,30", "0.9000", None, -3, None, "2026-02-03 04:05:06", None, 0),
             (3, "news", "[30]", "0.7001", 1.5, None, "2025-12-31", None, b"ab", None),
             (4, None, None, None, 2.0, 7, "2026-01-02", "2026-01-02 03:04:05", b"", 1),
@@ -121,7 +132,7 @@ def test_its_files_are_linked_when_published_and_removed_when_it_closes(
         table = fetcher()
         own = table.path
         files = FEED_CODEC.write(table, tmp_path / "snap")
-        assert [f.stat().st_ino for f in files][0] == own.stat().st_ino  # linked, not copied
+        assert files[0].stat().st_ino == own.stat().st_ino  # linked, not copied
         copy = FEED_CODEC.open(tmp_path / "snap", 1)
         assert list(copy.column("id")) == list(table.column("id"))
         copy.close()
@@ -157,10 +168,14 @@ def test_a_missing_column_is_named(dsn: str, typed_table: str) -> None:
         fetcher.close()
 
 
-def test_a_wrong_password_is_named_without_it(mysql_params: dict[str, Any], arrow_user: str) -> None:
+def test_a_wrong_password_is_named_without_it(
+    mysql_params: dict[str, Any], arrow_user: str
+) -> None:
     p = mysql_params
     bad = f"{arrow_user}:{SECRET}x@tcp({p['host']}:{p['port']})/{p['database']}"
-    fetcher = resources.FeedDataFetcher({"mysql_dsn": bad, "query": "SELECT 1 AS id", "loader": "arrow"})
+    fetcher = resources.FeedDataFetcher(
+        {"mysql_dsn": bad, "query": "SELECT 1 AS id", "loader": "arrow"}
+    )
     try:
         with pytest.raises(SourceError) as info:
             fetcher()
@@ -181,7 +196,11 @@ def _until(what: str, done: Any) -> None:
 def test_a_cancel_kills_the_running_query(mysql_conn: Conn, dsn: str) -> None:
     marker = f"arw_{uuid.uuid4().hex[:12]}"
     fetcher = resources.FeedDataFetcher(
-        {"mysql_dsn": dsn, "query": f"SELECT /* {marker} */ 1 AS id, SLEEP(60) AS s", "loader": "arrow"}
+        {
+            "mysql_dsn": dsn,
+            "query": f"SELECT /* {marker} */ 1 AS id, SLEEP(60) AS s",
+            "loader": "arrow",
+        }
     )
     errors: list[str] = []
 
@@ -257,9 +276,7 @@ def test_every_type_it_reads_is_the_json_value_feed_data_defines(
     create_types_table(mysql_conn, mysql_table)
     want = expected_rows(mysql_conn, mysql_table)
     plain = [c[0] for c in COLUMNS if c[1] not in (*TEMPORAL, *UNREAD)]
-    assert _served(dsn, mysql_table, plain) == [
-        {k: row[k] for k in ["id", *plain]} for row in want
-    ]
+    assert _served(dsn, mysql_table, plain) == [{k: row[k] for k in ["id", *plain]} for row in want]
     temporal = [c[0] for c in COLUMNS if c[1] in TEMPORAL]
     assert _served(dsn, mysql_table, temporal, "WHERE id <> 2") == [
         {k: row[k] for k in ["id", *temporal]} for row in want if row["id"] != 2

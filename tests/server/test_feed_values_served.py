@@ -28,7 +28,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
 OUTPUTS = ["id", *(column[0] for column in COLUMNS)]
 
 
-ARROW_UNREAD = ("GEOMETRY", "POINT", "TIME", "TIME(3)", "DATE", "DATETIME", "TIMESTAMP NULL DEFAULT NULL")
+ARROW_UNREAD = (
+    "GEOMETRY",
+    "POINT",
+    "TIME",
+    "TIME(3)",
+    "DATE",
+    "DATETIME",
+    "TIMESTAMP NULL DEFAULT NULL",
+)
 """Columns the ``arrow`` loader's reader (connectorx) refuses in this table (zero dates, a
 negative TIME, geometry): ``tests/resources/test_feed_arrow.py`` names them."""
 
