@@ -118,18 +118,19 @@ def _python_cells(arr: pa.Array[Any], convert: Callable[[Any], Any]) -> pa.Array
 
 
 def _iso_timestamps(arr: pa.Array[Any]) -> pa.Array[Any]:
-    micros = pc.cast(pc.cast(arr, pa.timestamp("us"), safe=False), pa.int64())
-    seconds = pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1_000_000.0))
+    micros: Any = pc.cast(pc.cast(arr, pa.timestamp("us"), safe=False), pa.int64())
+    seconds: Any = pc.floor(pc.divide(pc.cast(micros, pa.float64()), 1_000_000.0))
     seconds = pc.cast(seconds, pa.int64())
     fraction = pc.any(pc.not_equal(pc.multiply(seconds, 1_000_000), micros)).as_py()
-    whole = pc.cast(pc.cast(seconds, pa.timestamp("s")), pa.timestamp("s"))
+    whole: Any = pc.cast(seconds, pa.timestamp("s"))
     text = pc.strftime(whole, format="%Y-%m-%dT%H:%M:%S")
     if fraction:
-        digits = pc.utf8_lpad(
+        digits: Any = pc.utf8_lpad(
             pc.cast(pc.subtract(micros, pc.multiply(seconds, 1_000_000)), pa.string()), 6, "0"
         )
         text = pc.binary_join_element_wise(text, digits, ".")
-    return pc.cast(text, pa.large_string())
+    joined: pa.Array[Any] = pc.cast(text, pa.large_string())
+    return joined
 
 
 def _json_column(arr: pa.Array[Any]) -> pa.Array[Any]:
@@ -170,9 +171,9 @@ def arrow_ranks(arr: pa.Array[Any]) -> tuple[pa.Array[Any], pa.Array[Any], int]:
     """Ascending and descending dense ranks of a column, and NULL's rank (last, both ways)."""
     null_rank = int(pc.count_distinct(arr, mode="only_valid").as_py())
     ranked = pc.rank(arr, sort_keys="ascending", tiebreaker="dense")  # NULL last
-    ascending = pc.subtract(pc.cast(ranked, pa.int64()), 1)
+    ascending: Any = pc.subtract(pc.cast(ranked, pa.int64()), 1)
     nulls = pc.is_null(arr)
-    descending = pc.if_else(nulls, null_rank, pc.subtract(null_rank - 1, ascending))
+    descending: Any = pc.if_else(nulls, null_rank, pc.subtract(null_rank - 1, ascending))
     if arr.null_count:
         ascending = pc.if_else(nulls, null_rank, ascending)
     return ascending, pc.cast(descending, pa.int64()), null_rank
@@ -181,11 +182,11 @@ def arrow_ranks(arr: pa.Array[Any]) -> tuple[pa.Array[Any], pa.Array[Any], int]:
 def arrow_index(arr: pa.Array[Any]) -> list[tuple[Any, FrozenBitMap]]:
     """The bitmap index of a column: ``(key, rows)`` per distinct value, or per element of a
     list-valued text column (as :func:`~resources._feed_index.build_index`)."""
-    encoded = pc.dictionary_encode(arr)
+    encoded: Any = pc.dictionary_encode(arr)
     distinct = encoded.dictionary.to_pylist()
     codes = encoded.indices
     order = pc.cast(pc.sort_indices(codes), pa.uint32())
-    rows = memoryview(order.buffers()[1]).cast("B")  # type: ignore[arg-type]
+    rows = memoryview(order.buffers()[1]).cast("B")
     counts = [0] * len(distinct)
     tally = pc.value_counts(codes)
     for code, count in zip(  # bounded: one entry per distinct value (and NULL)
@@ -246,7 +247,7 @@ def _arrow_child(
         del batches
         columns = []
         for name, chunked in zip(table.column_names, table.columns, strict=True):
-            arr = chunked.chunk(0) if chunked.num_chunks else pa.array([], type=chunked.type)
+            arr: Any = chunked.chunk(0) if chunked.num_chunks else pa.array([], chunked.type)
             columns.append((name, *arrow_column(arr)))
             out.send_bytes(b"P")
         del table

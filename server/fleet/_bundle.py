@@ -99,7 +99,7 @@ class _Decompressing:
 
     def __init__(self, path: Path) -> None:
         self._name = path.name
-        self._stream = pa.CompressedInputStream(pa.OSFile(str(path)), "zstd")
+        self._stream = pa.CompressedInputStream(pa.OSFile(str(path), "r"), "zstd")
 
     def read(self, size: int) -> bytes:
         try:

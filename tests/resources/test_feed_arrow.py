@@ -101,6 +101,7 @@ def test_serves_what_the_process_loader_serves(dsn: str, typed_table: str) -> No
     try:
         got, want = arrow(), process()
         assert isinstance(got, resources.MappedFeedTable)
+        assert isinstance(want, resources.FeedTable)
         assert got.columns == want.columns and len(got) == len(want) == 399
         for column in want.columns:
             assert list(got.column(column)) == list(want.column(column)), column
@@ -130,6 +131,7 @@ def test_its_files_are_linked_when_published_and_removed_when_it_closes(
     fetcher = resources.FeedDataFetcher(_params(dsn, typed_table, "arrow"))
     try:
         table = fetcher()
+        assert isinstance(table, resources.MappedFeedTable)
         own = table.path
         files = FEED_CODEC.write(table, tmp_path / "snap")
         assert files[0].stat().st_ino == own.stat().st_ino  # linked, not copied
@@ -260,7 +262,8 @@ def _served(dsn: str, table: str, columns: list[str], where: str = "") -> list[d
     )
     try:
         got = fetcher()
-        rows = got.rows(range(len(got)))
+        assert isinstance(got, resources.FeedTable)
+        rows: list[dict[str, Any]] = got.rows(range(len(got)))
         got.close()
         return rows
     finally:
