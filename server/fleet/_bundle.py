@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 import orjson
-import pyarrow as pa
 
 from pineapple.resource.lowlevel import SnapshotFormatError
 
@@ -81,6 +80,8 @@ def write_bundle(
 def _sink(out: Path, compress: bool) -> BinaryIO:
     if not compress:
         return open(out, "wb")
+    import pyarrow as pa  # zstd streams; only a bundle's writer and reader load Arrow
+
     return cast(BinaryIO, pa.CompressedOutputStream(str(out), "zstd"))
 
 
@@ -98,13 +99,16 @@ class _Decompressing:
     truncated) raises ``SnapshotFormatError`` naming the bundle."""
 
     def __init__(self, path: Path) -> None:
+        import pyarrow as pa  # zstd streams; only a bundle's writer and reader load Arrow
+
         self._name = path.name
         self._stream = pa.CompressedInputStream(pa.OSFile(str(path), "r"), "zstd")
+        self._errors = (OSError, pa.ArrowException)
 
     def read(self, size: int) -> bytes:
         try:
             return bytes(self._stream.read(size))
-        except (OSError, pa.ArrowException) as exc:
+        except self._errors as exc:
             raise SnapshotFormatError(f"bundle {self._name}: cannot decompress: {exc}") from None
 
     def __enter__(self) -> _Decompressing:
