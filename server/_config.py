@@ -27,7 +27,6 @@ from pineapple.resource.lowlevel import close_now
 from ._admin import clean_admin_token
 from ._config_read import read_config_file
 from ._secret_files import SecretFiles
-from .fleet._store import DEFAULT_STORE_TIMEOUT, FleetLimits
 from .metrics._pod_metrics import PodMetrics
 
 __all__ = [
@@ -177,6 +176,12 @@ class Wiring:
         return read_config_file(path, max_bytes)
 
 
+DEFAULT_STORE_TIMEOUT = 2.0
+"""Seconds each fleet store operation may take (``--fleet-timeout`` of ``serve``, ``publish``
+and ``fleet``; an upload or download: ``--fleet-download-timeout``). A pod whose store does
+not answer starts from its cache after one of them."""
+
+
 @dataclass(frozen=True)
 class FleetSettings:
     """A pod in a fleet (``serve --fleet URL --fleet-cache DIR``; ``docs/fleet.md``).
@@ -201,12 +206,14 @@ class FleetSettings:
     """``--fleet-poll-seconds``: the backstop beside the watch."""
     heartbeat_seconds: float = 5.0
     """``--fleet-heartbeat-seconds``: how often the pod writes what it serves."""
-    max_snapshot_bytes: int = FleetLimits.max_snapshot_bytes
-    """``--fleet-max-snapshot-bytes``: a larger snapshot is refused, not downloaded."""
-    download_timeout: float = FleetLimits.download_timeout
-    """``--fleet-download-timeout``: seconds one download may take."""
-    keep_generations: int = FleetLimits.keep_generations
-    """``--fleet-keep-generations``: generations per resource the cache keeps."""
+    max_snapshot_bytes: int = 4 * 1024**3
+    """``--fleet-max-snapshot-bytes``: a larger snapshot is refused, not downloaded (the
+    default of ``FleetLimits`` too)."""
+    download_timeout: float = 300.0
+    """``--fleet-download-timeout``: seconds one download may take (``FleetLimits``' too)."""
+    keep_generations: int = 3
+    """``--fleet-keep-generations``: generations per resource the cache keeps
+    (``FleetLimits``' too)."""
 
     @property
     def config_path(self) -> Path:

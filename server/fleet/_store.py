@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .._config import DEFAULT_STORE_TIMEOUT, FleetSettings
 from ._errors import FleetError
 
 __all__ = [
@@ -126,21 +127,15 @@ class ObjectInfo:
     """``"sha256=<hex>"`` of the object's bytes."""
 
 
-DEFAULT_STORE_TIMEOUT = 2.0
-"""Seconds each store operation may take (``--fleet-timeout`` of ``serve``, ``publish`` and
-``fleet``; an upload or download: ``FleetLimits.download_timeout``). A pod whose store does
-not answer starts from its cache after one of them."""
-
-
 @dataclass(frozen=True)
 class FleetLimits:
     """The fleet's bounds (each has a ``serve``/``publish`` flag and a row in docs/limits.md)."""
 
-    max_snapshot_bytes: int = 4 * 1024**3
+    max_snapshot_bytes: int = FleetSettings.max_snapshot_bytes
     """``--fleet-max-snapshot-bytes``: a snapshot bundle larger than this is refused."""
-    download_timeout: float = 300.0
+    download_timeout: float = FleetSettings.download_timeout
     """``--fleet-download-timeout``: seconds an object's upload or download may take."""
-    keep_generations: int = 3
+    keep_generations: int = FleetSettings.keep_generations
     """``--fleet-keep-generations``: generations kept per resource (store and pod cache)."""
     max_bucket_bytes: int = 32 * 1024**3
     """``--fleet-max-bucket-bytes``: bytes a bucket may hold (the object bucket above all)."""
