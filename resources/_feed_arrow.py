@@ -68,9 +68,9 @@ from pyroaring import FrozenBitMap
 
 from ._cancel import Cancel
 from ._deadline import LoadDeadline
-from ._errors import SourceError
+from ._errors import SourceError, error_text
 from ._feed_index import list_elements, lists_in
-from ._feed_worker import ColumnFrames, error_text, read_in_child
+from ._feed_worker import ColumnFrames, read_in_child
 from ._mapped_table import MappedFeedTable, open_mapped_table, write_arrow_snapshot
 
 __all__ = [
