@@ -312,11 +312,12 @@ def read_in_child(
     deadline = deadline if deadline is not None else LoadDeadline(DEFAULT_LOAD_SECONDS)
     ctx = _forkserver()
     inbox, outbox = ctx.Pipe(duplex=False)
+    main: Callable[..., None] = _child if target is None else target
     if target is None:
-        body, args = _child, (outbox, driver, connect_kwargs, sql, nice)
+        args: tuple[Any, ...] = (outbox, driver, connect_kwargs, sql, nice)
     else:
-        body, args = target, (outbox, connect_kwargs, sql, nice, *extra)
-    child = ctx.Process(target=body, args=args, name="pineapple-feed-loader")
+        args = (outbox, connect_kwargs, sql, nice, *extra)
+    child = ctx.Process(target=main, args=args, name="pineapple-feed-loader")
     try:
         child.start()
     except BaseException:
