@@ -63,6 +63,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from types import FrameType
+from typing import Any
 
 from pineapple import PineappleError
 from pineapple.resource import ResourceStatus
@@ -163,7 +164,22 @@ class Supervisor:
         self._lone_kill_at = 0.0
         """Monotonic time before which no silent worker is killed while none other serves."""
         self._watcher: ConfigWatcher | None = None
-        self._control = ControlServer(self.store.path / CONTROL_SOCKET, self.authority.handle)
+        self._flush_lock = threading.Lock()
+        """Serialises the flushes of the supervisor's metrics (its loop, the control channel)."""
+        self._control = ControlServer(self.store.path / CONTROL_SOCKET, self._decide)
+
+    def _decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A worker's control request, answered by the authority; the supervisor's metrics are
+        flushed before the answer, so a scrape after it shows what was decided (as the
+        pod's status is posted)."""
+        try:
+            return self.authority.handle(request)
+        finally:
+            self._flush_metrics()
+
+    def _flush_metrics(self) -> None:
+        with self._flush_lock:
+            self.metrics.flush()  # never raises: a failure is counted and logged
 
     def _shared_statuses(self) -> list[ResourceStatus]:
         publisher = self.authority.publisher
@@ -360,7 +376,7 @@ class Supervisor:
             w.proc.pid for w in self.workers if w.proc.pid is not None and w.proc.exitcode is None
         }
         try:
-            self.metrics.flush()
+            self._flush_metrics()
             for pid in self.pod_metrics.pids() - live:  # bounded: the processes started
                 self.pod_metrics.retire(pid)
         except (OSError, TimeoutError, ValueError) as exc:
