@@ -3,5 +3,6 @@
 ``_commands`` (the ``pineapple.commands`` entry point) assembles ``_cli``
 (``serve`` and ``check``, with ``_cpu_quota`` for ``--workers auto``),
 ``_run_cli`` (``run``, printing Go's indented JSON with ``_json_indent``) and
-``_admin_cli`` (``admin``). Every module is private.
+``_admin_cli`` (``admin``, printing for people with ``_admin_view``). Every module
+is private.
 """
