@@ -84,7 +84,7 @@ from pineapple.resource.lowlevel import (
 
 from ..._build import Builder
 from ..._build_error import BuildError
-from ..._config import Config, Wiring
+from ..._config import Config, Wiring, source_view
 from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ...metrics._metrics import ServerMetrics
@@ -472,6 +472,7 @@ class ConfigAuthority(ReloadPolicy):
             "last_reload_error": self.last_error.to_dict() if self.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
             "stale": stale_sources(publisher) if publisher is not None else {},
+            "config_source": source_view(self.wiring.config_source),
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
         return {"config": config, "resources": statuses}
