@@ -85,7 +85,8 @@ def add_run_command(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--bench-stubs",
         action="store_true",
-        help="build on the benchmark registry (the public engines' stub operators)",
+        help="build on the benchmark registries (the public engines' stub operators and "
+        "resource types)",
     )
 
 
@@ -128,7 +129,8 @@ def run_once(args: argparse.Namespace) -> bytes:
         engine = Engine(config, registry=_registry(args.bench_stubs))
     except PineappleError as exc:
         raise RunError(f"error creating engine: {exc}") from None
-    with engine, _resources(config, static, Path(args.config).parent) as provider:
+    base_dir = Path(args.config).parent
+    with engine, _resources(config, static, base_dir, args.bench_stubs) as provider:
         ctx = resource.with_resources(Context(), provider) if provider is not None else Context()
         if args.timeout_ms:
             ctx = ctx.with_timeout(args.timeout_ms / 1000)
@@ -157,15 +159,23 @@ def _registry(bench: bool) -> OperatorRegistry:
     return bench_operator_registry()
 
 
+def _resource_registry(bench: bool) -> resource.Registry:
+    if not bench:
+        return builtins.resource_registry()
+    from pineapple.operators.bench import bench_resource_registry
+
+    return bench_resource_registry()
+
+
 @contextmanager
 def _resources(
-    config: bytes, static: dict[str, Any] | None, base_dir: Path
+    config: bytes, static: dict[str, Any] | None, base_dir: Path, bench: bool
 ) -> Iterator[resource.ResourceProvider | None]:
     """The provider of the run: the static values, or a started Manager (stopped after)."""
     if static is not None:
         yield resource.Static(static)
         return
-    manager = resource.Manager(builtins.resource_registry())
+    manager = resource.Manager(_resource_registry(bench))
     try:
         try:
             manager.load_from_root_config(config, base_dir=base_dir)
