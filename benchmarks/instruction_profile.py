@@ -2,7 +2,8 @@
 benchmarks.instruction_profile [fixture ...] [--top N]``.
 
 As :mod:`benchmarks.instructions`, two child interpreters run the fixture's
-request ``SHORT`` and ``LONG`` times under ``valgrind --tool=callgrind``
+request ``SHORT`` and ``LONG`` times (fewer than there: callgrind's
+profile is slower than its count, and the counts repeat) under ``valgrind --tool=callgrind``
 (``PYTHONHASHSEED=0``), here collecting only inside the compiled
 ``Engine.run`` (``--toggle-collect``): per function, the two profiles'
 difference divided by ``LONG - SHORT`` is its share of one execution
@@ -15,7 +16,7 @@ difference divided by ``LONG - SHORT`` is its share of one execution
   code, whichever library it is in (CPython's dict and object work, lupa,
   the Lua VM, the compiled core).
 
-Bounds: each child stops after ``TIMEOUT`` seconds; at most two run at once;
+Bounds: each child stops after ``--timeout`` seconds; at most two run at once;
 ``--top`` rows per table.
 """
 
@@ -31,9 +32,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .instructions import LONG, SHORT, TIMEOUT, child_environment
+from .instructions import TIMEOUT, child_environment
 
 __all__ = ["Profile", "main", "parse_annotation", "profile"]
+
+SHORT, LONG = 5, 25
 
 ENTRY = "CPyPy__engine___Engine___run"
 """The compiled ``Engine.run``'s entry from interpreted code: collection is on inside it."""
@@ -52,7 +55,7 @@ Profile = dict[str, float]
 """``function -> instructions per execution``."""
 
 
-def _callgrind(fixture: str, runs: int, out: Path) -> None:
+def _callgrind(fixture: str, runs: int, out: Path, timeout: float) -> None:
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -66,7 +69,7 @@ def _callgrind(fixture: str, runs: int, out: Path) -> None:
         str(runs),
     ]
     env = child_environment(pure=False)
-    subprocess.run(command, env=env, capture_output=True, timeout=TIMEOUT, check=True)
+    subprocess.run(command, env=env, capture_output=True, timeout=timeout, check=True)
 
 
 def _name(entry: str) -> str:
@@ -112,24 +115,29 @@ def parse_annotation(text: str, inclusive: bool) -> dict[str, int]:
     return counts
 
 
-def _per_execution(short: dict[str, int], long: dict[str, int]) -> Profile:
-    runs = LONG - SHORT
+def _per_execution(short: dict[str, int], long: dict[str, int], runs: int) -> Profile:
     return {
         name: (long.get(name, 0) - short.get(name, 0)) / runs for name in set(short) | set(long)
     }
 
 
-def profile(fixture: str) -> tuple[Profile, Profile]:
+def profile(
+    fixture: str, short: int = SHORT, long: int = LONG, timeout: float = TIMEOUT
+) -> tuple[Profile, Profile]:
     """``(inclusive, self)`` instructions per execution of ``fixture``, by function."""
     with tempfile.TemporaryDirectory(prefix="pineapple-profile-") as tmp:
-        paths = {runs: Path(tmp) / f"callgrind.{runs}" for runs in (SHORT, LONG)}
+        paths = {runs: Path(tmp) / f"callgrind.{runs}" for runs in (short, long)}
         with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda runs: _callgrind(fixture, runs, paths[runs]), paths))
+            list(pool.map(lambda runs: _callgrind(fixture, runs, paths[runs], timeout), paths))
         inclusive = _per_execution(
-            _annotate(paths[SHORT], inclusive=True), _annotate(paths[LONG], inclusive=True)
+            _annotate(paths[short], inclusive=True),
+            _annotate(paths[long], inclusive=True),
+            long - short,
         )
         own = _per_execution(
-            _annotate(paths[SHORT], inclusive=False), _annotate(paths[LONG], inclusive=False)
+            _annotate(paths[short], inclusive=False),
+            _annotate(paths[long], inclusive=False),
+            long - short,
         )
     return inclusive, own
 
@@ -159,7 +167,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("fixtures", nargs="*", default=list(FIXTURES))
     parser.add_argument("--top", type=int, default=15, help="rows per table (default 15)")
+    parser.add_argument(
+        "--runs",
+        nargs=2,
+        type=int,
+        default=(SHORT, LONG),
+        metavar=("SHORT", "LONG"),
+        help=f"executions of the two children (default {SHORT} {LONG})",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=TIMEOUT, help=f"seconds per child (default {TIMEOUT:g})"
+    )
     args = parser.parse_args(argv)
+    short, long = args.runs
+    if not 0 <= short < long or args.timeout <= 0:
+        parser.error("--runs needs 0 <= SHORT < LONG; --timeout must be > 0")
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         print("valgrind (callgrind_annotate) is not installed", file=sys.stderr)
         return 2
@@ -169,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the engine core runs as Python: {_native.pure_reason()}", file=sys.stderr)
         return 2
     for fixture in args.fixtures:  # bounded: the fixtures named
-        inclusive, own = profile(fixture)
+        inclusive, own = profile(fixture, short, long, args.timeout)
         total = sum(own.values())
         print(f"\n### {fixture}: {total:,.0f} instructions per execution (compiled core)")
         _table("compiled function, inclusive", _top(inclusive, args.top, _compiled_name), total)

@@ -25,10 +25,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pineapple import Context, PineappleError, builtins, resource
+from pineapple import Context, PineappleError, resource
 from pineapple._json_object import JSONObjectError, loads_object
 from pineapple.commands import Subparsers, add_subcommand
-from pineapple.engine import Engine, OperatorRegistry
+from pineapple.engine import Engine
 from pineapple.engine.http import go_json
 
 from ._build import import_plugins
@@ -36,6 +36,7 @@ from ._build_error import BuildError
 from ._config import Config
 from ._config_read import read_config_file
 from ._json_indent import indent_json
+from ._registries import operator_registry, resource_registry
 
 __all__ = ["add_run_command"]
 
@@ -126,7 +127,7 @@ def run_once(args: argparse.Namespace) -> bytes:
         raw = _read_input(args.static_resources, args.max_request_bytes, "static resources")
         static = _parse_object(raw, "static resources")
     try:
-        engine = Engine(config, registry=_registry(args.bench_stubs))
+        engine = Engine(config, registry=operator_registry(args.bench_stubs))
     except PineappleError as exc:
         raise RunError(f"error creating engine: {exc}") from None
     base_dir = Path(args.config).parent
@@ -151,22 +152,6 @@ def run_once(args: argparse.Namespace) -> bytes:
     return indent_json(go_json(response)) + b"\n"
 
 
-def _registry(bench: bool) -> OperatorRegistry:
-    if not bench:
-        return builtins.operator_registry()
-    from pineapple.operators.bench import bench_operator_registry
-
-    return bench_operator_registry()
-
-
-def _resource_registry(bench: bool) -> resource.Registry:
-    if not bench:
-        return builtins.resource_registry()
-    from pineapple.operators.bench import bench_resource_registry
-
-    return bench_resource_registry()
-
-
 @contextmanager
 def _resources(
     config: bytes, static: dict[str, Any] | None, base_dir: Path, bench: bool
@@ -175,7 +160,7 @@ def _resources(
     if static is not None:
         yield resource.Static(static)
         return
-    manager = resource.Manager(_resource_registry(bench))
+    manager = resource.Manager(resource_registry(bench))
     try:
         try:
             manager.load_from_root_config(config, base_dir=base_dir)
