@@ -44,9 +44,9 @@ from collections.abc import Callable
 from ._build import Builder
 from ._build_error import BuildError
 from ._config import Config
-from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
 from ._snapshot import Snapshot, SnapshotHolder
+from .metrics._metrics import ServerMetrics
 
 __all__ = ["Reloader"]
 

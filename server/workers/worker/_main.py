@@ -31,10 +31,10 @@ from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
-from ..._pod_metrics import PodMetrics
 from ..._service import Service
-from ..._serving import exit_within, serve
 from ..._snapshot import SnapshotHolder
+from ...http._serving import exit_within, serve
+from ...metrics._pod_metrics import PodMetrics
 from .._control import CONTROL_READ_SECONDS
 from .._liveness import START_SLACK_SECONDS, Heartbeat
 from .._store_format import METRICS_DIR, codec_of
