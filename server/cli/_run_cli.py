@@ -35,9 +35,9 @@ from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._config_read import read_config_file
+from .._registries import operator_registry, resource_registry
 from ._go_flags import RUN_FLAGS, add_go_spelling_hints
 from ._json_indent import indent_json
-from .._registries import operator_registry, resource_registry
 
 __all__ = ["add_run_arguments", "add_run_command", "run_command"]
 
