@@ -37,8 +37,9 @@ def test_a_realistic_config_serves_on_the_stubs(serve: Callable[..., Server]) ->
         expected = engine.execute(Context(), orjson.loads(request))
     # The stubs spend their latency profiles: a loaded machine must not time them out.
     server = serve(orjson.loads(config), "--bench-stubs", "--request-timeout-ms", "60000")
-    for _ in range(3):  # every worker likely answers one
-        answer = server.new_client().post("/execute", content=request)
+    for _ in range(3):  # new connections: every worker likely answers one
+        with server.new_client() as client:
+            answer = client.post("/execute", content=request)
         assert answer.status_code == 200, answer.text
         assert answer.json() == expected
     for name in ("feed_data", "dh_request", "dh_feature_dump", "dh_servershow"):
