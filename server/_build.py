@@ -39,6 +39,7 @@ from pineapple.resource.lowlevel import (
 
 from ._build_error import BuildError, CheckError
 from ._config import Config, EngineLike, Responder
+from ._registries import operator_registry
 from ._snapshot import ConfigInfo, Snapshot
 
 __all__ = ["Builder", "default_responder", "import_plugins"]
@@ -205,14 +206,14 @@ class Builder:
                 return self._config.wiring.engine_factory(loaded.data)
             # The parsed root when there is one; else the bytes, for the engine's own error.
             config = loaded.data if loaded.root is None else loaded.root
-            return Engine(config, registry=builtins.operator_registry())
+            return Engine(config, registry=operator_registry(self._config.bench_stubs))
         except Exception as exc:
             raise BuildError("engine", redact(_describe(exc), loaded.secrets)) from None
 
     def _manager(
         self, loaded: LoadedConfig, carry_over: resource.Manager | None
     ) -> resource.Manager:
-        registry = self._config.wiring.registry or builtins.resource_registry()
+        registry = self._config.resource_types()
         manager = resource.Manager(
             registry,
             self._metrics,

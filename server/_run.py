@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from pineapple import PineappleError, builtins, resource
+from pineapple import PineappleError, resource
 
 from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
@@ -86,7 +86,7 @@ def _run(config: Config, pod: FleetPod | None) -> int:
 
 
 def _base(config: Config) -> resource.Registry:
-    return config.wiring.registry or builtins.resource_registry()
+    return config.resource_types()
 
 
 def _run_workers(config: Config, pod: FleetPod | None) -> int:

@@ -145,9 +145,8 @@ class ProducerAuthority(ReloadPolicy):
                 self._starting = None
 
     def _base(self) -> resource.Registry:
-        from pineapple import builtins
 
-        return self.config.wiring.registry or builtins.resource_registry()
+        return self.config.resource_types()
 
     # -- the policy's steps -------------------------------------------------------------
 

@@ -177,7 +177,7 @@ class ConfigAuthority(ReloadPolicy):
     # -- data ---------------------------------------------------------------------------
 
     def _base(self) -> resource.Registry:
-        return self.wiring.registry or resource.lowlevel.default_registry()
+        return self.wiring.registry or self.config.resource_types()
 
     def _loaded(self, data: bytes) -> LoadedConfig:
         return load_config(

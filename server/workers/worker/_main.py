@@ -70,7 +70,7 @@ def worker_settings(
     config: Config, store: MappedStore, source: ConfigSource | None = None
 ) -> Config:
     """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
-    base = config.wiring.registry or resource.lowlevel.default_registry()
+    base = config.resource_types()
     wiring = replace(
         config.wiring,
         registry=mapped_registry(base, store),
@@ -105,7 +105,7 @@ def worker_main(
     import_plugins(config.plugins)
     store = MappedStore(store_path)
     source = SharedConfigSource(store)
-    base = config.wiring.registry or resource.lowlevel.default_registry()
+    base = config.resource_types()
     worker_config = worker_settings(config, store, source)
     followers: list[Follower] = []
 
