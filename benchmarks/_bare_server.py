@@ -1,6 +1,6 @@
 """The serving floor: a bare Starlette endpoint returning precomputed JSON bytes.
 
-Served by uvicorn with the settings ``pineapple serve`` uses (``server._serving``:
+Served by uvicorn with the settings ``pineapple serve`` uses (``server.http._serving``:
 lifespan on, no access log, no log config, uvicorn's default loop and HTTP
 implementation), so the only difference from our ``/execute`` is the work
 behind the endpoint. It reads the request body, as any real endpoint must.
@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from server._serving import bind
+from server.http._serving import bind
 
 __all__ = ["bare_app", "main", "raw_app"]
 

@@ -16,7 +16,7 @@ under valgrind with two counts and subtract, which leaves the requests alone
 (the summary line "Collected" is the instruction count), or give
 ``--profile`` for cProfile's view of the Python side. Code runs some 50-100
 times slower under valgrind, so the time bound on holding the answers of a
-turn (``server/_answer_batch.py``) is stretched by ``--hold-scale`` (100):
+turn (``server/http/_answer_batch.py``) is stretched by ``--hold-scale`` (100):
 the turns then hold what they hold in a server at full speed, where the bound
 is rarely reached (``--hold-scale 1`` shows the cost when it always is).
 """
@@ -84,9 +84,9 @@ def _protocol(raw: bool, config_path: Path, payload: bytes) -> Any:
         cfg.load()
         return lambda: HttpToolsProtocol(cfg, ServerState(), {})
     import server
-    from server._connections import Drain
     from server._service import Service
-    from server._serving import uvicorn_config
+    from server.http._connections import Drain
+    from server.http._serving import uvicorn_config
 
     service = Service(server.Config(config_path=config_path, watch=False, admin_token=""))
     service.start()
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         "--hold-scale",
         type=float,
         default=100.0,
-        help="stretch the answers' hold bound (server/_answer_batch.py) by this factor",
+        help="stretch the answers' hold bound (server/http/_answer_batch.py) by this factor",
     )
     parser.add_argument("--raw", action="store_true")
     parser.add_argument("--profile", action="store_true")
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     ) + body
     import uvloop
 
-    from server import _answer_batch
+    from server.http import _answer_batch
 
     _answer_batch.HOLD_SECONDS *= args.hold_scale
 

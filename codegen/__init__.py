@@ -33,12 +33,3 @@ __all__ = [
     "write_files",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """``codegen:add_codegen_command``: the entry point venvs installed before it moved to
-    ``codegen._main`` still name (``pyproject.toml``); drop this once they are reinstalled."""
-    if name == "add_codegen_command":
-        from ._main import add_codegen_command
-
-        return add_codegen_command
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

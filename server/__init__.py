@@ -38,7 +38,6 @@ Read the "Guarantees:" blocks of ``_snapshot``, ``_reload_policy``, ``_reloader`
 # First: decides, before any of it loads, whether the server's compiled group runs.
 from . import _native as _native
 from . import lowlevel as lowlevel
-from ._app import create_app as create_app
 from ._build_error import BuildError as BuildError
 from ._config import ADMIN_TOKEN_ENV as ADMIN_TOKEN_ENV
 from ._config import Config as Config
@@ -46,6 +45,7 @@ from ._config import HandResource as HandResource
 from ._config import Wiring as Wiring
 from ._run import check as check
 from ._run import run as run
+from .http._app import create_app as create_app
 
 __all__ = [
     "ADMIN_TOKEN_ENV",

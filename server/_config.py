@@ -26,7 +26,7 @@ from pineapple.resource.lowlevel import close_now
 
 from ._admin import clean_admin_token
 from ._config_read import read_config_file
-from ._pod_metrics import PodMetrics
+from .metrics._pod_metrics import PodMetrics
 
 __all__ = [
     "ADMIN_TOKEN_ENV",

@@ -17,7 +17,7 @@ from pineapple._native import NativeGroup
 
 __all__ = ["SERVER", "compiled", "pure_reason"]
 
-SERVER = NativeGroup(Path(__file__).resolve().parent, "server._answer_batch")
+SERVER = NativeGroup(Path(__file__).resolve().parent, "server.http._answer_batch")
 """The server's compiled group."""
 SERVER.install()
 

@@ -1,6 +1,6 @@
 """``ParsedBytes``: the parse's share of ``--max-inflight-body-bytes``.
 
-``/execute`` counts the raw bytes of the bodies it holds (``server/_execute.py``,
+``/execute`` counts the raw bytes of the bodies it holds (``server/http/_execute.py``,
 on the event loop). A body's parsed objects weigh more than its bytes (an 8 MB
 body of ``{}`` items is about 200 MB of dicts), so the default responder also
 reserves, before each part of a large body is parsed, a bound of what that

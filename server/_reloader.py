@@ -47,9 +47,9 @@ from pineapple.resource.lowlevel import LoadedConfig
 from ._build import Builder
 from ._build_error import BuildError
 from ._config import Config
-from ._metrics import ServerMetrics
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._snapshot import Snapshot, SnapshotHolder
+from .metrics._metrics import ServerMetrics
 
 __all__ = ["Reloader", "SnapshotTarget"]
 

@@ -1,7 +1,7 @@
 """``run(Config)``: serve until SIGTERM/SIGINT; ``check``: validate like ``nginx -t``.
 
 One process: start the service (read -> Engine -> resources -> start ->
-deps), bind the port, serve (``server/_serving.py``). Any failure before
+deps), bind the port, serve (``server/http/_serving.py``). Any failure before
 listening returns exit code 1 with the reason logged, and leaves nothing
 running. ``workers > 1``: the parent binds the port once and becomes the
 supervisor of that many worker processes sharing the socket
@@ -26,9 +26,9 @@ from ._build import Builder, import_plugins
 from ._build_error import BuildError
 from ._config import Config
 from ._log_format import configure_logging
-from ._serving import bind, serve
-from ._uvicorn_range import UnsupportedUvicornError, check_uvicorn
 from .fleet._pod import FleetPod
+from .http._serving import bind, serve
+from .http._uvicorn_range import UnsupportedUvicornError, check_uvicorn
 from .workers import run_supervisor
 
 __all__ = ["check", "run"]

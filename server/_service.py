@@ -22,11 +22,11 @@ from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
 from ._decisions import Decisions, LocalDecisions
-from ._metrics import ServerMetrics
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
+from .metrics._metrics import ServerMetrics
 
 __all__ = ["Role", "Service"]
 
@@ -79,7 +79,8 @@ class Service:
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
         self.draining = False
-        """``/readyz`` answers 503: set at SIGTERM (``server/_graceful.py``) and by :meth:`stop`."""
+        """``/readyz`` answers 503: set at SIGTERM (``server/http/_graceful.py``) and by
+        :meth:`stop`."""
         self.drain_deadline: float | None = None
         """Monotonic time by which :meth:`stop` is done waiting for requests (None: the
         full ``drain_seconds`` from the call); the server sets it when its drain begins."""

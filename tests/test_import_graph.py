@@ -172,3 +172,68 @@ def test_no_module_cycle_lazy_imports_included() -> None:
     # A package's __init__ re-exports its modules: an edge into the package itself from one
     # of its own modules is a cycle too (the module must import the sibling it needs).
     assert _cycles(runtime) == []
+
+
+SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "ground",
+        (
+            "server._native",
+            "server._atomic_file",
+            "server._log_format",
+            "server._build_error",
+            "server._admin",
+            "server._engine_extras",
+            "server._parse_budget",
+        ),
+    ),
+    ("metrics", ("server.metrics",)),
+    ("model", ("server._config_read", "server._config", "server._snapshot", "server._build")),
+    (
+        "lifecycle",
+        (
+            "server._logmask",
+            "server._reload_policy",
+            "server._reloader",
+            "server._decisions",
+            "server._watcher",
+            "server._service",
+        ),
+    ),
+    ("http", ("server.http",)),
+    ("processes", ("server.workers", "server.fleet", "server._run")),
+    ("cli", ("server.cli",)),
+    ("faces", ("server", "server.lowlevel")),
+)
+"""The server's floors, bottom up, as ``server/README.md`` draws them: a module imports
+only its own floor and the ones below. A name covers the module and, for a package,
+every module inside it (its ``__init__`` included)."""
+
+
+def _floor(module: str) -> int:
+    best: tuple[int, int] | None = None  # (length of the matching name, floor)
+    for number, (_, names) in enumerate(SERVER_FLOORS):
+        for name in names:
+            inside = name != "server" and module.startswith(name + ".")
+            if (module == name or inside) and (best is None or len(name) > best[0]):
+                best = (len(name), number)
+    assert best is not None, f"{module} is on no floor of SERVER_FLOORS"
+    return best[1]
+
+
+def test_every_server_module_has_one_floor() -> None:
+    for module in MODULES:
+        if module.split(".")[0] == "server":
+            _floor(module)
+
+
+def test_the_server_imports_only_its_floor_and_the_ones_below() -> None:
+    upward = sorted(
+        f"{module} ({SERVER_FLOORS[_floor(module)][0]}) imports {target}"
+        f" ({SERVER_FLOORS[_floor(target)][0]})"
+        for module, targets in EDGES.items()
+        if module.split(".")[0] == "server"
+        for target in targets
+        if target.split(".")[0] == "server" and _floor(target) > _floor(module)
+    )
+    assert upward == []

@@ -94,7 +94,7 @@ def test_our_built_ins_and_commands_are_named_in_our_entry_point_groups() -> Non
     assert {"pineapple.operators", "resources"} <= values("pineapple.operators")
     assert "resources" in values("pineapple.resources")
     assert {
-        "server._commands:add_commands",
+        "server.cli._commands:add_commands",
         "dsl._cli:add_compile_command",
         "codegen._main:add_codegen_command",
     } <= values("pineapple.commands")

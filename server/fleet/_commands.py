@@ -34,7 +34,7 @@ from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._log_format import add_log_flags, configure_logging
-from .._serving import exit_within
+from ..http._serving import exit_within
 from ._controls import Pin, config_rollback, pin, previous_generation, unpin
 from ._errors import FleetError, StoreUnavailableError
 from ._flags import add_store_flags, open_store_of

@@ -18,9 +18,9 @@ import pytest
 
 import server
 from server._config_read import ConfigFileError, read_config_file
-from server._metrics import ServerMetrics
 from server._reloader import Reloader
 from server._snapshot import SnapshotHolder
+from server.metrics._metrics import ServerMetrics
 
 from .._serve import Serve, run_cli
 from ._reload import PLUGIN, digest, valid, wait_config

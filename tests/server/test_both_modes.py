@@ -276,7 +276,7 @@ def test_a_bad_reload_is_refused_once_and_the_served_config_stays(
 def test_execute_on_one_connection_answers_the_same_whether_the_protocol_or_the_app_takes_it(
     serve: Callable[..., Server],
 ) -> None:
-    """Small ``/execute`` requests are answered by the protocol (``server/_direct.py``), a
+    """Small ``/execute`` requests are answered by the protocol (``server/http/_direct.py``), a
     chunked one by the app: pipelined on one keep-alive connection, the answers come in
     order, with the same bytes but the date; then an HTTP/1.0 request ends the connection."""
     config = {

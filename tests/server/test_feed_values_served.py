@@ -21,7 +21,7 @@ from .._serve import Serve
 from ..resources._mysql_types import COLUMNS, create_types_table, expected_rows
 from ..resources.test_feed_data_size import fill_adversarial
 from .pod import Server, serve_plugin
-from .test_shared_workers import serving_two_workers
+from .workers.test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mysql]
 

@@ -14,10 +14,10 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from server._access_log import ACCESS_LOGGER, AccessLog
 from server._log_format import JsonFormatter
 from server._logmask import LogMask
 from server._snapshot import SnapshotHolder
+from server.http._access_log import ACCESS_LOGGER, AccessLog
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_server_runs_its_group_compiled_unless_told_not_to() -> None:
     # A failure here, never a skip: CI builds both groups (make install); only the pure
     # pass of make test (PINEAPPLE_PURE_PYTHON=1) runs without them.
-    from server import _answer_batch, _gometrics, _request_metrics
+    from server.http import _answer_batch
+    from server.metrics import _gometrics, _request_metrics
 
     files = [m.__file__ or "" for m in (_answer_batch, _gometrics, _request_metrics)]
     if PURE_ENV:
@@ -31,9 +32,9 @@ def test_the_server_runs_its_group_compiled_unless_told_not_to() -> None:
 
 def test_the_server_lists_its_own_group_and_the_core_none_of_it() -> None:
     assert _native.SERVER.modules == (
-        "server._answer_batch",
-        "server._gometrics",
-        "server._request_metrics",
+        "server.http._answer_batch",
+        "server.metrics._gometrics",
+        "server.metrics._request_metrics",
     )
     assert not set(_native.SERVER.modules) & set(core.COMPILED)
     assert all(

@@ -21,7 +21,7 @@ import pytest
 
 from .._serve import Serve
 from .pod import serve_plugin
-from .test_shared_workers import serving_two_workers
+from .workers.test_shared_workers import serving_two_workers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

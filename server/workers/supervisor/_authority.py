@@ -88,8 +88,8 @@ from ..._build import Builder
 from ..._build_error import BuildError
 from ..._config import Config, Wiring
 from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
-from ..._metrics import ServerMetrics
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
+from ...metrics._metrics import ServerMetrics
 from .._control import ControlError
 from .._pod_status import STATUS_FILE, StatusBoard
 from .._publisher import start_publisher

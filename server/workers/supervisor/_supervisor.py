@@ -67,9 +67,9 @@ from types import FrameType
 from pineapple import PineappleError
 
 from ..._config import Config, Wiring
-from ..._metrics import ServerMetrics
-from ..._pod_metrics import PodMetrics
 from ..._watcher import ConfigWatcher
+from ...metrics._metrics import ServerMetrics
+from ...metrics._pod_metrics import PodMetrics
 from .._control import CONTROL_SOCKET, ControlServer
 from .._liveness import LIVENESS_TIMEOUT_SECONDS, BeatClock
 from .._store_format import METRICS_DIR

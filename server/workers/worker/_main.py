@@ -36,9 +36,9 @@ from ..._config import Config, ConfigSource
 from ..._decisions import LocalDecisions
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
-from ..._pod_metrics import PodMetrics
-from ..._serving import exit_within, serve
 from ..._snapshot import SnapshotHolder
+from ...http._serving import exit_within, serve
+from ...metrics._pod_metrics import PodMetrics
 from .._liveness import START_SLACK_SECONDS, Heartbeat
 from .._store_format import METRICS_DIR, codec_of
 from ._mapping import MappedStore, mapped_registry

@@ -1,0 +1,7 @@
+"""The subcommands this package adds to ``pineapple``: the top floor of ``server``.
+
+``_commands`` (the ``pineapple.commands`` entry point) assembles ``_cli``
+(``serve`` and ``check``, with ``_cpu_quota`` for ``--workers auto``),
+``_run_cli`` (``run``, printing Go's indented JSON with ``_json_indent``) and
+``_admin_cli`` (``admin``). Every module is private.
+"""

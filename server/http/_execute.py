@@ -1,0 +1,254 @@
+"""``POST /execute``: the hot path, a bare ASGI app (no Request/Response objects).
+
+``POST /execute`` runs the config's default pipeline group, ``POST
+/execute/{group}`` a named one (404 when the config has no such group).
+Per request: read the body (413 past the limit), borrow the serving snapshot,
+run the responder (``pineapple.engine.respond``: parsing, 400/413/500/504
+and the Go server's bytes) inline on the event loop when the engine does no
+blocking I/O and the body is small (``Config.inline_body_bytes``), otherwise
+on a bounded pool of worker threads, release the snapshot, send the bytes.
+The context handed to the engine is built once per snapshot; per request it
+only gains its deadline (``Config.request_timeout_ms`` from the request's
+arrival: one clock read, shared with the latency metric).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio.to_thread
+import orjson
+from anyio import CapacityLimiter
+from starlette.types import Message, Receive, Scope, Send
+
+from .._service import Service
+from .._snapshot import Snapshot
+
+__all__ = ["ExecuteEndpoint", "error_body", "is_execute_path"]
+
+_log = logging.getLogger("pineapple.server")
+_monotonic = time.monotonic
+
+_JSON = (b"content-type", b"application/json")
+_ALLOW = (b"allow", b"POST")
+
+
+def error_body(message: str) -> bytes:
+    """``{"error": message}`` as JSON bytes (the server's own refusals)."""
+    return orjson.dumps({"error": message})
+
+
+_NO_CONFIG = error_body("no config is being served")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+class _Busy(Exception):
+    """Bodies in progress would pass ``Config.max_inflight_body_bytes``."""
+
+
+class ExecuteEndpoint:
+    """The ASGI app behind ``POST /execute``."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+        self._metrics = service.metrics
+        self._acquire = service.holder.acquire
+        self.observe = service.metrics.observe_execute
+        """Count one answered ``/execute``: its status and seconds (both paths)."""
+        self._respond = service.responder
+        config = service.config
+        self._limit = config.max_body_bytes
+        self._threads = config.execute_threads
+        timeout_ms = config.request_timeout_ms
+        self._timeout = timeout_ms / 1000.0 if timeout_ms > 0 else None
+        self._inline_bytes = config.inline_body_bytes
+        self._limiter: CapacityLimiter | None = None
+        self._inflight_cap = config.max_inflight_body_bytes or None
+        self._busy = error_body(
+            f"server busy: request bodies in progress would pass {self._inflight_cap} bytes"
+        )
+        self._inflight = 0
+        """Body bytes held by requests in progress (event loop only: no lock)."""
+        self._parsed = service.parsed_bytes  # what large bodies' parses hold (threads)
+        self._parsed.bodies = self._bodies
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The hot path is written out flat (one coroutine per request, no helper
+        # awaits) because it runs on the event loop for every request.
+        started = _monotonic()
+        if scope["method"] != "POST":
+            await _send(send, 405, error_body("use POST for /execute"), _ALLOW)
+            self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
+            return
+        try:
+            for key, value in scope["headers"]:
+                if key == b"content-length":
+                    if value.isdigit() and int(value) > self._limit:
+                        raise _TooLarge
+                    break
+            message: Message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body: bytes = message.get("body", b"")
+            if message.get("more_body", False):
+                body = await self._read_rest(body, receive)  # counted as it comes
+            elif len(body) > self._limit:
+                raise _TooLarge
+            else:
+                self._hold(len(body))
+        except _TooLarge:
+            status, out = 413, error_body(f"request body exceeds {self._limit} bytes")
+        except _Busy:
+            status, out = 503, self._busy
+        except _Disconnected:
+            return
+        else:
+            try:
+                snap = self._acquire()
+                if snap is None:
+                    status, out = 503, _NO_CONFIG
+                else:
+                    try:
+                        args = _args(snap, body, scope["path"], started, self._timeout)
+                        # A large body runs off the loop even for a non-blocking engine:
+                        # parsing and copying its items would stall every other request.
+                        if snap.blocking or len(body) > self._inline_bytes:
+                            status, out = await self._off_loop(args)
+                        else:
+                            status, out = self._respond(*args)
+                    except Exception as exc:
+                        status, out = _failed(snap, exc)
+                    finally:
+                        snap.release()
+            finally:
+                self._inflight -= len(body)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [_JSON, (b"content-length", str(len(out)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": out})
+        self.observe(status, _monotonic() - started)
+
+    @property
+    def inline_bytes(self) -> int:
+        """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
+        return self._inline_bytes
+
+    def answer_inline(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
+        """Answer a complete ``POST`` body on the event loop, now; None when it must not.
+
+        For ``server/http/_direct.py``, which calls it only for bodies of at most
+        ``Config.inline_body_bytes``: None means the serving snapshot's engine
+        may block (the request then goes through this ASGI app instead, which
+        runs it off the loop). The body is counted in progress while it runs.
+        """
+        try:
+            self._hold(len(body))
+        except _Busy:
+            return 503, self._busy
+        try:
+            snap = self._acquire()
+            if snap is None:
+                return 503, _NO_CONFIG
+            try:
+                if snap.blocking:
+                    return None
+                return self._respond(*_args(snap, body, path, started, self._timeout))
+            except Exception as exc:
+                return _failed(snap, exc)
+            finally:
+                snap.release()
+        finally:
+            self._inflight -= len(body)
+
+    def _hold(self, size: int) -> None:
+        """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
+        (with the parsed objects of large bodies, ``server/_parse_budget.py``)."""
+        cap = self._inflight_cap
+        if cap is not None and self._inflight + self._parsed.held + size > cap:
+            raise _Busy
+        self._inflight += size
+
+    def _bodies(self) -> int:
+        return self._inflight
+
+    async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
+        """Run the responder on the bounded worker-thread pool."""
+        limiter = self._limiter
+        if limiter is None:
+            limiter = self._limiter = CapacityLimiter(self._threads)
+        result: tuple[int, bytes] = await anyio.to_thread.run_sync(
+            self._respond, *args, limiter=limiter
+        )
+        return result
+
+    async def _read_rest(self, first: bytes, receive: Receive) -> bytes:
+        """The rest of a body sent in several messages (413 past the limit)."""
+        chunks = [first]
+        size = len(first)
+        self._hold(size)
+        try:
+            # Bounded: the body's size by _limit, the total in progress by _inflight_cap,
+            # the time by the server's read timeout (server.http._read_timeouts).
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    raise _Disconnected
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self._limit:
+                    raise _TooLarge
+                self._hold(len(chunk))
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+        except BaseException:
+            self._inflight -= sum(map(len, chunks))  # what _hold counted: no leak on any exit
+            raise
+
+
+def _args(
+    snap: Snapshot, body: bytes, path: str, started: float, timeout: float | None
+) -> tuple[Any, ...]:
+    """The responder's arguments: the engine, the context with its deadline, the body, the group."""
+    ctx = snap.context
+    if timeout is not None:
+        ctx = ctx.with_deadline(started + timeout)
+    group = _group(path)
+    return (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
+
+
+def _failed(snap: Snapshot, exc: Exception) -> tuple[int, bytes]:
+    """The 500 of a responder that raised (logged with its traceback)."""
+    _log.error("/execute failed unexpectedly (snapshot %d)", snap.serial, exc_info=exc)
+    return 500, error_body(f"internal error: {type(exc).__name__}")
+
+
+def _group(path: str) -> str | None:
+    """``/execute`` -> None (the default group); ``/execute/{group}`` -> the group."""
+    if not path.startswith("/execute/"):
+        return None
+    return path[len("/execute/") :] or None
+
+
+def is_execute_path(path: str) -> bool:
+    """True for ``/execute`` and ``/execute/{group}``."""
+    return path == "/execute" or path.startswith("/execute/")
+
+
+async def _send(send: Send, status: int, body: bytes, *extra: tuple[bytes, bytes]) -> None:
+    headers = [_JSON, (b"content-length", str(len(body)).encode()), *extra]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

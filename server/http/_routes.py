@@ -1,0 +1,246 @@
+"""Every route but ``/execute``: health, status, admin, metrics.
+
+Every decision (reload, the admin actions) and every status (``/readyz``,
+``/config``, ``/resources``) is asked of ``service.decisions``
+(``server/_decisions.py``), whatever process model runs; a refusal maps to
+its HTTP status there. The other handlers borrow the serving snapshot for as
+long as they read from it, so a read never touches a manager that is being
+torn down. Nothing here prints a secret: statuses and descriptions are redacted by the Manager,
+reload errors by the builder, and the config's content is never shown (only
+its hash).
+
+The pieces: ``observed`` (count and time a route), ``admin_only`` (the admin
+check), ``decided`` (a decision off the event loop, a refusal as its
+status); ``Decided`` (the routes that ask ``decisions``), ``Views`` (the
+routes that read the snapshot or the metrics); ``routes`` (the table).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from pineapple import resource
+from pineapple.engine import UnknownFormatError, UnknownGroupError
+
+from .._admin import admin_refusal
+from .._decisions import ACTIONS, Action, Decisions, Refused
+from .._engine_extras import dag_renderer, operator_stats
+from .._service import Service
+from ..metrics._metrics import CONTENT_TYPE, ServerMetrics
+from ._dag_view import DagView
+
+__all__ = [
+    "Decided",
+    "JSONResponse",
+    "Views",
+    "admin_only",
+    "decided",
+    "healthz",
+    "observed",
+    "routes",
+]
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class JSONResponse(Response):
+    """A JSON response rendered with orjson."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _error(code: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=code)
+
+
+def _flag(request: Request, name: str) -> bool:
+    """A boolean query parameter (``?force=1``)."""
+    return request.query_params.get(name, "").lower() in ("1", "true", "yes")
+
+
+def observed(metrics: ServerMetrics, path: str, handler: Handler) -> Handler:
+    """``handler``, its requests counted and timed in ``metrics`` under ``path``."""
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        response = await handler(request)
+        metrics.observe_request(
+            path, request.method, response.status_code, time.perf_counter() - started
+        )
+        return response
+
+    return endpoint
+
+
+def admin_only(service: Service, handler: Handler) -> Handler:
+    """``handler``, answered only to a caller the admin check lets in (``_admin``)."""
+
+    async def guarded(request: Request) -> Response:
+        refusal = admin_refusal(request, service.admin_token, service.trusted_proxies)
+        if refusal is not None:
+            headers = {"www-authenticate": "Bearer"} if refusal.status == 401 else None
+            return JSONResponse({"error": str(refusal)}, refusal.status, headers)
+        return await handler(request)
+
+    return guarded
+
+
+async def decided(call: Callable[[], dict[str, Any]], failed: int = 200) -> Response:
+    """``call()`` off the event loop; a :class:`Refused` becomes its status and body.
+
+    ``failed``: the status of an answer whose ``result`` is ``error`` (a reload).
+    """
+    try:
+        body = await anyio.to_thread.run_sync(call)
+    except Refused as exc:
+        return JSONResponse(exc.to_dict(), exc.status)
+    return JSONResponse(body, failed if body.get("result") == "error" else 200)
+
+
+async def healthz(request: Request) -> Response:
+    """Liveness: the process answers (``/healthz``, ``/health``)."""
+    return JSONResponse({"status": "ok"})
+
+
+class Decided:
+    """The routes that ask ``decisions`` (status and admin actions), one method each."""
+
+    def __init__(self, decisions: Decisions) -> None:
+        self._decisions = decisions
+
+    async def readyz(self, request: Request) -> Response:
+        code, body = await anyio.to_thread.run_sync(self._decisions.readiness)
+        return JSONResponse(body, code)
+
+    async def config(self, request: Request) -> Response:
+        return await decided(self._decisions.config)
+
+    async def resources(self, request: Request) -> Response:
+        return await decided(self._decisions.resources)
+
+    async def resource(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        return await decided(lambda: self._decisions.resource(name))
+
+    async def reload(self, request: Request) -> Response:
+        force = _flag(request, "force")
+        return await decided(lambda: self._decisions.reload("admin", force), failed=422)
+
+    def acting(self, action: Action) -> Handler:
+        """The handler of ``/admin/resources/{name}/<action>``."""
+
+        async def handler(request: Request) -> Response:
+            name = request.path_params["name"]
+            force = action == "refresh" and _flag(request, "force")
+            return await decided(lambda: self._decisions.act(action, name, force))
+
+        return handler
+
+
+class Views:
+    """The routes that read the serving snapshot (``/stats``, ``/dag``) or the metrics.
+
+    A handler borrows the snapshot for as long as it reads from it.
+    """
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+        self._metrics = service.metrics
+        self._dag_view = DagView()
+
+    async def stats(self, request: Request) -> Response:
+        snap = self._service.holder.acquire()
+        if snap is None:
+            return _error(503, "engine not loaded")
+        try:
+            body: dict[str, Any] = self._metrics.stats_counts()  # the pod's, with --workers
+            body["resources"] = _resource_stats(snap.manager.status())
+            detail = operator_stats(snap.engine)
+            if detail:
+                body["operator_detail"] = detail
+        finally:
+            snap.release()
+        return JSONResponse(body)
+
+    async def dag(self, request: Request) -> Response:
+        query = request.query_params
+        fmt = query.get("format") or "dot"
+        raw = query.get("collapse") or "0"
+        if not raw.isdigit() or len(raw) > 6:  # bounded: at most 999,999 levels
+            return _error(400, "collapse must be a non-negative integer")
+        snap = self._service.holder.acquire()
+        if snap is None:
+            return _error(503, "engine not loaded")
+        try:
+            render = dag_renderer(snap.engine)
+            if render is None:
+                return _error(404, "this engine cannot render its DAG")
+            key = (fmt, int(raw), query.get("group"))
+            try:  # off the event loop, once per snapshot and key (``_dag_view``)
+                text = await self._dag_view.text(
+                    (snap.serial, id(snap.engine)),
+                    key,
+                    lambda: render(key[0], collapse=key[1], group=key[2]),
+                )
+            except UnknownGroupError as exc:
+                return _error(404, str(exc))
+            except UnknownFormatError as exc:
+                return _error(400, str(exc))
+        finally:
+            snap.release()
+        media = "text/vnd.graphviz" if fmt == "dot" else "text/plain"
+        return Response(text, media_type=media)
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(await self._metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+def routes(service: Service) -> list[Route]:
+    """The routes of ``service`` (``/execute`` is added by the app): the table, nothing else."""
+    asked, views = Decided(service.decisions), Views(service)
+
+    def get(path: str, handler: Handler) -> Route:
+        return Route(path, observed(service.metrics, path, handler), methods=["GET"])
+
+    def admin(path: str, handler: Handler) -> Route:
+        guarded = admin_only(service, handler)
+        return Route(path, observed(service.metrics, path, guarded), methods=["POST"])
+
+    return [
+        get("/healthz", healthz),
+        get("/readyz", asked.readyz),
+        get("/config", asked.config),
+        get("/resources", asked.resources),
+        get("/resources/{name}", asked.resource),
+        admin("/admin/reload", asked.reload),
+        *(admin(f"/admin/resources/{{name}}/{a}", asked.acting(a)) for a in ACTIONS),
+        Route("/metrics", views.metrics, methods=["GET"]),
+        get("/health", healthz),
+        get("/stats", views.stats),
+        get("/dag", views.dag),
+    ]
+
+
+def _resource_stats(statuses: list[resource.ResourceStatus]) -> dict[str, Any]:
+    """Per-resource counters for ``/stats`` ``resources`` (name -> version, failures, ready)."""
+    return {
+        st.name: {
+            "type": st.type,
+            "version": st.version,
+            "generation": st.generation,
+            "consecutive_failures": st.consecutive_failures,
+            "ready": st.ready,
+        }
+        for st in statuses
+    }
