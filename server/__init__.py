@@ -9,8 +9,9 @@ Layers (each imports only the ones above it):
                                  engine/responder contracts; who may use admin routes
     _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
     _build                       building a snapshot step by step (Engine, Manager, checks)
-    _metrics, _reload_policy     Prometheus metrics; the reload decision (ReloadOutcome)
-    _reloader                    reload = build + swap, serialised
+    _metrics, _reload_policy     Prometheus metrics; the one reload decision over a target
+                                 (ReloadPolicy, ReloadTarget, ReloadOutcome)
+    _reloader                    one process's target: parse once, build, swap
     _decisions                   Decisions: every decision and status routes and signals ask for
     _watcher, _service           the directory watcher; the service that owns all of it
     _execute, _routes            HTTP: /execute, the other routes
