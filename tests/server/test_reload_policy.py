@@ -66,9 +66,7 @@ class FakeTarget:
 
 
 def _policy(target: FakeTarget, *, refusals: bool = False, wait: float = 5.0) -> ReloadPolicy:
-    return ReloadPolicy(
-        target, wait=wait, closing=target.closing.is_set, records_refusals=refusals
-    )
+    return ReloadPolicy(target, wait=wait, closing=target.closing.is_set, records_refusals=refusals)
 
 
 def test_the_start_reads_checks_and_applies_once() -> None:
