@@ -90,7 +90,7 @@ def test_unchanged_bytes_are_neither_checked_nor_applied() -> None:
     policy = _policy(target)
     policy.start()
     for trigger in ("watch", "poll", "signal", "admin"):
-        outcome = policy.reload(trigger)  # type: ignore[arg-type]
+        outcome = policy.reload(trigger)
         assert outcome.result == "unchanged" and outcome.serial == 1
     assert target.reads == 5 and target.checks == [GOOD_1] and target.applied == [GOOD_1]
     # The watcher's and the poll's no-ops are quiet; SIGHUP's and admin's are recorded.

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import server
-from pineapple.resource.lowlevel import LoadedConfig
+from pineapple.resource.lowlevel import LoadedConfig, load_config
 from server import _build
 from server._build import import_plugins
 from server.lowlevel import Service
@@ -31,11 +31,10 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """The bytes of every config parsed from now on, in order."""
     import_plugins(())  # the built-in types (json_file)
     seen: list[bytes] = []
-    real = _build.load_config
 
     def spy(data: bytes, **kwargs: Any) -> LoadedConfig:
         seen.append(data)
-        return real(data, **kwargs)
+        return load_config(data, **kwargs)
 
     monkeypatch.setattr(_build, "load_config", spy)
     return seen
