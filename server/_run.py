@@ -90,12 +90,12 @@ def _base(config: Config) -> resource.Registry:
 
 
 def _run_workers(config: Config, pod: FleetPod | None) -> int:
-    # A fleet pod's supervisor alone reads the fleet (its own wiring); workers map from it.
     try:
         import_plugins(config.plugins)
     except BuildError as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
+    # A fleet pod's supervisor alone reads the fleet (its own wiring); workers map from it.
     wiring = None if pod is None else pod.wiring(config, _base(config))
     try:
         sock = bind(config.addr)
