@@ -32,13 +32,14 @@ Guarantees:
 - Reloads are serialised by one lock (``_lock``): two triggers never apply
   two configs at once, and ``served`` and ``_failed_hash`` are only changed
   by the reload holding it (:meth:`exclusive` lends it to an authority's own
-  steps: pins, a rollback).
+  steps: the supervisor's pins and rollback, a producer forgetting its config).
 - ``last``, ``last_error`` and ``attempts`` change only in :meth:`record`,
   under ``_changed``; :meth:`wait_for` reads them under it.
 - Nothing here waits forever: a trigger waits at most ``wait`` seconds for a
   reload in progress and is then answered ``error`` at step ``busy``.
-- :meth:`ReloadPolicy.reload` never raises what checking or applying a config
-  raises: every failure becomes an ``error`` outcome.
+- :meth:`ReloadPolicy.reload` and :meth:`ReloadPolicy.apply` never raise what
+  reading, checking or applying a config raises: every failure becomes an
+  ``error`` outcome (only :meth:`ReloadPolicy.start` raises: nothing serves yet).
 """
 
 from __future__ import annotations
