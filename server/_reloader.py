@@ -46,7 +46,7 @@ from pineapple.resource.lowlevel import LoadedConfig
 
 from ._build import Builder
 from ._build_error import BuildError
-from ._config import Config
+from ._config import Config, ConfigSource
 from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._snapshot import Snapshot, SnapshotHolder
 from .metrics._metrics import ServerMetrics
@@ -122,6 +122,7 @@ class Reloader:
     ) -> None:
         self._holder = holder
         self._metrics = metrics
+        self._config_source = config.wiring.config_source
         self.target = SnapshotTarget(config, holder, builder, metrics)
         self.policy = ReloadPolicy(
             self.target,
@@ -147,6 +148,11 @@ class Reloader:
     def attempts(self) -> int:
         """Recorded outcomes (the start's included)."""
         return self.policy.attempts
+
+    @property
+    def config_source(self) -> ConfigSource | None:
+        """Where the config's bytes come from when not from the file (None: the file)."""
+        return self._config_source
 
     @property
     def listeners(self) -> list[Callable[[ReloadOutcome], None]]:

@@ -86,7 +86,7 @@ from pineapple.resource.lowlevel import (
 
 from ..._build import Builder
 from ..._build_error import BuildError
-from ..._config import Config, Wiring
+from ..._config import Config, Wiring, source_view
 from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ...metrics._metrics import ServerMetrics
@@ -130,6 +130,8 @@ class ConfigAuthority:
         """The store keys of the shared entries the publisher holds."""
         self.generation = 0
         """The config generation every worker serves or is switching to."""
+        self.accepted_at: float | None = None
+        """When that generation was accepted (Unix seconds)."""
         # One budget for every publisher, as one process has one for every snapshot.
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
@@ -273,6 +275,7 @@ class ConfigAuthority:
                 raise
             old, self.publisher = self.publisher, manager
             self.generation, self._named = generation, named
+            self.accepted_at = time.time()
             self._previous, self._accepted = self._accepted, (data, digest)
             self._serving_per_worker, self._serving_engine = per_worker, engine
             if old is not None:
@@ -303,6 +306,13 @@ class ConfigAuthority:
         hand = self.publisher is None and self.config.resources is not None  # built at start
         rebuilt = self._serving_engine is not None and self._serving_engine != engine
         return carried if hand or rebuilt or len(carried) < len(per_worker) else None
+
+    def serving_config(self) -> tuple[str, int, float] | None:
+        """The content hash, generation and acceptance time of the serving config."""
+        serving, accepted_at = self.policy.served, self.accepted_at
+        if serving is None or accepted_at is None:
+            return None
+        return serving[0], serving[1], accepted_at
 
     def describe(self, serial: int | None) -> str:
         if serial is None:
@@ -448,6 +458,7 @@ class ConfigAuthority:
             "last_reload_error": policy.last_error.to_dict() if policy.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
             "stale": stale_sources(publisher) if publisher is not None else {},
+            "config_source": source_view(self.wiring.config_source),
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
         return {"config": config, "resources": statuses}
