@@ -126,9 +126,12 @@ class Builder:
             data, env=self._config.environ(), source_dir=Path(self._config.path).parent
         )
 
+    def _loaded(self, config: bytes | LoadedConfig) -> LoadedConfig:
+        return config if isinstance(config, LoadedConfig) else self.load(config)
+
     def info(self, config: bytes | LoadedConfig) -> ConfigInfo:
         """Version, create time and content hash of a config (no parsing errors raised)."""
-        loaded = config if isinstance(config, LoadedConfig) else self.load(config)
+        loaded = self._loaded(config)
         root = loaded.root or {}
         return ConfigInfo(
             path=str(self._config.path),
@@ -139,12 +142,14 @@ class Builder:
             loaded_at=time.time(),
         )
 
-    def build(self, data: bytes, *, carry_over: resource.Manager | None = None) -> Snapshot:
-        """A started, validated snapshot of ``data``; :class:`BuildError` otherwise.
+    def build(
+        self, config: bytes | LoadedConfig, *, carry_over: resource.Manager | None = None
+    ) -> Snapshot:
+        """A started, validated snapshot of ``config``; :class:`BuildError` otherwise.
 
-        ``data`` is parsed once (:meth:`load`); every step reads that one value.
+        Bytes are parsed once (:meth:`load`); every step reads that one value.
         """
-        loaded = self.load(data)
+        loaded = self._loaded(config)
         engine = self._engine(loaded)
         try:
             manager = self._manager(loaded, carry_over)
@@ -170,13 +175,14 @@ class Builder:
         self._serial += 1
         return Snapshot(engine, manager, self.info(loaded), self._serial)
 
-    def check(self, data: bytes, *, fetch: bool = False) -> list[str]:
-        """Validate ``data`` like ``nginx -t``: the resource names, or :class:`BuildError`.
+    def check(self, config: bytes | LoadedConfig, *, fetch: bool = False) -> list[str]:
+        """Validate ``config`` like ``nginx -t``: the resource names, or :class:`BuildError`.
 
         Builds the engine and registers the resources; fetches them only with
-        ``fetch``; validates dependencies; then tears everything down.
+        ``fetch``; validates dependencies; then tears everything down. Bytes are
+        parsed once (:meth:`load`).
         """
-        loaded = self.load(data)
+        loaded = self._loaded(config)
         failed: list[BuildError] = []
         # Every step that can run does, so that one check names every problem.
         engine = _attempt(failed, lambda: self._engine(loaded))
