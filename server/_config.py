@@ -280,6 +280,15 @@ class Config:
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 
     Empty (the default): admin decisions use the socket peer only."""
+    state_dir: str | None = None
+    """Where the config history, a rollback's pin and resource pins are kept across restarts
+    (``--state-dir``; the command's default is per config path; None: no history)."""
+    history_max_count: int = 20
+    """Accepted configs the history keeps (``--history-max-count``)."""
+    history_max_bytes: int = 256 * 1024 * 1024
+    """Bytes of accepted configs the history keeps (``--history-max-bytes``)."""
+    revision_header: bool = False
+    """Answer ``/execute`` with ``x-pineapple-config-revision`` (``--revision-header``)."""
     fleet: FleetSettings | None = None
     """A pod in a fleet (``--fleet``): shared resources and, without a config file, the
     config itself come from the fleet store (None: a pod of its own)."""

@@ -15,6 +15,7 @@ from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
 from ._decisions import Decisions, LocalDecisions
+from ._history_decisions import HistoryDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
@@ -58,6 +59,9 @@ class Service:
         self.decisions: Decisions = self.local
         """Where routes and signals ask for decisions and statuses (a worker of
         ``--workers N`` replaces it with its ``SupervisorLink``)."""
+        self.history: HistoryDecisions | None = None
+        """Where the config-history routes ask (None: no history; set where the server is
+        assembled, ``server/_history_pod.py`` or a worker's start)."""
         self.started = False
         self._hand_fetchers_closed = False
 

@@ -11,7 +11,8 @@ from the parser's own callbacks: it keeps the body as the parser delivers
 it, and when the message is complete runs
 :meth:`~server.http._execute.ExecuteEndpoint.answer_inline` (the same body count,
 snapshot borrow, deadline, responder and 500 as the ASGI endpoint). The
-status line, uvicorn's default headers, the endpoint's two headers and the
+status line, uvicorn's default headers, the endpoint's headers (type, length,
+``x-request-id``, and with ``--revision-header`` the revision) and the
 body, byte for byte what the ASGI path sends, leave in one write at the end
 of the loop's turn with the turn's other answers (``server/http/_answer_batch.py``:
 held at most about half a millisecond, 64 KiB a turn; an answer with
@@ -71,6 +72,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from ._access_log import log_request
 from ._answer_batch import AnswerBatch
 from ._execute import ExecuteEndpoint
+from ._request_id import REQUEST_ID_HEADER, request_id
 
 __all__ = ["TIMER_EARLY", "DirectProtocol", "DirectRoute"]
 
@@ -79,6 +81,8 @@ _monotonic = time.monotonic
 _PATH = b"/execute"
 _SUBPATH = b"/execute/"
 _CONTENT = b"content-type: application/json\r\ncontent-length: %d\r\n"
+_ID = b"x-request-id: %s\r\n"
+_REVISION = b"x-pineapple-config-revision: %s\r\n"
 _END_KEEP = b"\r\n"
 _END_CLOSE = b"connection: close\r\n\r\n"
 
@@ -112,6 +116,8 @@ class DirectProtocol(HttpToolsProtocol):
     _direct_path: str | None = None
     """The path of the direct request under way (its headers are in); None: none."""
     _direct_chunks: list[bytes]
+    _direct_id: bytes | None = None
+    """The ``X-Request-Id`` the direct request under way carries, if any."""
     _direct_keep_alive = True
     _direct_started = 0.0
     """When the direct request's headers were complete (monotonic): its deadline, its latency."""
@@ -160,18 +166,23 @@ class DirectProtocol(HttpToolsProtocol):
         started = self._direct_started
         batch = route.batch
         batch.before_run()
-        answer = route.execute.answer_inline(body, path, started)
+        rid = request_id(self._direct_id)
+        answer = route.execute.answer_inline(body, path, started, rid)
         if answer is None:
             self.write_held()  # the app's answer comes after those held
             self._to_app(body)
             return
-        status, out = answer
+        status, out, served = answer
         keep_alive = self._direct_keep_alive
+        extra = _ID % rid.encode("ascii")
+        if served is not None and route.execute.revision_header:
+            extra += _REVISION % served[0].encode("ascii")
         whole = b"".join(
             (
                 STATUS_LINE[status],
                 _default_headers(self.server_state.default_headers),
                 _CONTENT % len(out),
+                extra,
                 _END_KEEP if keep_alive else _END_CLOSE,
                 out,
             )
@@ -190,7 +201,7 @@ class DirectProtocol(HttpToolsProtocol):
         seconds = now - started
         route.execute.observe(status, seconds)
         if route.access_log:
-            log_request(self.client, "POST", path, status, seconds * 1000)
+            log_request(self.client, "POST", path, status, seconds * 1000, rid, served)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
@@ -267,6 +278,7 @@ class DirectProtocol(HttpToolsProtocol):
             return False
         length = 0
         connection = False
+        given = None
         for name, value in self.headers:  # bounded: the headers the parser took
             if name == b"content-length":  # one, all digits: llhttp answers 400 otherwise
                 length = int(value)
@@ -274,6 +286,8 @@ class DirectProtocol(HttpToolsProtocol):
                 return False
             elif name == b"connection":
                 connection = True
+            elif name == REQUEST_ID_HEADER:
+                given = value
         if length > route.execute.inline_bytes:
             return False
         parser = self.parser
@@ -281,6 +295,7 @@ class DirectProtocol(HttpToolsProtocol):
         if keep_alive and connection:  # HTTP/1.0 keeps a connection only when asked; uvicorn never
             keep_alive = parser.get_http_version() != "1.0"
         self._direct_path = path.decode("ascii")
+        self._direct_id = given
         self._direct_chunks = []
         self._direct_keep_alive = keep_alive
         self._direct_started = _monotonic()

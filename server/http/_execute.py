@@ -23,10 +23,14 @@ import orjson
 from anyio import CapacityLimiter
 from starlette.types import Message, Receive, Scope, Send
 
+from pineapple import Context
+from pineapple.engine.http import BorrowLog, with_borrow_log
+
 from .._service import Service
 from .._snapshot import Snapshot
+from ._request_id import REQUEST_ID_HEADER, REVISION_HEADER, SERVED_KEY, scope_id
 
-__all__ = ["ExecuteEndpoint", "error_body", "is_execute_path"]
+__all__ = ["ExecuteEndpoint", "Served", "error_body", "is_execute_path"]
 
 _log = logging.getLogger("pineapple.server")
 _monotonic = time.monotonic
@@ -80,13 +84,20 @@ class ExecuteEndpoint:
         """Body bytes held by requests in progress (event loop only: no lock)."""
         self._parsed = service.parsed_bytes  # what large bodies' parses hold (threads)
         self._parsed.bodies = self._bodies
+        self.revision_header = config.revision_header
+        """Answer with ``x-pineapple-config-revision`` (``--revision-header``)."""
+        self.log_borrows = config.access_log
+        """Note what each request borrowed, for the access log (``--access-log``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The hot path is written out flat (one coroutine per request, no helper
         # awaits) because it runs on the event loop for every request.
         started = _monotonic()
+        rid = scope_id(scope)
+        served: Served = None
         if scope["method"] != "POST":
-            await _send(send, 405, error_body("use POST for /execute"), _ALLOW)
+            echoed = (REQUEST_ID_HEADER, rid.encode("ascii"))
+            await _send(send, 405, error_body("use POST for /execute"), _ALLOW, echoed)
             self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
             return
         try:
@@ -118,7 +129,9 @@ class ExecuteEndpoint:
                     status, out = 503, _NO_CONFIG
                 else:
                     try:
-                        args = _args(snap, body, scope["path"], started, self._timeout)
+                        args, log = _args(
+                            snap, body, scope["path"], started, self._timeout, self.log_borrows
+                        )
                         # A large body runs off the loop even for a non-blocking engine:
                         # parsing and copying its items would stall every other request.
                         if snap.blocking or len(body) > self._inline_bytes:
@@ -126,18 +139,19 @@ class ExecuteEndpoint:
                         else:
                             status, out = self._respond(*args)
                     except Exception as exc:
-                        status, out = _failed(snap, exc)
+                        status, out = _failed(snap, exc, rid)
                     finally:
                         snap.release()
+                    served = _served(snap, log)
             finally:
                 self._inflight -= len(body)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [_JSON, (b"content-length", str(len(out)).encode())],
-            }
-        )
+        headers = [_JSON, (b"content-length", str(len(out)).encode())]
+        headers.append((REQUEST_ID_HEADER, rid.encode("ascii")))
+        if served is not None:
+            scope[SERVED_KEY] = served  # for the access log
+            if self.revision_header:
+                headers.append((REVISION_HEADER, served[0].encode("ascii")))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": out})
         self.observe(status, _monotonic() - started)
 
@@ -146,30 +160,36 @@ class ExecuteEndpoint:
         """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
         return self._inline_bytes
 
-    def answer_inline(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
+    def answer_inline(
+        self, body: bytes, path: str, started: float, rid: str
+    ) -> tuple[int, bytes, Served] | None:
         """Answer a complete ``POST`` body on the event loop, now; None when it must not.
 
         For ``server/http/_direct.py``, which calls it only for bodies of at most
         ``Config.inline_body_bytes``: None means the serving snapshot's engine
         may block (the request then goes through this ASGI app instead, which
         runs it off the loop). The body is counted in progress while it runs.
+        ``rid``: the request's id (in a failure's log line); the third part of
+        the answer is what served it (None: no snapshot did).
         """
         try:
             self._hold(len(body))
         except _Busy:
-            return 503, self._busy
+            return 503, self._busy, None
         try:
             snap = self._acquire()
             if snap is None:
-                return 503, _NO_CONFIG
+                return 503, _NO_CONFIG, None
             try:
                 if snap.blocking:
                     return None
-                return self._respond(*_args(snap, body, path, started, self._timeout))
+                args, log = _args(snap, body, path, started, self._timeout, self.log_borrows)
+                status, out = self._respond(*args)
             except Exception as exc:
-                return _failed(snap, exc)
+                status, out = _failed(snap, exc, rid)
             finally:
                 snap.release()
+            return status, out, _served(snap, log)
         finally:
             self._inflight -= len(body)
 
@@ -220,19 +240,40 @@ class ExecuteEndpoint:
 
 
 def _args(
-    snap: Snapshot, body: bytes, path: str, started: float, timeout: float | None
-) -> tuple[Any, ...]:
-    """The responder's arguments: the engine, the context with its deadline, the body, the group."""
-    ctx = snap.context
+    snap: Snapshot, body: bytes, path: str, started: float, timeout: float | None, log: bool
+) -> tuple[tuple[Any, ...], BorrowLog | None]:
+    """The responder's arguments (the engine, the context with its deadline, the body, the
+    group) and, with ``log``, the log of what the request borrows."""
+    ctx: Context | None = snap.context
     if timeout is not None:
-        ctx = ctx.with_deadline(started + timeout)
+        ctx = snap.context.with_deadline(started + timeout)
+    borrowed = None
+    if log:
+        ctx, borrowed = with_borrow_log(ctx)
     group = _group(path)
-    return (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
+    args = (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
+    return args, borrowed
 
 
-def _failed(snap: Snapshot, exc: Exception) -> tuple[int, bytes]:
-    """The 500 of a responder that raised (logged with its traceback)."""
-    _log.error("/execute failed unexpectedly (snapshot %d)", snap.serial, exc_info=exc)
+Served = tuple[str, list[str] | None] | None
+"""What served an answer: the config's revision and, when noted, ``name@version`` of what it
+borrowed."""
+
+
+def _served(snap: Snapshot, log: BorrowLog | None) -> Served:
+    return snap.info.revision, (None if log is None else log.borrowed())
+
+
+def _failed(snap: Snapshot, exc: Exception, rid: str) -> tuple[int, bytes]:
+    """The 500 of a responder that raised (logged with its traceback and the request's id)."""
+    _log.error(
+        "/execute failed unexpectedly (snapshot %d, config revision %s, request %s)",
+        snap.serial,
+        snap.info.revision,
+        rid,
+        exc_info=exc,
+        extra={"request_id": rid, "config_revision": snap.info.revision},
+    )
     return 500, error_body(f"internal error: {type(exc).__name__}")
 
 

@@ -96,7 +96,11 @@ from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
 
-__all__ = ["ConfigAuthority"]
+__all__ = ["ConfigAuthority", "Middleware"]
+
+Middleware = Callable[[dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]], dict[str, Any]]
+"""``(request, decide) -> answer``: a control request seen before ``decide`` (the
+authority's own) answers it, or instead of it."""
 
 _MAX_NAME_BYTES = 256
 
@@ -152,6 +156,16 @@ class ConfigAuthority(ReloadPolicy):
         """The newest generation a worker could not build (one rollback thread each)."""
         self.board = StatusBoard(store.path / STATUS_FILE, self.pod_status)
         """Where the pod's status is posted for the workers (``_pod_status``)."""
+        self.extra_status: dict[str, Callable[[], Any]] = {}
+        """More of the pod's status, by key (the config history's, ``_history_pod``)."""
+        self.middleware: Middleware | None = None
+        """Sees every control request first (the config history's: its own requests, and
+        the resource pins it keeps); None: each is decided here alone."""
+
+    @property
+    def serving_hash(self) -> str | None:
+        """The content hash of the config accepted last (None before the first)."""
+        return self._accepted_hash
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
@@ -346,6 +360,8 @@ class ConfigAuthority(ReloadPolicy):
         worker shows what it decided.
         """
         try:
+            if self.middleware is not None:
+                return self.middleware(request, self._decide_request)
             return self._decide_request(request)
         finally:
             self.board.post()
@@ -464,7 +480,8 @@ class ConfigAuthority(ReloadPolicy):
             "stale": stale_sources(publisher) if publisher is not None else {},
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
-        return {"config": config, "resources": statuses}
+        extra = {key: status() for key, status in self.extra_status.items()}
+        return {"config": config, "resources": statuses, **extra}
 
 
 class _Noted:

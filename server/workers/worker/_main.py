@@ -39,6 +39,7 @@ from .._control import CONTROL_READ_SECONDS
 from .._liveness import START_SLACK_SECONDS, Heartbeat
 from .._store_format import METRICS_DIR, codec_of
 from ._follower import ConfigFollow, Follower
+from ._history_link import HistoryLink
 from ._mapping import MappedStore, mapped_registry
 from ._supervisor_link import SharedConfigSource, SupervisorLink
 
@@ -127,6 +128,7 @@ def worker_main(
         )
         link.catch_up = follower.follow
         service.decisions = link
+        service.history = HistoryLink(link, service.holder, config.max_config_bytes)
         follower.start()
         followers.append(follower)
         heartbeat.healthy = follower.following

@@ -107,6 +107,13 @@ class SupervisorLink:
             self.catch_up()
         return {**outcome, "worker": self.describe()}
 
+    def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the supervisor for one of its decisions (a config rollback or unpin); its
+        answer, once this worker serves what it published."""
+        answer = self._call(request)
+        self.catch_up()
+        return answer
+
     def cannot_build(self, generation: int, why: str) -> None:
         """Tell the supervisor this worker cannot build ``generation`` (it then rolls back).
 
