@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from ._history_decisions import (
     remember,
     restore_resource_pins,
 )
+from ._reload_policy import ReloadOutcome
 from ._service import Service
 from .workers.supervisor._authority import ConfigAuthority
 
@@ -97,8 +99,9 @@ class HistoryPod:
 
     def attach_authority(self, authority: ConfigAuthority) -> None:
         """``--workers N``: the same around the supervisor's authority."""
-        if authority.last is not None:
-            self.history.accepted(authority.last)
+        digest = authority.serving_hash
+        if digest is not None:  # its start records no outcome: the config it started with
+            self.history.accepted(ReloadOutcome("ok", "start", time.time(), 0.0, digest))
         authority.listeners.append(self.history.accepted)
 
         def serving() -> str | None:

@@ -4,6 +4,13 @@
     pineapple admin rollback NAME [--addr HOST:PORT]...
     pineapple admin pin NAME [--addr HOST:PORT]...
     pineapple admin unpin NAME [--addr HOST:PORT]...
+    pineapple admin config rollback REVISION [--addr HOST:PORT]...
+    pineapple admin config unpin [--addr HOST:PORT]...
+
+``config rollback`` sends ``POST /admin/config/rollback/REVISION`` (a revision
+of ``GET /config/history``, or a unique prefix of it): the server serves that
+config again and keeps it, whatever the file says, until ``config unpin``
+(``POST /admin/config/unpin``) hands it back to the file.
 
 Each sends ``POST /admin/resources/NAME/ACTION`` with the bearer token of
 ``PINEAPPLE_ADMIN_TOKEN`` when it is set (surrounding whitespace stripped, as
@@ -58,8 +65,11 @@ _DESCRIPTION = (
 def add_admin_command(subparsers: Subparsers) -> None:
     """``pineapple admin ACTION NAME [--addr HOST:PORT] [--force] [--timeout S]``."""
     parser = add_subcommand(subparsers, "admin", admin_command, description=_DESCRIPTION)
-    parser.add_argument("action", choices=ACTIONS, help="what to do")
-    parser.add_argument("name", help="the resource's name")
+    parser.add_argument("action", choices=(*ACTIONS, "config"), help="what to do")
+    parser.add_argument("name", help="the resource's name; after config: rollback or unpin")
+    parser.add_argument(
+        "revision", nargs="?", help="config rollback: the revision (GET /config/history)"
+    )
     parser.add_argument(
         "--addr",
         action=_Addrs,
@@ -106,9 +116,14 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedire
 
 
 def admin_command(args: argparse.Namespace) -> int:
-    """Refresh, roll back, pin or unpin a resource of one or more running servers."""
+    """Refresh, roll back, pin or unpin a resource, or roll back or unpin the config, of
+    one or more running servers."""
     if args.force and args.action != "refresh":
         print("pineapple admin: --force goes only with refresh", file=sys.stderr)
+        return 2
+    wrong = _wrong_config_words(args)
+    if wrong is not None:
+        print(f"pineapple admin: {wrong}", file=sys.stderr)
         return 2
     try:
         token = clean_admin_token(os.environ.get(ADMIN_TOKEN_ENV), ADMIN_TOKEN_ENV)
@@ -126,11 +141,31 @@ def admin_command(args: argparse.Namespace) -> int:
     return worst
 
 
+def _wrong_config_words(args: argparse.Namespace) -> str | None:
+    """What is wrong with the words after the action (None: nothing)."""
+    if args.action != "config":
+        return "a REVISION goes only with config rollback" if args.revision else None
+    if args.name == "rollback":
+        return None if args.revision else "config rollback needs a REVISION"
+    if args.name == "unpin":
+        return "config unpin takes no REVISION" if args.revision else None
+    return f"config {args.name!r}: say rollback REVISION or unpin"
+
+
+def _path(args: argparse.Namespace) -> str:
+    """The admin route the command's words name."""
+    if args.action == "config":
+        if args.name == "unpin":
+            return "/admin/config/unpin"
+        return f"/admin/config/rollback/{urllib.parse.quote(args.revision, safe='')}"
+    name = urllib.parse.quote(args.name, safe="")
+    return f"/admin/resources/{name}/{args.action}"
+
+
 def _act_on(args: argparse.Namespace, token: str | None, addr: str, prefix: str) -> int:
     """Send the action to the server at ``addr`` (with ``token``); print its answer after
     ``prefix``."""
-    name = urllib.parse.quote(args.name, safe="")
-    url = f"http://{addr}/admin/resources/{name}/{args.action}"
+    url = f"http://{addr}{_path(args)}"
     if args.force:
         url += "?force=1"
     request = urllib.request.Request(url, data=b"", method="POST")
