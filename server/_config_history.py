@@ -194,10 +194,17 @@ class ConfigHistory:
         self._pending_rollback: str | None = None
         self.resource_pins: dict[str, dict[str, Any]] = {}
         """``name -> {"action": "pin"|"rollback", "version": int|None, "at": float}``."""
+        self._lock_fd: int | None = None
         self.state_dir = self._own(state_dir) if state_dir is not None else None
         """Where the history is written (None: in memory only)."""
         if self.state_dir is not None:
             self._load(self.state_dir)
+
+    def close(self) -> None:
+        """Let go of the state directory (the process's exit does it too)."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
 
     # -- the state directory ------------------------------------------------------------
 

@@ -156,9 +156,9 @@ def test_a_resource_pin_is_kept_across_a_restart(
     server.close()
     again = serve(config, *state)
     assert condition(again.status(), "Pinned")["status"] == "True"
-    assert "kept across a restart (pin of version 1)" in condition(again.status(), "Pinned")[
-        "message"
-    ]
+    assert (
+        "kept across a restart (pin of version 1)" in condition(again.status(), "Pinned")["message"]
+    )
     assert again.admin("unpin").json()["result"] == "unpinned"
     again.close()
     third = serve(config, *state)

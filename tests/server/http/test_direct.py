@@ -15,8 +15,8 @@ and with ``--workers 2``, is in ``tests/server/test_both_modes.py``.
 from __future__ import annotations
 
 import asyncio
-import re
 import logging
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
