@@ -26,6 +26,7 @@ by :func:`restore_resource_pins` when the server starts).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -76,11 +77,31 @@ def refused(exc: HistoryError) -> Refused:
     return Refused(exc.status, str(exc))
 
 
-def diff_body(old: str, new: str, read: Callable[[str], tuple[str, bytes]]) -> dict[str, Any]:
-    """The diff of two revisions; ``read`` gives a revision's full name and kept bytes."""
+Reader = Callable[[str], tuple[str, Callable[[], bytes]]]
+"""A revision (or a prefix) -> its content hash and a reader of its kept bytes."""
+
+_DIFFS_KEPT = 16
+_diffs: dict[tuple[str, str], dict[str, Any]] = {}
+_diff_lock = threading.Lock()
+
+
+def diff_body(old: str, new: str, read: Reader) -> dict[str, Any]:
+    """The diff of two revisions (see :data:`Reader`).
+
+    ``GET /config/diff`` needs no token, so its work is bounded: diffs are
+    computed one at a time (``_diff_lock``), and the last ``_DIFFS_KEPT`` are
+    kept (a revision names its content: a kept diff never goes stale).
+    """
     try:
         (a, old_bytes), (b, new_bytes) = read(old), read(new)
-        return {"from": a, "to": b, **config_diff(old_bytes, new_bytes)}
+        with _diff_lock:
+            body = _diffs.get((a, b))
+            if body is None:
+                body = {"from": a[:12], "to": b[:12], **config_diff(old_bytes(), new_bytes())}
+                if len(_diffs) >= _DIFFS_KEPT:
+                    del _diffs[next(iter(_diffs))]  # the oldest
+                _diffs[(a, b)] = body
+            return body
     except HistoryError as exc:
         raise refused(exc) from None
     except ValueError as exc:
@@ -107,9 +128,9 @@ class LocalHistory:
         body["serving"] = serving[:12] if serving is not None else None
         return body
 
-    def _read(self, revision: str) -> tuple[str, bytes]:
+    def _read(self, revision: str) -> tuple[str, Callable[[], bytes]]:
         entry = self.store.resolve(revision)
-        return entry.revision, self.store.bytes_of(entry)
+        return entry.content_hash, lambda: self.store.bytes_of(entry)
 
     def diff(self, old: str, new: str | None) -> dict[str, Any]:
         serving = self._serving()

@@ -10,6 +10,7 @@ published before answering, so the answering worker already serves it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +52,12 @@ class HistoryLink:
         entries = [HistoryEntry.parse(e) for e in raw] if isinstance(raw, list) else []
         known = [e for e in entries if e is not None]
 
-        def read(revision: str) -> tuple[str, bytes]:
+        def read(revision: str) -> tuple[str, Callable[[], bytes]]:
             entry = resolve(known, revision)
             if not entry.kept:
                 raise HistoryError(409, f"revision {entry.revision} is listed, not kept")
-            return entry.revision, read_kept(Path(state_dir), entry.content_hash, self._max_bytes)
+            digest, folder, limit = entry.content_hash, Path(state_dir), self._max_bytes
+            return digest, lambda: read_kept(folder, digest, limit)
 
         target = new if new is not None else str(posted.get("serving") or "")
         return diff_body(old, target, read)
