@@ -16,7 +16,7 @@ PACKAGES := pineapple resources server dsl codegen
 CONFIG ?= configs/demo.json
 ADDR ?= 127.0.0.1:8080
 
-.PHONY: install check lint fmt typecheck codegen test unit stress bench docs run clean
+.PHONY: install check lint fmt typecheck codegen test unit stress bench docs docs-serve run clean
 
 # The venv and the dependencies; the compiled core is built once, by the $(NATIVE) rule.
 $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.c
@@ -59,7 +59,7 @@ test: $(NATIVE)
 # half the suite, in well under a minute); a test that starts one anyway fails, named.
 unit: $(NATIVE)
 	PINEAPPLE_UNIT=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \
-		$(BIN)/python -m pytest -q $(XDIST) -m "not process and not e2e and not stress and not mysql and not redis"
+		$(BIN)/python -m pytest -q $(XDIST) -m "not process and not e2e and not stress and not mysql and not postgres and not redis"
 
 stress: $(NATIVE)
 	$(BIN)/python -m pytest -m stress
@@ -70,6 +70,12 @@ bench: $(NATIVE)
 # The docs site (mkdocs-material) into build/site/; strict: any warning fails the build.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The same site served on loopback, rebuilt on every edit: open http://$(DOCS_ADDR)/
+# (the search loads its index over HTTP, which a page opened from file:// cannot).
+DOCS_ADDR ?= 127.0.0.1:8000
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr $(DOCS_ADDR)
 
 run: $(NATIVE)
 	@test -f $(CONFIG) || { echo "make run: $(CONFIG) not found; try: make run CONFIG=path/to/config.json"; exit 2; }

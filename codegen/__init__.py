@@ -32,4 +32,3 @@ __all__ = [
     "stale_files",
     "write_files",
 ]
-

@@ -83,13 +83,19 @@ def stale_files(target: Path, files: Mapping[str, str]) -> list[str]:
     return stale
 
 
+FILE_MODE = 0o644
+"""The mode of every generated file: a source file like any other (``mkstemp`` makes 0600)."""
+
+
 def write_files(target: Path, files: Mapping[str, str]) -> list[str]:
-    """Write the files that changed (each atomically); returns their names."""
+    """Write the files that changed (each atomically, mode :data:`FILE_MODE`); returns their
+    names."""
     changed = stale_files(target, files)
     target.mkdir(parents=True, exist_ok=True)
     for name in changed:
         fd, tmp = tempfile.mkstemp(dir=target, prefix=f".{name}.", suffix=".tmp")
         try:
+            os.fchmod(fd, FILE_MODE)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(files[name])
             os.replace(tmp, target / name)

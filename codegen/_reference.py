@@ -16,7 +16,24 @@ from pineapple import ParamSpec
 from pineapple.engine import OperatorSchema
 from pineapple.resource import ResourceSchema
 
-__all__ = ["render_operator_reference", "render_resource_reference"]
+__all__ = [
+    "BENCHMARK_PREFIX",
+    "is_benchmark_only",
+    "render_benchmark_reference",
+    "render_operator_reference",
+    "render_resource_reference",
+]
+
+BENCHMARK_PREFIX = "transform_bench_"
+"""The public engines' name for a built-in that only benchmarks use (``transform_bench_cpu``):
+registered by default (configs and fixtures name it) but documented with the benchmark
+operators, not in the user's reference."""
+
+
+def is_benchmark_only(name: str) -> bool:
+    """Whether a registered operator type is one only benchmarks use (see above)."""
+    return name.startswith(BENCHMARK_PREFIX)
+
 
 _KIND_ORDER = ("recall", "transform", "filter", "merge", "reorder", "observe")
 
@@ -57,21 +74,46 @@ def _interval(seconds: float) -> str:
 
 
 def render_operator_reference(schemas: Iterable[OperatorSchema]) -> str:
-    """The operator reference page for ``schemas`` (grouped by kind, sorted by name)."""
-    ordered = sorted(
-        schemas,
-        key=lambda s: (_KIND_ORDER.index(s.kind) if s.kind in _KIND_ORDER else 99, s.name),
-    )
-    out = [
-        "# Operator reference",
-        "",
+    """The operator reference page for ``schemas`` (grouped by kind, sorted by name), without
+    the benchmark-only ones (:func:`is_benchmark_only`)."""
+    intro = [
         "Generated from the operator registry when the docs are built: every",
         "registered operator type with its params (type, default, description).",
         "Every operator also takes the `$metadata` field lists (`common_input`,",
         "`common_output`, `item_input`, `item_output`) and the per-operator options",
         "(`sources`, `skip`, defaults, `strict_*`, `data_parallel`, `debug`).",
-        "",
+        "Operators only benchmarks use are in [Benchmark operators](benchmark-operators.md).",
     ]
+    users = [s for s in schemas if not is_benchmark_only(s.name)]
+    return _operator_page("Operator reference", intro, users)
+
+
+def render_benchmark_reference(
+    stubs: Iterable[OperatorSchema], builtins: Iterable[OperatorSchema]
+) -> str:
+    """The benchmark operators' page: the ``stubs`` of ``pineapple.operators.bench`` and the
+    benchmark-only ones among ``builtins`` (the default registry's)."""
+    intro = [
+        "Generated from the registries when the docs are built: operators that only",
+        "benchmarks use. The stubs (the public engines' benchmark builds) live in",
+        "`pineapple.operators.bench`, in a registry of their own",
+        "(`bench_operator_registry()`), never in the default one; a stub of the same",
+        "name as a built-in replaces it there. The `realistic_*` benchmark configs run",
+        "on it: `pineapple run CONFIG --bench-stubs`, `python -m benchmarks.engine_vs_old`.",
+        f"The default registry also holds `{BENCHMARK_PREFIX}*` operators, which the",
+        "public engines register by default too.",
+    ]
+    chosen = {s.name: s for s in builtins if is_benchmark_only(s.name)}
+    chosen.update((s.name, s) for s in stubs)
+    return _operator_page("Benchmark operators", intro, chosen.values())
+
+
+def _operator_page(title: str, intro: list[str], schemas: Iterable[OperatorSchema]) -> str:
+    ordered = sorted(
+        schemas,
+        key=lambda s: (_KIND_ORDER.index(s.kind) if s.kind in _KIND_ORDER else 99, s.name),
+    )
+    out = [f"# {title}", "", *intro, ""]
     for schema in ordered:
         blocking = ", blocking I/O" if schema.blocking else ""
         out += [

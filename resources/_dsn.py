@@ -5,8 +5,9 @@
 - the URL form: ``mysql://user:pass@host:3306/db?charset=utf8mb4``
   (``mysql+pymysql://`` too; user and password are percent-decoded).
 
-Errors are :class:`pineapple.ConfigError` naming the ``mysql_dsn`` parameter;
-they never quote the DSN itself, so no password leaks into a message.
+Errors are :class:`pineapple.ConfigError` naming the parameter (``mysql_dsn``
+or ``dsn``); they never quote the DSN itself, so no password leaks into a
+message.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pineapple import ConfigError
 
-__all__ = ["MySQLDSN", "parse_mysql_dsn"]
+__all__ = ["InvalidDSN", "MySQLDSN", "duration_seconds", "parse_mysql_dsn"]
 
 _NETS = ("tcp", "unix")
 _URL_SCHEMES = ("mysql", "mysql+pymysql")
@@ -60,11 +61,16 @@ class MySQLDSN:
         return kwargs
 
 
-def _bad(why: str) -> ConfigError:
-    return ConfigError(f"parameter 'mysql_dsn': {why}")
+class InvalidDSN(ValueError):
+    """Why a DSN is refused (the parser names the parameter: a ``ConfigError``)."""
 
 
-def _seconds(option: str, text: str) -> float:
+def _bad(why: str) -> InvalidDSN:
+    return InvalidDSN(why)
+
+
+def duration_seconds(option: str, text: str) -> float:
+    """A DSN option's duration (``5``, ``5s``, ``500ms``, ``1m``) in seconds."""
     match = _DURATION.match(text.strip())
     if not match:
         raise _bad(f"option {option!r} must be a duration such as 5s or 500ms")
@@ -97,7 +103,7 @@ def _apply_options(dsn: dict[str, Any], opts: dict[str, str]) -> None:
         ("read_timeout", "read_timeout"),
     ):
         if opts.get(option):
-            dsn[key] = _seconds(option, opts[option])
+            dsn[key] = duration_seconds(option, opts[option])
 
 
 @dataclass(frozen=True)
@@ -149,9 +155,15 @@ def _split_go(text: str) -> _GoParts | None:
     return None
 
 
-def parse_mysql_dsn(text: str) -> MySQLDSN:
-    """Parse either accepted DSN form; :class:`ConfigError` naming ``mysql_dsn`` if neither."""
-    text = text.strip()
+def parse_mysql_dsn(text: str, param: str = "mysql_dsn") -> MySQLDSN:
+    """Parse either accepted DSN form; :class:`ConfigError` naming ``param`` if neither."""
+    try:
+        return _parse(text.strip())
+    except InvalidDSN as exc:
+        raise ConfigError(f"parameter {param!r}: {exc}") from None
+
+
+def _parse(text: str) -> MySQLDSN:
     if not text:
         raise _bad("must not be empty")
     fields: dict[str, Any] = {}
@@ -159,8 +171,8 @@ def parse_mysql_dsn(text: str) -> MySQLDSN:
         scheme = text.split("://", 1)[0].lower()
         if scheme not in _URL_SCHEMES:
             raise _bad(
-                f"unsupported scheme {scheme!r} (expected mysql://user:pass@host:port/db "
-                "or user:pass@tcp(host:port)/db)"
+                f"unsupported scheme {scheme!r} (expected mysql://user:pass@host:port/db, "
+                "user:pass@tcp(host:port)/db or postgresql://user:pass@host:port/db)"
             )
         url = urlsplit(text)
         try:

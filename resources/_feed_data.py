@@ -1,4 +1,8 @@
-"""``feed_data``: a whole item table from MySQL/MariaDB or SQLite, with bitmap indices.
+"""``feed_data``: a whole item table from MySQL/MariaDB, PostgreSQL or SQLite, with bitmap indices.
+
+The DSN's scheme picks the database: ``postgresql://`` (or ``postgres://``)
+reads PostgreSQL (``_pg_source``), ``mysql://`` or the Go driver's form
+MySQL (``_feed_source``), in ``dsn`` or ``mysql_dsn`` alike.
 
 The value is a :class:`FeedTable`. A ``version_query`` (e.g. ``SELECT
 MAX(updated_at), COUNT(*) FROM t``) makes refreshes cheap: when its answer
@@ -28,6 +32,8 @@ from ._feed_builder import build_feed_table
 from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
 from ._feed_table import FeedTable
 from ._pacing import Pacer
+from ._pg_dsn import POSTGRES_SCHEMES, parse_postgres_dsn
+from ._pg_source import PostgresSource
 from ._printing import human_bytes
 from ._shared import FEED_CODEC
 
@@ -35,6 +41,10 @@ __all__ = ["DEFAULT_TABLE", "FEED_DATA_SCHEMA", "FeedDataFetcher", "FeedDataPrin
 
 DEFAULT_TABLE = "recommend_feed_item"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
+
+
+def _is_postgres(dsn: str) -> bool:
+    return dsn.strip().split("://", 1)[0].lower() in POSTGRES_SCHEMES if "://" in dsn else False
 
 
 def _quote(table: str, mysql: bool) -> str:
@@ -59,13 +69,16 @@ class FeedDataFetcher:
     """
 
     def __init__(self, params: dict[str, Any]) -> None:
-        dsn, sqlite_path = params.get("mysql_dsn"), params.get("sqlite_path")
-        if dsn and sqlite_path:
+        given = [name for name in ("dsn", "mysql_dsn", "sqlite_path") if params.get(name)]
+        if len(given) > 1:
             raise ConfigError(
-                "parameters 'mysql_dsn' and 'sqlite_path': give exactly one, not both"
+                f"parameters {' and '.join(repr(g) for g in given)}: give exactly one"
             )
-        if not dsn and not sqlite_path:
-            raise ConfigError("parameter 'mysql_dsn' (or 'sqlite_path') is required")
+        if not given:
+            raise ConfigError("parameter 'dsn' (or 'mysql_dsn', or 'sqlite_path') is required")
+        dsn_param = given[0] if given[0] != "sqlite_path" else None
+        dsn = str(params[dsn_param]) if dsn_param else None
+        sqlite_path = params.get("sqlite_path")
         table, query = params.get("table"), params.get("query")
         if table and query:
             raise ConfigError("parameters 'table' and 'query': give one, not both")
@@ -89,9 +102,19 @@ class FeedDataFetcher:
             params, "load_timeout_ms", int(DEFAULT_LOAD_SECONDS * 1000)
         )
         self.source: RowSource
-        if dsn:
+        postgres = bool(dsn) and _is_postgres(str(dsn))
+        if dsn and dsn_param and postgres:
+            self.source = PostgresSource(
+                parse_postgres_dsn(dsn, dsn_param),
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                load_timeout=self.load_timeout,
+                in_process=loader == "thread",
+                loader_nice=10 if nice is None else nice,
+            )
+        elif dsn and dsn_param:
             self.source = MySQLSource(
-                parse_mysql_dsn(dsn),
+                parse_mysql_dsn(dsn, dsn_param),
                 connect_timeout=connect_timeout,
                 read_timeout=read_timeout,
                 in_process=loader == "thread",
@@ -105,7 +128,7 @@ class FeedDataFetcher:
             table = table or DEFAULT_TABLE
             if not _IDENTIFIER.match(table):
                 raise ConfigError(f"parameter 'table': not a table name: {table!r}")
-            self.sql = f"SELECT * FROM {_quote(table, mysql=bool(dsn))}"
+            self.sql = f"SELECT * FROM {_quote(table, mysql=bool(dsn) and not postgres)}"
         self._version: tuple[Any, ...] | None = None
         self._has_version = False
         self._cancelled = False  # set by cancel() from another thread; only ever turns True
@@ -161,6 +184,7 @@ class FeedDataFetcher:
             stream.chunks,
             self.id_column,
             self.index_columns,
+            float_columns=stream.float_columns,
             columnar=stream.columnar,
             pause=pause,
             value_bytes=stream.value_bytes,
@@ -245,19 +269,25 @@ FEED_DATA_SCHEMA = ResourceSchema(
     name="feed_data",
     description=(
         "A whole item table held in memory (columnar) with exact-match bitmap indices, "
-        "from MySQL/MariaDB (mysql_dsn) or SQLite (sqlite_path); recalled by "
-        "recall_feed_data."
+        "from MySQL/MariaDB or PostgreSQL (dsn, mysql_dsn) or SQLite (sqlite_path); "
+        "recalled by recall_feed_data."
     ),
     default_interval=600,
     params={
+        "dsn": ParamSpec(
+            type="string",
+            description="postgresql://user:pass@host:5432/db?opts (PostgreSQL), or any "
+            "mysql_dsn form (MySQL): the scheme picks the database.",
+        ),
         "mysql_dsn": ParamSpec(
             type="string",
-            description="user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db.",
+            description="user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db "
+            "(a postgresql:// DSN here reads PostgreSQL, as in dsn).",
         ),
         "sqlite_path": ParamSpec(
             type="string",
             path=True,
-            description="Path of a SQLite file (instead of mysql_dsn; relative: to the config "
+            description="Path of a SQLite file (instead of a DSN; relative: to the config "
             "file's folder).",
         ),
         "table": ParamSpec(
@@ -281,13 +311,14 @@ FEED_DATA_SCHEMA = ResourceSchema(
             description="A query whose unchanged answer skips the reload (NOT_MODIFIED).",
         ),
         "connect_timeout_ms": ParamSpec(
-            type="int", default=5000, description="MySQL connect timeout in ms."
+            type="int", default=5000, description="Database connect timeout in ms."
         ),
         "read_timeout_ms": ParamSpec(
             type="int",
             default=60000,
-            description="MySQL read timeout in ms: the longest wait for the server's next "
-            "data; past it the query is killed on the server and the load fails.",
+            description="Database read timeout in ms: the longest wait for the server's next "
+            "data (PostgreSQL: the next chunk of rows); past it the query is stopped on the "
+            "server and the load fails.",
         ),
         "load_timeout_ms": ParamSpec(
             type="int",
@@ -299,7 +330,7 @@ FEED_DATA_SCHEMA = ResourceSchema(
             type="string",
             default="process",
             description=(
-                "Where MySQL rows are parsed: 'process' (a short-lived child process, "
+                "Where database rows are parsed: 'process' (a short-lived child process, "
                 "so requests keep the interpreter) or 'thread' (the refresh thread)."
             ),
         ),

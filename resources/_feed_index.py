@@ -50,8 +50,8 @@ def _elements(cell: Any) -> Sequence[Any]:
             # "3,7" lists ids as a JSON array [3, 7] would: integers stay integers.
             return [_number_or_text(p) for p in map(str.strip, text.split(",")) if p]
         return (cell,)
-    if isinstance(cell, list | tuple):
-        return [e for e in cell if e is not None]
+    if isinstance(cell, list | tuple):  # nested lists (2-D arrays) hold no index key
+        return [e for e in cell if e is not None and not isinstance(e, list | tuple | dict)]
     return () if cell is None else (cell,)
 
 

@@ -48,8 +48,8 @@ import pymysql.cursors
 from ._cancel import Cancel
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import MySQLDSN
-from ._errors import SourceError
-from ._feed_worker import error_text, read_in_child, timeout_text
+from ._errors import SourceError, error_text, timeout_text
+from ._feed_worker import read_in_child
 from ._json_values import MYSQL_CONVERSIONS
 from ._query_kill import kill_query, query_may_run, read_timed_out, undrained
 
@@ -72,6 +72,8 @@ class Stream(NamedTuple):
     value_bytes: Sequence[int] | None = None
     """Per column, the bytes its values hold, measured by the loader process (complete
     once ``chunks`` is exhausted); None: the build measures them."""
+    float_columns: Sequence[str] = ()
+    """Columns whose values the build turns into floats (PostgreSQL ``numeric(p, s)``)."""
 
 
 class RowSource(Protocol):

@@ -1,37 +1,40 @@
-"""Reading a MySQL table in a child process, so that parsing rows never holds the server's GIL.
+"""Reading a table in a child process, so that parsing rows never holds the server's GIL.
 
-pymysql parses every field in Python: reading 200,000 rows is about a second
-of interpreter time. In the server process that second competes with the
-event loop for the GIL and for a core, however finely it is paced. Here the
-read runs in a child process forked from a ``multiprocessing`` forkserver
-(started once, on first use; a fork from it costs a few milliseconds and
-does not copy the server's threads). The child:
+A driver parses every field in Python (pymysql) or builds a Python object per
+value (psycopg): reading 200,000 rows is about a second of interpreter time.
+In the server process that second competes with the event loop for the GIL
+and for a core, however finely it is paced. Here the read runs in a child
+process forked from a ``multiprocessing`` forkserver (started once, on first
+use; a fork from it costs a few milliseconds and does not copy the server's
+threads). The child:
 
 - lowers its own CPU priority (``nice``, default 10), so the kernel runs
   request threads first when cores are short;
-- connects, streams the query through an unbuffered ``SSCursor``, turns each
-  chunk of ``FRAME_ROWS`` rows into columns of JSON-ready values (DECIMAL to
-  float, temporal values to ISO 8601 text, bytes to text), and sends each
-  chunk as one pickled frame over a pipe;
+- connects through its :class:`LoaderDriver` (MySQL: ``_mysql_loader``,
+  PostgreSQL: ``_pg_source``), streams the query, turns each chunk of
+  ``FRAME_ROWS`` rows into columns of JSON-ready values (the driver's
+  conversions, then the float columns it names, then bytes to base64), and
+  sends each chunk as one pickled frame over a pipe;
 - exits when done (its memory goes back to the system, not to the server's heap).
 
 The parent only unpickles frames (about 1/20 of the parsing time) and hands
 them on as column chunks, pausing between them like any other load.
 
-Frames: ``I`` + the connection's server thread id (first, once connected),
-``H`` + pickled column names, ``C`` + pickled ``(columns, value_bytes)`` (one
-per chunk; ``value_bytes`` per column is what the child measured with
-``values_nbytes``, so the server process never walks the values to size
-them), ``E`` (end), or ``X`` + error text (then the child exits).
-Whatever the child raises (a driver error, a ``ValueError`` from a bad
-setting, a bug) becomes that final ``X`` frame: its type and message, the
-password masked, capped at ``ERROR_CHARS``; the parent raises it as
-:class:`SourceError`. A read that timed out says so (``read_timeout_ms``). A
-child that dies without one (killed, crashed) is reported with its exit code
-or signal. Whenever a read ends before its end frame (an error, a timeout,
-the load deadline, a cancel, the consumer raising), the parent kills the
-child and then the child's query on the server (``kill_query``), so no query
-of a failed load keeps running there.
+Frames: ``I`` + the connection's server id (MySQL thread id, PostgreSQL
+backend pid; first, once connected), ``H`` + pickled column names, ``C`` +
+pickled ``(columns, value_bytes)`` (one per chunk; ``value_bytes`` per column
+is what the child measured with ``values_nbytes``, so the server process
+never walks the values to size them), ``E`` (end), or ``X`` + error text
+(then the child exits). Whatever the child raises (a driver error, a
+``ValueError`` from a bad setting, a bug) becomes that final ``X`` frame: its
+type and message, the password masked, capped at ``ERROR_CHARS``; the parent
+raises it as :class:`SourceError`. A read that timed out says so
+(``read_timeout_ms``). A child that dies without one (killed, crashed) is
+reported with its exit code or signal. Whenever a read ends before its end
+frame (an error, a timeout, the load deadline, a cancel, the consumer
+raising), the parent kills the child and then the child's query on the
+server (the driver's ``stop_query``: ``KILL QUERY``, ``pg_terminate_backend``),
+so no query of a failed load keeps running there.
 
 Guarantees: the child is always reaped: on a normal end, on an error, on a
 timeout (killed), when the consumer of the stream raises (killed), and when
@@ -52,28 +55,64 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-import pymysql
-import pymysql.cursors
-
-from pineapple.resource.lowlevel import redact
+from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
 
 from ._cancel import Cancel
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
-from ._errors import SourceError
-from ._json_values import MYSQL_CONVERSIONS, json_converter
-from ._query_kill import kill_query, read_timed_out, undrained
+from ._errors import ERROR_CHARS, SourceError, capped, error_text
+from ._json_values import json_converter
+from ._mysql_loader import MYSQL_LOADER
 from ._value_size import values_nbytes
 
-__all__ = ["ERROR_CHARS", "FRAME_ROWS", "ColumnFrames", "error_text", "read_in_child"]
+__all__ = [
+    "ERROR_CHARS",
+    "FRAME_ROWS",
+    "ColumnFrames",
+    "LoaderConnection",
+    "LoaderDriver",
+    "error_text",
+    "read_in_child",
+]
 
 FRAME_ROWS = 2048
 """Rows per frame: unpickling one takes well under a millisecond in the parent."""
 
-ERROR_CHARS = 2000
-"""Longest error text the child sends (and the parent reads) for a failed load."""
+
+class LoaderConnection(Protocol):
+    """One open connection of the loader child."""
+
+    server_id: int
+    """What ``stop_query`` stops (MySQL thread id, PostgreSQL backend pid)."""
+
+    def rows(
+        self, sql: str
+    ) -> AbstractContextManager[tuple[list[str], Callable[[int], Sequence[Any]], Collection[int]]]:
+        """Run ``sql``: its column names, ``fetch(n)`` of the next rows (empty at the end)
+        and the indexes of the columns to turn into floats; a failed block leaves the
+        result undrained."""
+        ...
+
+
+class LoaderDriver(Protocol):
+    """What the loader child needs of a database driver (an instance is pickled to it)."""
+
+    stop_name: str
+    """How ``stop_query`` stops a query, for messages (``KILL QUERY``)."""
+
+    def connect(self, connect_kwargs: dict[str, Any]) -> AbstractContextManager[LoaderConnection]:
+        """A connection, closed (never drained) when the block ends."""
+        ...
+
+    def stop_query(self, connect_kwargs: dict[str, Any], server_id: int) -> str | None:
+        """Stop ``server_id``'s query from a side connection; None if done, else why not."""
+        ...
+
+    def timeout_of(self, exc: BaseException, connect_kwargs: dict[str, Any]) -> str | None:
+        """What ``exc`` says when it is the driver's read timeout (else None)."""
+        ...
+
 
 _REAP_SECONDS = 1.0  # bounds the wait for a dead child's exit code
 
@@ -94,9 +133,13 @@ def _forkserver() -> Any:
         return _context
 
 
-def _columns(rows: list[tuple[Any, ...]]) -> tuple[list[list[Any]], list[int]]:
+def _columns(
+    rows: Sequence[Sequence[Any]], floats: Collection[int] = ()
+) -> tuple[list[list[Any]], list[int]]:
     """The rows as columns of JSON values, and the bytes each column's values hold."""
     columns = [list(values) for values in zip(*rows, strict=True)]
+    for i in floats:
+        columns[i] = [None if v is None else float(v) for v in columns[i]]
     for i, column in enumerate(columns):
         convert = json_converter(column)
         if convert is not None:
@@ -104,19 +147,9 @@ def _columns(rows: list[tuple[Any, ...]]) -> tuple[list[list[Any]], list[int]]:
     return columns, [values_nbytes(column) for column in columns]
 
 
-def error_text(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
-    """``Type: message`` of ``exc``, ``secrets`` masked, at most ``ERROR_CHARS`` long."""
-    return _capped(redact(f"{type(exc).__name__}: {exc}", secrets))
-
-
-def _capped(text: str) -> str:
-    if len(text) <= ERROR_CHARS:
-        return text
-    return text[: ERROR_CHARS - 30] + f"... ({len(text) - ERROR_CHARS + 30} more characters)"
-
-
 def _child(
     out: multiprocessing.connection.Connection,
+    driver: LoaderDriver,
     connect_kwargs: dict[str, Any],
     sql: str,
     nice: int,
@@ -126,37 +159,23 @@ def _child(
         with contextlib.suppress(OSError):
             os.nice(nice)
     try:
-        conn = pymysql.connect(**connect_kwargs, autocommit=True, conv=MYSQL_CONVERSIONS)
-        try:
-            out.send_bytes(b"I%d" % conn.thread_id())  # type: ignore[no-untyped-call]
-            with undrained(conn.cursor(pymysql.cursors.SSCursor)) as cur:
-                cur.execute(sql)
-                names = [d[0] for d in cur.description or ()]
+        # After an error the result may be unread: the driver closes without
+        # draining it (the parent stops the query on the server).
+        with driver.connect(connect_kwargs) as conn:
+            out.send_bytes(b"I%d" % conn.server_id)
+            with conn.rows(sql) as (names, fetch, floats):
                 out.send_bytes(b"H" + pickle.dumps(names, pickle.HIGHEST_PROTOCOL))
-                while rows := cur.fetchmany(FRAME_ROWS):
-                    frame = pickle.dumps(_columns(list(rows)), pickle.HIGHEST_PROTOCOL)
+                while rows := fetch(FRAME_ROWS):
+                    frame = pickle.dumps(_columns(rows, floats), pickle.HIGHEST_PROTOCOL)
                     out.send_bytes(b"C" + frame)
-        finally:
-            # After an error the result may be unread: close without draining it
-            # (the parent kills the query on the server).
-            with contextlib.suppress(pymysql.Error, OSError):
-                conn.close()
         out.send_bytes(b"E")
     except Exception as exc:  # whatever it is, the parent reports it (no traceback here)
         password = str(connect_kwargs.get("password") or "")
-        if read_timed_out(exc):
-            text = timeout_text(float(connect_kwargs.get("read_timeout") or 0))
-        else:
-            text = error_text(exc, (password,))
+        text = driver.timeout_of(exc, connect_kwargs) or error_text(exc, (password,))
         with contextlib.suppress(OSError):
             out.send_bytes(b"X" + text.encode())
     finally:
         out.close()
-
-
-def timeout_text(read_timeout: float) -> str:
-    """What a read that waited ``read_timeout`` seconds for the server in vain says."""
-    return f"query timed out: no data from the server for {read_timeout:g}s (read_timeout_ms)"
 
 
 def _exit_reason(child: Any) -> str:
@@ -232,7 +251,7 @@ class ColumnFrames:
         kind, body = frame[:1], frame[1:]
         if kind == b"X":
             # the child capped and redacted it; cap again: the pipe is not trusted to
-            text = _capped(body[: 4 * ERROR_CHARS].decode("utf-8", "replace"))
+            text = capped(body[: 4 * ERROR_CHARS].decode("utf-8", "replace"))
             raise SourceError(f"{self._where}: {text}")
         return kind, body
 
@@ -263,6 +282,7 @@ def read_in_child(
     nice: int = 10,
     cancel: Cancel | None = None,
     deadline: LoadDeadline | None = None,
+    driver: LoaderDriver | None = None,
 ) -> T:
     """Run ``sql`` in a child process; ``sink(names, column_chunks)`` consumes its rows.
 
@@ -271,16 +291,20 @@ def read_in_child(
     own error (any exception) is raised as SourceError with its message.
     ``cancel``: its ``cancel()`` kills the child, so this raises at once;
     ``deadline``: the child is killed when it passes, and this raises saying so.
-    After any failure the child's query is killed on the server.
+    After any failure the child's query is stopped on the server. ``driver``:
+    the database's (default MySQL, ``_mysql_loader``).
     ``column_chunks.value_bytes`` holds, once it is exhausted, the bytes each
     column's values hold (measured in the child).
     """
+    driver = driver if driver is not None else MYSQL_LOADER
     cancel = cancel if cancel is not None else Cancel()
     deadline = deadline if deadline is not None else LoadDeadline(DEFAULT_LOAD_SECONDS)
     ctx = _forkserver()
     inbox, outbox = ctx.Pipe(duplex=False)
     child = ctx.Process(
-        target=_child, args=(outbox, connect_kwargs, sql, nice), name="pineapple-feed-loader"
+        target=_child,
+        args=(outbox, driver, connect_kwargs, sql, nice),
+        name="pineapple-feed-loader",
     )
     try:
         child.start()
@@ -301,12 +325,12 @@ def read_in_child(
         failed = False
         return result
     except SourceError as exc:
-        raise SourceError(f"{exc}{_stop_query(connect_kwargs, frames, child)}") from None
+        raise SourceError(f"{exc}{_stop_query(driver, connect_kwargs, frames, child)}") from None
     finally:
         inbox.close()
         _reap(child)
         if failed:  # a failure other than SourceError (the consumer raised): same clean-up
-            _stop_query(connect_kwargs, frames, child)
+            _stop_query(driver, connect_kwargs, frames, child)
         child.close()
 
 
@@ -319,13 +343,15 @@ def _reap(child: Any) -> None:
     child.join()
 
 
-def _stop_query(connect_kwargs: dict[str, Any], frames: ColumnFrames, child: Any) -> str:
-    """Kill the child, then its query on the server (once); '' or why the kill failed."""
+def _stop_query(
+    driver: LoaderDriver, connect_kwargs: dict[str, Any], frames: ColumnFrames, child: Any
+) -> str:
+    """Kill the child, then its query on the server (once); '' or why the stop failed."""
     if frames.thread_id is None:
         return ""
     thread_id, frames.thread_id = frames.thread_id, None
     _reap(child)  # its socket closes first: the query then has no client to send to
-    why = kill_query(connect_kwargs, thread_id)
+    why = driver.stop_query(connect_kwargs, thread_id)
     if why is None:
         return ""
-    return f" (KILL QUERY {thread_id} failed, the query may still run on the server: {why})"
+    return f" ({driver.stop_name} {thread_id} failed, the query may still run on the server: {why})"

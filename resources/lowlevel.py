@@ -12,8 +12,9 @@ benchmarks and type authors build on:
   ``FILE_CODEC``) and the Arrow snapshot of a table behind it
   (``write_feed_snapshot``, ``open_mapped_table``);
 - building a ``FeedTable`` from row chunks (``build_feed_table``) and the
-  sources rows come from (``MySQLSource``, ``SQLiteSource``);
-- MySQL DSNs in the Go and the URL form (``parse_mysql_dsn``, ``MySQLDSN``).
+  sources rows come from (``MySQLSource``, ``PostgresSource``, ``SQLiteSource``);
+- MySQL DSNs in the Go and the URL form (``parse_mysql_dsn``, ``MySQLDSN``) and
+  PostgreSQL URLs (``parse_postgres_dsn``, ``PostgresDSN``).
 """
 
 from ._dsn import MySQLDSN as MySQLDSN
@@ -26,6 +27,9 @@ from ._file_tables import CSV_FILE_SCHEMA as CSV_FILE_SCHEMA
 from ._file_tables import JSON_FILE_SCHEMA as JSON_FILE_SCHEMA
 from ._mapped_table import open_mapped_table as open_mapped_table
 from ._mapped_table import write_feed_snapshot as write_feed_snapshot
+from ._pg_dsn import PostgresDSN as PostgresDSN
+from ._pg_dsn import parse_postgres_dsn as parse_postgres_dsn
+from ._pg_source import PostgresSource as PostgresSource
 from ._redis import REDIS_CONNECTION_SCHEMA as REDIS_CONNECTION_SCHEMA
 from ._shared import FEED_CODEC as FEED_CODEC
 from ._shared import FILE_CODEC as FILE_CODEC
@@ -41,9 +45,12 @@ __all__ = [
     "STATIC_SCHEMA",
     "MySQLDSN",
     "MySQLSource",
+    "PostgresDSN",
+    "PostgresSource",
     "SQLiteSource",
     "build_feed_table",
     "open_mapped_table",
     "parse_mysql_dsn",
+    "parse_postgres_dsn",
     "write_feed_snapshot",
 ]

@@ -122,7 +122,7 @@ class Builder:
     def load(self, data: bytes) -> LoadedConfig:
         """``data`` parsed once, with this server's environment and config folder."""
         return load_config(
-            data, env=self._config.wiring.env, source_dir=Path(self._config.path).parent
+            data, env=self._config.environ(), source_dir=Path(self._config.path).parent
         )
 
     def info(self, config: bytes | LoadedConfig) -> ConfigInfo:

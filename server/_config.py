@@ -26,6 +26,7 @@ from pineapple.resource.lowlevel import close_now
 
 from ._admin import clean_admin_token
 from ._config_read import read_config_file
+from ._secret_files import SecretFiles
 from .metrics._pod_metrics import PodMetrics
 
 __all__ = [
@@ -289,6 +290,10 @@ class Config:
     """Bytes of accepted configs the history keeps (``--history-max-bytes``)."""
     revision_header: bool = False
     """Answer ``/execute`` with ``x-pineapple-config-revision`` (``--revision-header``)."""
+    secrets_dir: str | None = None
+    """``--secrets-dir``: ``${VAR}`` and ``PINEAPPLE_ADMIN_TOKEN`` read the environment,
+    then the file ``VAR`` in this folder (a Secret mounted as a volume; see
+    ``server/_secret_files.py``). None: the environment only."""
     fleet: FleetSettings | None = None
     """A pod in a fleet (``--fleet``): shared resources and, without a config file, the
     config itself come from the fleet store (None: a pod of its own)."""
@@ -300,13 +305,21 @@ class Config:
         """The config file's path as given (not resolved: it may be a symlink)."""
         return Path(self.config_path)
 
+    def environ(self) -> Mapping[str, str] | None:
+        """What ``${VAR}`` reads: ``Wiring.env``, else the environment and ``secrets_dir``
+        (None: the process's environment)."""
+        if self.wiring.env is not None:
+            return self.wiring.env
+        return None if self.secrets_dir is None else SecretFiles(self.secrets_dir)
+
     def resolved_admin_token(self) -> str | None:
         """``admin_token`` or, when unset, env ``PINEAPPLE_ADMIN_TOKEN`` (empty: none),
         without surrounding whitespace; ``AdminTokenError`` for one that cannot be sent
         (see ``server/_admin.py``)."""
         if self.admin_token is not None:
             return clean_admin_token(self.admin_token, "the admin token")
-        return clean_admin_token(os.environ.get(ADMIN_TOKEN_ENV), ADMIN_TOKEN_ENV)
+        environ = self.environ() or os.environ
+        return clean_admin_token(environ.get(ADMIN_TOKEN_ENV), ADMIN_TOKEN_ENV)
 
     def register_hand_resources(
         self, manager: resource.Manager, carry_over: resource.Manager | None = None

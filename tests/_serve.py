@@ -33,6 +33,8 @@ import psutil
 __all__ = [
     "CLI",
     "CLOSE_GRACE",
+    "GO_RUN",
+    "GO_SERVER",
     "LISTENING",
     "ROOT",
     "START_WITHIN",
@@ -45,6 +47,10 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[1]
 CLI = "import sys; from pineapple.cli import main; sys.exit(main())"
 """``python -c`` code that runs the ``pineapple`` command (no installed script needed)."""
+GO_SERVER = "import sys; from server.cli._go_commands import server_main; sys.exit(server_main())"
+"""``python -c`` code that runs ``pineapple-server`` (the console script's function)."""
+GO_RUN = "import sys; from server.cli._go_commands import run_main; sys.exit(run_main())"
+"""``python -c`` code that runs ``pineapple-run``."""
 LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 """The line ``serve`` logs once it accepts connections (port 0: the port it got)."""
 START_WITHIN = 60.0  # seconds a server may take to listen: Python processes on a busy box
@@ -90,10 +96,11 @@ class Serve:
 
     ``env`` replaces the environment (build it with :func:`cli_env`); ``main``
     replaces the ``python -c`` code that runs the CLI (a test that sets a limit
-    first). With ``wait`` (the default) the constructor returns once the server
-    listens, and raises ``AssertionError`` with the log if it exits or takes over
-    ``START_WITHIN`` seconds first; without, call :meth:`start` or
-    :meth:`listening_or_exited`.
+    first). ``go``: run ``pineapple-server -config CONFIG -addr 127.0.0.1:0 ARGS...``
+    instead (the Go server's command line). With ``wait`` (the default) the
+    constructor returns once the server listens, and raises ``AssertionError``
+    with the log if it exits or takes over ``START_WITHIN`` seconds first;
+    without, call :meth:`start` or :meth:`listening_or_exited`.
     """
 
     def __init__(
@@ -103,9 +110,14 @@ class Serve:
         env: Mapping[str, str] | None = None,
         main: str = CLI,
         wait: bool = True,
+        go: bool = False,
     ) -> None:
-        named = [] if config is None else [str(config)]  # None: a fleet pod serves the fleet's
-        argv = [sys.executable, "-c", main, "serve", *named, "--addr", "127.0.0.1:0"]
+        if go:  # the Go server's command line: pineapple-server -config C -addr 127.0.0.1:0
+            named = [] if config is None else ["-config", str(config)]
+            argv = [sys.executable, "-c", GO_SERVER, *named, "-addr", "127.0.0.1:0"]
+        else:  # config None: a fleet pod serves the fleet's
+            named = [] if config is None else [str(config)]
+            argv = [sys.executable, "-c", main, "serve", *named, "--addr", "127.0.0.1:0"]
         if "--shutdown-delay-seconds" not in args:
             argv += ["--shutdown-delay-seconds", "0"]
         self.proc = subprocess.Popen(

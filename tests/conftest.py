@@ -1,8 +1,9 @@
-"""Shared fixtures for tests that need the machine's MariaDB or Redis.
+"""Shared fixtures for tests that need the machine's MariaDB, PostgreSQL or Redis.
 
 Where a service is unreachable the test is skipped with the reason; with
 ``PINEAPPLE_REQUIRE_SERVICES=1`` (CI) it fails instead. Addresses can be moved
-with ``PINEAPPLE_MYSQL_HOST``/``_PORT``/``_USER``/``_PASSWORD``/``_DB`` and
+with ``PINEAPPLE_MYSQL_HOST``/``_PORT``/``_USER``/``_PASSWORD``/``_DB``,
+``PINEAPPLE_PG_HOST``/``_PORT``/``_USER``/``_PASSWORD``/``_DB`` and
 ``PINEAPPLE_REDIS_ADDR``.
 
 ``make unit`` runs the tests that start no other process (a developer's fast
@@ -13,7 +14,10 @@ test that starts a process anyway fails, naming it (mark it, or its module).
 
 Fixtures: ``mysql_params`` (pymysql.connect kwargs), ``mysql_conn`` (an
 autocommit connection), ``mysql_dsn`` (Go-form DSN for ``feed_data``),
-``mysql_table`` (a unique table name, dropped afterwards), ``redis_addr``.
+``mysql_table`` (a unique table name, dropped afterwards), ``redis_addr``;
+``pg_params`` (libpq keywords), ``pg_conn`` (an autocommit psycopg connection),
+``pg_dsn`` (a ``postgresql://`` DSN for ``feed_data``), ``pg_table`` (a unique
+table name, dropped afterwards).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+import psycopg
 import pymysql
 import pytest
 import redis
@@ -177,6 +182,47 @@ def mysql_table(mysql_conn: pymysql.connections.Connection[Any]) -> Iterator[str
     finally:
         with mysql_conn.cursor() as cur:
             cur.execute(f"DROP TABLE IF EXISTS `{name}`")
+
+
+@pytest.fixture(scope="session")
+def pg_params() -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "host": os.environ.get("PINEAPPLE_PG_HOST", "127.0.0.1"),
+        "port": int(os.environ.get("PINEAPPLE_PG_PORT", "5432")),
+        "user": os.environ.get("PINEAPPLE_PG_USER", "root"),
+        "password": os.environ.get("PINEAPPLE_PG_PASSWORD", ""),
+        "dbname": os.environ.get("PINEAPPLE_PG_DB", "test"),
+    }
+    try:
+        psycopg.connect(connect_timeout=3, **params).close()
+    except psycopg.Error as exc:
+        service_unavailable(f"PostgreSQL at {params['host']}:{params['port']}", exc)
+    return params
+
+
+@pytest.fixture
+def pg_conn(pg_params: dict[str, Any]) -> Iterator[psycopg.Connection[Any]]:
+    conn = psycopg.connect(autocommit=True, **pg_params)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def pg_dsn(pg_params: dict[str, Any]) -> str:
+    p = pg_params
+    password = f":{p['password']}" if p["password"] else ""
+    return f"postgresql://{p['user']}{password}@{p['host']}:{p['port']}/{p['dbname']}"
+
+
+@pytest.fixture
+def pg_table(pg_conn: psycopg.Connection[Any]) -> Iterator[str]:
+    name = f"pg_h_{uuid.uuid4().hex[:12]}"
+    try:
+        yield name
+    finally:
+        pg_conn.execute(f'DROP TABLE IF EXISTS "{name}"')
 
 
 @pytest.fixture(scope="session")

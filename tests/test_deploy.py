@@ -287,17 +287,26 @@ def test_every_variable_of_the_production_flow_is_set_and_secrets_come_from_the_
     flow = (ROOT / "configs" / "production_flow.py").read_text()
     wanted = _variables(production)
     assert wanted <= _variables(flow) and {"FEED_MYSQL_DSN", "REDIS_PASSWORD"} <= wanted
-    env = {e["name"]: e for e in _container(k8s)["env"]}
-    assert wanted <= set(env), f"not set: {sorted(wanted - set(env))}"
+    container = _container(k8s)
+    env = {e["name"]: e for e in container["env"]}
     secret = k8s["Secret"]
+    keys = set(secret["stringData"])
+    assert wanted <= set(env) | keys, f"not set: {sorted(wanted - set(env) - keys)}"
+    # No secret reaches the process as a variable (checkov CKV_K8S_35): the Secret is a
+    # volume, and --secrets-dir reads its files where the environment has no value.
+    assert not any("valueFrom" in e for e in container["env"])
+    args = _serve_args([*container["command"], *container["args"]])
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in _pod(k8s)["volumes"]}
+    mount = mounts[args.secrets_dir]
+    assert mount["readOnly"] is True
+    assert volumes[mount["name"]]["secret"]["secretName"] == secret["metadata"]["name"]
     # Where a variable feeds a secret param (a DSN, a password), it comes from the Secret.
     secret_params = re.findall(r'"(?:mysql_dsn|password)": "\$\{(\w+)', production)
     assert set(secret_params) == {"FEED_MYSQL_DSN", "REDIS_PASSWORD"}
     for name in [*secret_params, "PINEAPPLE_ADMIN_TOKEN"]:
-        ref = env[name]["valueFrom"]["secretKeyRef"]
-        assert ref["name"] == secret["metadata"]["name"], name
-        assert ref["key"] in secret["stringData"], name
-        assert secret["stringData"][ref["key"]] == "", f"{name}: no value is committed"
+        assert name not in env and name in keys, name
+        assert secret["stringData"][name] == "", f"{name}: no value is committed"
 
 
 def test_the_network_policy_admits_the_http_port_and_only_the_egress_needed(

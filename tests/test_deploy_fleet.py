@@ -18,10 +18,10 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from pineapple.cli import build_parser
 
+from ._kustomize import kustomization, render
 from .test_deploy import KUBERNETES_VERSION, assert_restricted
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,53 +29,9 @@ BASE = ROOT / "deploy" / "kubernetes"
 FLEET = BASE / "fleet"
 
 
-def _kustomization(folder: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((folder / "kustomization.yaml").read_text())
-    assert doc["kind"] == "Kustomization"
-    return doc
-
-
-def _objects(folder: Path) -> list[dict[str, Any]]:
-    """The objects ``folder``'s kustomization names, recursively, patched as kustomize does."""
-    kustomization = _kustomization(folder)
-    objects: list[dict[str, Any]] = []
-    for entry in kustomization["resources"]:
-        path = (folder / entry).resolve()
-        if path.is_dir():
-            objects += _objects(path)
-        else:
-            objects += [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
-    for patch in kustomization.get("patches", []):
-        target = patch["target"]
-        matches = [
-            o
-            for o in objects
-            if o["kind"] == target["kind"] and o["metadata"]["name"] == target["name"]
-        ]
-        assert len(matches) == 1, f"patch target {target} matches {len(matches)} objects"
-        for op in yaml.safe_load(patch["patch"]):
-            _apply(matches[0], op)
-    return objects
-
-
-def _apply(doc: dict[str, Any], op: dict[str, Any]) -> None:
-    """One JSON 6902 ``add`` (the only op the overlay uses) on ``doc``."""
-    assert op["op"] == "add", op
-    *parents, last = op["path"].strip("/").split("/")
-    node: Any = doc
-    for part in parents:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    if last == "-":
-        node.append(op["value"])
-    elif isinstance(node, list):
-        node.insert(int(last), op["value"])
-    else:
-        node[last] = op["value"]
-
-
 @pytest.fixture(scope="module")
 def fleet() -> dict[tuple[str, str], dict[str, Any]]:
-    return {(o["kind"], o["metadata"]["name"]): o for o in _objects(FLEET)}
+    return {(o["kind"], o["metadata"]["name"]): o for o in render(FLEET)}
 
 
 def _args(deployment: dict[str, Any], command: str) -> argparse.Namespace:
@@ -89,7 +45,7 @@ def _args(deployment: dict[str, Any], command: str) -> argparse.Namespace:
 
 
 def test_the_base_kustomization_names_every_object_file_of_the_base() -> None:
-    listed = set(_kustomization(BASE)["resources"])
+    listed = set(kustomization(BASE)["resources"])
     files = {p.name for p in BASE.glob("*.yaml")} - {"kustomization.yaml"}
     assert listed == files
 

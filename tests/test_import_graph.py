@@ -185,6 +185,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._admin",
             "server._engine_extras",
             "server._parse_budget",
+            "server._secret_files",
         ),
     ),
     ("metrics", ("server.metrics",)),

@@ -63,7 +63,8 @@ FeedDataFetcher FileTableFetcher RedisConnectionFetcher SourceError"""
 
 TYPES_LOWLEVEL = """STATIC_SCHEMA FEED_DATA_SCHEMA JSON_FILE_SCHEMA CSV_FILE_SCHEMA
 REDIS_CONNECTION_SCHEMA FEED_CODEC FILE_CODEC write_feed_snapshot open_mapped_table
-build_feed_table MySQLSource SQLiteSource parse_mysql_dsn MySQLDSN"""
+build_feed_table MySQLSource PostgresSource SQLiteSource parse_mysql_dsn MySQLDSN
+parse_postgres_dsn PostgresDSN"""
 
 ENGINE_FACE = """DAG_FORMATS OPERATOR_KINDS PIECE Engine EngineStats Graph Metadata Operator
 OperatorFactory

@@ -77,13 +77,16 @@ class CsvFileResource(BaseResource):
 
 class FeedDataResource(BaseResource):
     """A whole item table held in memory (columnar) with exact-match bitmap indices, from
-    MySQL/MariaDB (mysql_dsn) or SQLite (sqlite_path); recalled by recall_feed_data.
+    MySQL/MariaDB or PostgreSQL (dsn, mysql_dsn) or SQLite (sqlite_path); recalled by
+    recall_feed_data.
 
     Args:
-        mysql_dsn: user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db.
-            (string)
-        sqlite_path: Path of a SQLite file (instead of mysql_dsn; relative: to the config
-            file's folder). (string)
+        dsn: postgresql://user:pass@host:5432/db?opts (PostgreSQL), or any mysql_dsn form
+            (MySQL): the scheme picks the database. (string)
+        mysql_dsn: user:pass@tcp(host:3306)/db?opts or mysql://user:pass@host:port/db (a
+            postgresql:// DSN here reads PostgreSQL, as in dsn). (string)
+        sqlite_path: Path of a SQLite file (instead of a DSN; relative: to the config file's
+            folder). (string)
         table: Table to load whole (default recommend_feed_item). (string)
         query: A SELECT to load instead of a table. (string)
         id_column: The item id column. (string, default 'id')
@@ -93,14 +96,14 @@ class FeedDataResource(BaseResource):
             (list)
         version_query: A query whose unchanged answer skips the reload (NOT_MODIFIED).
             (string)
-        connect_timeout_ms: MySQL connect timeout in ms. (int, default 5000)
-        read_timeout_ms: MySQL read timeout in ms: the longest wait for the server's next
-            data; past it the query is killed on the server and the load fails. (int,
-            default 60000)
+        connect_timeout_ms: Database connect timeout in ms. (int, default 5000)
+        read_timeout_ms: Database read timeout in ms: the longest wait for the server's next
+            data (PostgreSQL: the next chunk of rows); past it the query is stopped on the
+            server and the load fails. (int, default 60000)
         load_timeout_ms: Longest time of one whole load (version query, query, every row,
             the build), either loader; past it the query is killed and the load fails. (int,
             default 300000)
-        loader: Where MySQL rows are parsed: 'process' (a short-lived child process, so
+        loader: Where database rows are parsed: 'process' (a short-lived child process, so
             requests keep the interpreter) or 'thread' (the refresh thread). (string,
             default 'process')
         loader_nice: CPU niceness the loader process adds to its own (0: none). (int,
@@ -112,6 +115,7 @@ class FeedDataResource(BaseResource):
     _name = "feed_data"
     _default_interval = 600
     _params_schema = {
+        "dsn": ParamSpec(type="string"),
         "mysql_dsn": ParamSpec(type="string"),
         "sqlite_path": ParamSpec(type="string"),
         "table": ParamSpec(type="string"),
@@ -130,6 +134,7 @@ class FeedDataResource(BaseResource):
     def __init__(
         self,
         *,
+        dsn: str | None = None,
         mysql_dsn: str | None = None,
         sqlite_path: str | None = None,
         table: str | None = None,
@@ -147,6 +152,7 @@ class FeedDataResource(BaseResource):
     ) -> None:
         super().__init__(
             interval=interval,
+            dsn=dsn,
             mysql_dsn=mysql_dsn,
             sqlite_path=sqlite_path,
             table=table,

@@ -25,10 +25,12 @@ from .._config_history import (
 )
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
+from .._secret_files import add_secrets_dir_flag
 from ..http._serving import exit_within
 from ._cpu_quota import CpuCount, usable_cpus
+from ._go_flags import SERVER_FLAGS, add_go_spelling_hints
 
-__all__ = ["add_check_command", "add_serve_command"]
+__all__ = ["add_check_command", "add_serve_arguments", "add_serve_command", "serve_command"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -38,7 +40,16 @@ def add_serve_command(subparsers: Subparsers) -> None:
     parser = add_subcommand(
         subparsers, "serve", serve_command, config=True, config_optional=True, plugins=True
     )
+    add_serve_arguments(parser)
+    add_go_spelling_hints(parser, "pineapple-server", SERVER_FLAGS)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every option of ``serve`` but CONFIG, ``--plugin`` and ``--max-config-bytes``: the
+    flags ``pineapple serve`` and ``pineapple-server`` share (``serve_command`` reads them)."""
+    parser.set_defaults(prog="pineapple serve")
     parser.add_argument("--addr", default="127.0.0.1:8080", help="HOST:PORT to listen on")
+    add_secrets_dir_flag(parser)
     parser.add_argument(
         "--workers",
         type=_workers,
@@ -328,7 +339,7 @@ def serve_command(args: argparse.Namespace) -> int:
         configure_logging(args.log_level, args.log_format)
         _log.info("--workers auto: %s", args.workers_auto)
     if args.workers < 1:
-        print("pineapple serve: --workers must be at least 1", file=sys.stderr)
+        print(f"{args.prog}: --workers must be at least 1", file=sys.stderr)
         return 2
     for flag in (
         "request_timeout_ms",
@@ -347,20 +358,20 @@ def serve_command(args: argparse.Namespace) -> int:
         "history_max_bytes",
     ):
         if getattr(args, flag) < 0:
-            print(f"pineapple serve: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
+            print(f"{args.prog}: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
     if args.history_max_count < 1:
         print("pineapple serve: --history-max-count must be at least 1", file=sys.stderr)
         return 2
     if not args.build_timeout_seconds > 0:
-        print("pineapple serve: --build-timeout-seconds must be > 0", file=sys.stderr)
+        print(f"{args.prog}: --build-timeout-seconds must be > 0", file=sys.stderr)
         return 2
     try:
         trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
         parse_trusted_proxies(trusted)
         fleet = _fleet_settings(args)
     except ValueError as exc:
-        print(f"pineapple serve: {exc}", file=sys.stderr)
+        print(f"{args.prog}: {exc}", file=sys.stderr)
         return 2
     code = run(
         Config(
@@ -396,6 +407,7 @@ def serve_command(args: argparse.Namespace) -> int:
             history_max_count=args.history_max_count,
             history_max_bytes=args.history_max_bytes,
             revision_header=args.revision_header,
+            secrets_dir=args.secrets_dir,
         )
     )
     exit_within(code)  # the process is about to exit: bound how long that takes
@@ -416,6 +428,7 @@ def add_check_command(subparsers: Subparsers) -> None:
     """``pineapple check CONFIG [--fetch] [--plugin MODULE]...``."""
     parser = add_subcommand(subparsers, "check", check_command, config=True, plugins=True)
     parser.add_argument("--fetch", action="store_true", help="also fetch every resource once")
+    add_secrets_dir_flag(parser)
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -431,6 +444,7 @@ def check_command(args: argparse.Namespace) -> int:
         config_path=args.config,
         plugins=tuple(args.plugin),
         max_config_bytes=args.max_config_bytes,
+        secrets_dir=args.secrets_dir,
     )
     try:
         names = check(config, fetch=args.fetch)

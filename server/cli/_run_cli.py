@@ -35,9 +35,10 @@ from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._config_read import read_config_file
+from ._go_flags import RUN_FLAGS, add_go_spelling_hints
 from ._json_indent import indent_json
 
-__all__ = ["add_run_command"]
+__all__ = ["add_run_arguments", "add_run_command", "run_command"]
 
 DEFAULT_TIMEOUT_MS = 10_000
 DEFAULT_MAX_REQUEST_BYTES = Config.max_body_bytes
@@ -56,8 +57,18 @@ class RunError(Exception):
 def add_run_command(subparsers: Subparsers) -> None:
     """``pineapple run CONFIG --request FILE|- [--static-resources FILE] ...``."""
     parser = add_subcommand(subparsers, "run", run_command, config=True, plugins=True)
+    add_run_arguments(parser)
+    add_go_spelling_hints(parser, "pineapple-run", RUN_FLAGS)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *, request_required: bool = True) -> None:
+    """Every option of ``run`` but CONFIG, ``--plugin`` and ``--max-config-bytes``: the
+    flags ``pineapple run`` and ``pineapple-run`` share (``run_command`` reads them)."""
+    parser.set_defaults(prog="pineapple run")
     parser.add_argument(
-        "--request", required=True, help='request JSON file ({"common", "items"}), - for stdin'
+        "--request",
+        required=request_required,
+        help='request JSON file ({"common", "items"}), - for stdin',
     )
     parser.add_argument(
         "--static-resources",
@@ -98,12 +109,12 @@ def run_command(args: argparse.Namespace) -> int:
     """
     logging.basicConfig(level=logging.ERROR, format="pineapple: %(message)s")
     if args.timeout_ms < 0 or args.max_request_bytes < 0:
-        print("pineapple run: --timeout-ms and --max-request-bytes must be >= 0", file=sys.stderr)
+        print(f"{args.prog}: --timeout-ms and --max-request-bytes must be >= 0", file=sys.stderr)
         return 2
     try:
         body = run_once(args)
     except RunError as exc:
-        print(f"pineapple run: {exc}", file=sys.stderr)
+        print(f"{args.prog}: {exc}", file=sys.stderr)
         if exc.trace is not None:
             print(f"trace: {exc.trace.decode()}", file=sys.stderr)
         return 1
@@ -128,7 +139,7 @@ def run_once(args: argparse.Namespace) -> bytes:
         engine = Engine(config, registry=_registry(args.bench_stubs))
     except PineappleError as exc:
         raise RunError(f"error creating engine: {exc}") from None
-    with engine, _resources(config, static, Path(args.config).parent) as provider:
+    with engine, _resources(config, static, Path(args.config).parent, args.prog) as provider:
         ctx = resource.with_resources(Context(), provider) if provider is not None else Context()
         if args.timeout_ms:
             ctx = ctx.with_timeout(args.timeout_ms / 1000)
@@ -159,7 +170,7 @@ def _registry(bench: bool) -> OperatorRegistry:
 
 @contextmanager
 def _resources(
-    config: bytes, static: dict[str, Any] | None, base_dir: Path
+    config: bytes, static: dict[str, Any] | None, base_dir: Path, prog: str
 ) -> Iterator[resource.ResourceProvider | None]:
     """The provider of the run: the static values, or a started Manager (stopped after)."""
     if static is not None:
@@ -172,7 +183,7 @@ def _resources(
             manager.start()
         except PineappleError as exc:
             # As Go's pineapple-run: report, and run without the config's resources.
-            print(f"pineapple run: resources not loaded: {exc}", file=sys.stderr)
+            print(f"{prog}: resources not loaded: {exc}", file=sys.stderr)
             yield None
             return
         yield manager

@@ -34,6 +34,7 @@ from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._log_format import add_log_flags, configure_logging
+from .._secret_files import add_secrets_dir_flag
 from ..http._serving import exit_within
 from ._controls import Pin, config_rollback, pin, previous_generation, unpin
 from ._errors import FleetError, StoreUnavailableError
@@ -84,6 +85,7 @@ def add_publish_command(subparsers: Subparsers) -> None:
         "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
     )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
+    add_secrets_dir_flag(parser)
     parser.add_argument(
         "--start-timeout",
         type=float,
@@ -144,6 +146,7 @@ def publish_command(args: argparse.Namespace) -> int:
             log_format=args.log_format,
             max_config_bytes=args.max_config_bytes,
             resource_memory_budget_bytes=args.resource_memory_budget_bytes,
+            secrets_dir=args.secrets_dir,
         )
         code = _produce(Producer(config, store, workdir, ttl=args.lease_ttl))
     finally:

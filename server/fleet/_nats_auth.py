@@ -90,7 +90,7 @@ def _secret(env: Mapping[str, str], name: str) -> str | None:
         raise FleetError(f"{_PREFIX}{name}_FILE {path}: cannot read it ({exc.strerror})") from None
     if len(data) > SECRET_FILE_MAX_BYTES:
         raise FleetError(f"{_PREFIX}{name}_FILE {path}: over {SECRET_FILE_MAX_BYTES} bytes")
-    return data.decode("utf-8", "replace").strip()
+    return data.decode("utf-8", "replace").strip() or None
 
 
 def _file(env: Mapping[str, str], name: str) -> str | None:

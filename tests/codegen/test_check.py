@@ -22,6 +22,26 @@ def test_write_then_check_is_clean(tmp_path: Path, rendered: dict[str, str]) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["operators.py", "resources.py"]
 
 
+def test_generated_files_are_mode_0644_whatever_the_umask(tmp_path: Path) -> None:
+    # mkstemp makes 0600 files; a generated source is read by everyone like any other.
+    # A child process, so the strict umask is its own.
+    code = "import sys, pathlib, codegen; sys.exit(codegen.run(out=pathlib.Path(sys.argv[1])))"
+    for _ in range(2):  # written new, then rewritten over a stale file
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path)],
+            cwd=REPO,
+            umask=0o077,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+        assert modes == {"operators.py": 0o644, "resources.py": 0o644}
+        (tmp_path / "operators.py").write_text("# stale\n")
+        (tmp_path / "operators.py").chmod(0o600)
+
+
 def test_stale_and_missing_files_are_reported(tmp_path: Path, rendered: dict[str, str]) -> None:
     assert codegen.stale_files(tmp_path, rendered) == ["operators.py", "resources.py"]
     codegen.write_files(tmp_path, rendered)

@@ -248,3 +248,17 @@ def test_the_generated_marker_is_the_one_dsl_skips() -> None:
     from dsl._code_info import GENERATED_MARKER as SKIPPED
 
     assert GENERATED_MARKER == SKIPPED
+
+
+def test_sphinx_roles_show_as_the_code_they_name() -> None:
+    from codegen._mkdocs_hooks import sphinx_roles_as_code
+
+    html = (
+        "raises :class:<code>~pineapple.DeadlineExceededError</code>, see "
+        ":meth:<code>start</code> and :func:<code>dsl.compile_flow</code>; "
+        "keeps <code>:not-a-role:</code> and :class: alone"
+    )
+    assert sphinx_roles_as_code(html) == (
+        "raises <code>DeadlineExceededError</code>, see <code>start</code> and "
+        "<code>dsl.compile_flow</code>; keeps <code>:not-a-role:</code> and :class: alone"
+    )

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from codegen._reference import is_benchmark_only
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 240.0
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -93,13 +95,51 @@ def _text(page: Path) -> str:
 def test_the_operator_reference_lists_every_registered_operator_and_param(
     site: Path, registered: dict[str, dict[str, list[str]]]
 ) -> None:
-    text = _text(site / "reference" / "operators" / "index.html")
-    assert {"filter_truncate", "recall_feed_data"} <= set(registered["operators"])
+    users = _text(site / "reference" / "operators" / "index.html")
+    bench = _text(site / "reference" / "benchmark-operators" / "index.html")
+    assert {"filter_truncate", "recall_feed_data", "transform_bench_cpu"} <= set(
+        registered["operators"]
+    )
     for name, params in registered["operators"].items():
+        # a benchmark-only operator is on the benchmark page, and on no user page
+        text, other = (bench, users) if is_benchmark_only(name) else (users, bench)
         section = text.split(name, 1)
-        assert len(section) == 2, f"operator {name} missing from the reference"
+        assert len(section) == 2, f"operator {name} missing from its reference page"
         for param in params:
             assert param in section[1], f"param {name}.{param} missing"
+        if is_benchmark_only(name):
+            assert name not in other and name not in _text(site / "operators" / "index.html")
+
+
+@pytest.mark.timeout(300)
+def test_the_benchmark_page_lists_every_stub(site: Path) -> None:
+    text = _text(site / "reference" / "benchmark-operators" / "index.html")
+    done = subprocess.run(
+        [sys.executable, "-c", _STUBS], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    stubs = json.loads(done.stdout)
+    assert len(stubs) >= 9
+    for name in stubs:
+        assert f"{name} " in text, f"stub {name} missing from the benchmark page"
+
+
+_STUBS = (
+    "import json; from pineapple.operators.bench import STUB_NAMES; print(json.dumps(STUB_NAMES))"
+)
+
+
+@pytest.mark.timeout(300)
+def test_the_api_page_shows_the_users_api_only(site: Path) -> None:
+    page = (site / "api" / "index.html").read_text()
+    text = _text(site / "api" / "index.html")
+    for name in ("Manager", "load_from_root_config", "Engine", "execute", "Config", "Flow"):
+        assert name in text, name
+    # neither compiled modules' runtime attributes nor private members
+    for internal in ("__mypyc_attrs__", "__new__", "__weakref__", "__module__", "__dict__"):
+        assert internal not in text, internal
+    # docstrings' Sphinx roles show as the code they name, never as raw markers
+    assert not re.search(r":(class|meth|func|attr|mod|data|exc|obj):", text)
+    assert "<code>ManagerStateError</code>" in page
 
 
 @pytest.mark.timeout(300)

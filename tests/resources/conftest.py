@@ -1,4 +1,5 @@
-"""Fixtures of the resource-type tests: a TCP proxy to take MariaDB "down" and back."""
+"""Fixtures of the resource-type tests: a TCP proxy to take MariaDB, PostgreSQL or Redis
+"down" and back."""
 
 from __future__ import annotations
 
@@ -77,6 +78,15 @@ class TcpProxy:
 @pytest.fixture
 def mysql_proxy(mysql_params: dict[str, Any]) -> Iterator[TcpProxy]:
     proxy = TcpProxy((mysql_params["host"], mysql_params["port"]))
+    try:
+        yield proxy
+    finally:
+        proxy.down()
+
+
+@pytest.fixture
+def pg_proxy(pg_params: dict[str, Any]) -> Iterator[TcpProxy]:
+    proxy = TcpProxy((pg_params["host"], pg_params["port"]))
     try:
         yield proxy
     finally:

@@ -144,9 +144,9 @@ def test_missing_sqlite_file_fails_start_naming_the_resource(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("params", "fragment"),
     [
-        ({}, "'mysql_dsn' (or 'sqlite_path') is required"),
+        ({}, "(or 'mysql_dsn', or 'sqlite_path') is required"),
         ({"mysql_dsn": f"root:{SECRET}@tcp(h:3306)/d", "sqlite_path": "x"}, "'sqlite_path'"),
-        ({"mysql_dsn": f"postgres://root:{SECRET}@h/d"}, "'mysql_dsn': unsupported scheme"),
+        ({"mysql_dsn": f"redis://root:{SECRET}@h/d"}, "'mysql_dsn': unsupported scheme"),
         ({"mysql_dsn": f"root:{SECRET}@h:3306/d"}, "'mysql_dsn': not a MySQL DSN"),
         ({"mysql_dsn": f"root:{SECRET}@tcp(h:3306)/"}, "'mysql_dsn': names no database"),
         ({"mysql_dsn": f"mysql://root:{SECRET}@h:99999/d"}, "'mysql_dsn': the port"),

@@ -61,6 +61,15 @@ def test_list_valued_column_is_indexed_per_element(table: FeedTable) -> None:
     assert ids(table.match({"tags": 3, "cat": "a"})) == [5]
 
 
+def test_list_cells_are_indexed_per_element_and_nested_lists_hold_no_key() -> None:
+    # PostgreSQL arrays arrive as lists: int[] per element, a 2-D array's rows are no keys
+    t = build_feed_table(
+        ["id", "tags"], [[(1, [10, 20, None]), (2, [[1, 2], [3, 4]]), (3, [20])]], "id", ["tags"]
+    )
+    assert sorted(t.index_keys("tags")) == [10, 20]
+    assert ids(t.match({"tags": "20"})) == [1, 3]
+
+
 def test_order_by_paging_and_columns(table: FeedTable) -> None:
     assert ids(table.match(order_by="score")) == [4, 1, 5, 3, 2]  # NULL last, ties in load order
     assert ids(table.match(order_by="score", descending=True)) == [3, 1, 5, 4, 2]

@@ -193,7 +193,7 @@ class ConfigAuthority(ReloadPolicy):
 
     def _loaded(self, data: bytes) -> LoadedConfig:
         return load_config(
-            data, env=self.config.wiring.env, source_dir=Path(self.config.path).parent
+            data, env=self.config.environ(), source_dir=Path(self.config.path).parent
         )
 
     def load(
