@@ -47,8 +47,7 @@ def _chunked(body: bytes = BODY, path: str = "/execute", *extra: str) -> bytes:
     """The same request with a chunked body: it goes to the app."""
     lines = "".join(f"{line}\r\n" for line in extra)
     head = f"POST {path} HTTP/1.1\r\nHost: t\r\n{lines}Transfer-Encoding: chunked\r\n\r\n"
-    head = head.encode()
-    return head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    return head.encode() + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
 
 
 class _Pod:
