@@ -122,3 +122,6 @@ class HistoryPod:
         authority.middleware = middleware
         if authority.publisher is not None:
             restore_resource_pins(self.history, authority.publisher)
+        # Posted now, with the history, before any worker starts: the board's first post
+        # (before this) had none, and its thread recomputes only every RECOMPUTE_SECONDS.
+        authority.board.post()

@@ -10,6 +10,18 @@ on a bounded pool of worker threads, release the snapshot, send the bytes.
 The context handed to the engine is built once per snapshot; per request it
 only gains its deadline (``Config.request_timeout_ms`` from the request's
 arrival: one clock read, shared with the latency metric).
+
+One answer maker (``ExecuteEndpoint._make``: the responder's status and bytes,
+or the 500 of a responder that raised, and what served them: the config's
+revision and, with ``--access-log``, what the request borrowed) serves both
+paths: this ASGI app, on the loop or on a worker thread, and the HTTP
+protocol's direct answers (``server/http/_protocol.py``), which reach the
+endpoint through one function, :meth:`ExecuteEndpoint.answer`, and frame its
+status, bytes and headers as uvicorn frames this app's. Every answer carries
+the request's ``x-request-id`` and, with ``--revision-header``, ``/execute``
+answers made from a snapshot carry ``x-pineapple-config-revision``
+(``server/http/_request_id.py``); both paths take them from one function
+(``ExecuteEndpoint._headers``).
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from .._service import Service
 from .._snapshot import Snapshot
 from ._request_id import REQUEST_ID_HEADER, REVISION_HEADER, SERVED_KEY, scope_id
 
-__all__ = ["ExecuteEndpoint", "Served", "error_body", "is_execute_path"]
+__all__ = ["Answer", "ExecuteEndpoint", "Served", "error_body", "is_execute_path"]
 
 _log = logging.getLogger("pineapple.server")
 _monotonic = time.monotonic
@@ -96,8 +108,8 @@ class ExecuteEndpoint:
         rid = scope_id(scope)
         served: Served = None
         if scope["method"] != "POST":
-            echoed = (REQUEST_ID_HEADER, rid.encode("ascii"))
-            await _send(send, 405, error_body("use POST for /execute"), _ALLOW, echoed)
+            refused = error_body("use POST for /execute")
+            await _send(send, 405, refused, _ALLOW, *self._headers(rid, None))
             self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
             return
         try:
@@ -124,33 +136,19 @@ class ExecuteEndpoint:
             return
         else:
             try:
-                snap = self._acquire()
-                if snap is None:
-                    status, out = 503, _NO_CONFIG
-                else:
-                    try:
-                        args, log = _args(
-                            snap, body, scope["path"], started, self._timeout, self.log_borrows
-                        )
-                        # A large body runs off the loop even for a non-blocking engine:
-                        # parsing and copying its items would stall every other request.
-                        if snap.blocking or len(body) > self._inline_bytes:
-                            status, out = await self._off_loop(args)
-                        else:
-                            status, out = self._respond(*args)
-                    except Exception as exc:
-                        status, out = _failed(snap, exc, rid)
-                    finally:
-                        snap.release()
-                    served = _served(snap, log)
+                path = scope["path"]
+                small = len(body) <= self._inline_bytes
+                made = self._answer(body, path, started, rid) if small else None
+                if made is None:
+                    # A large body runs off the loop even for a non-blocking engine:
+                    # parsing and copying its items would stall every other request.
+                    made = await self._answer_off_loop(body, path, started, rid)
             finally:
                 self._inflight -= len(body)
-        headers = [_JSON, (b"content-length", str(len(out)).encode())]
-        headers.append((REQUEST_ID_HEADER, rid.encode("ascii")))
-        if served is not None:
-            scope[SERVED_KEY] = served  # for the access log
-            if self.revision_header:
-                headers.append((REVISION_HEADER, served[0].encode("ascii")))
+            status, out, served = made
+            if served is not None:
+                scope[SERVED_KEY] = served  # for the access log
+        headers = [_JSON, (b"content-length", str(len(out)).encode()), *self._headers(rid, served)]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": out})
         self.observe(status, _monotonic() - started)
@@ -160,38 +158,79 @@ class ExecuteEndpoint:
         """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
         return self._inline_bytes
 
-    def answer_inline(
-        self, body: bytes, path: str, started: float, rid: str
-    ) -> tuple[int, bytes, Served] | None:
-        """Answer a complete ``POST`` body on the event loop, now; None when it must not.
+    def answer(self, body: bytes, path: str, started: float, rid: str) -> Answer | None:
+        """The status, bytes and headers answering a complete ``POST`` body, made on the
+        event loop now, and what served it; None when they must not be (the serving engine
+        may block).
 
-        For ``server/http/_direct.py``, which calls it only for bodies of at most
-        ``Config.inline_body_bytes``: None means the serving snapshot's engine
-        may block (the request then goes through this ASGI app instead, which
-        runs it off the loop). The body is counted in progress while it runs.
-        ``rid``: the request's id (in a failure's log line); the third part of
-        the answer is what served it (None: no snapshot did).
+        What the HTTP protocol calls (``server/http/_protocol.py``), only for bodies of
+        at most ``Config.inline_body_bytes``: on None the request goes through this ASGI
+        app instead, which makes the same answer off the loop. The body is counted in
+        progress while it runs. ``rid``: the request's id (``server/http/_request_id.py``).
+        The headers are those this app sends after its type and length (the id, and with
+        ``--revision-header`` the revision); the last part is what served the answer, for
+        the access log (None: no snapshot did).
         """
         try:
             self._hold(len(body))
         except _Busy:
-            return 503, self._busy, None
+            return 503, self._busy, self._headers(rid, None), None
         try:
-            snap = self._acquire()
-            if snap is None:
-                return 503, _NO_CONFIG, None
-            try:
-                if snap.blocking:
-                    return None
-                args, log = _args(snap, body, path, started, self._timeout, self.log_borrows)
-                status, out = self._respond(*args)
-            except Exception as exc:
-                status, out = _failed(snap, exc, rid)
-            finally:
-                snap.release()
-            return status, out, _served(snap, log)
+            made = self._answer(body, path, started, rid)
         finally:
             self._inflight -= len(body)
+        if made is None:
+            return None
+        status, out, served = made
+        return status, out, self._headers(rid, served), served
+
+    def _headers(self, rid: str, served: Served) -> list[tuple[bytes, bytes]]:
+        """The headers of an answer after its type and length, on both paths: the request's
+        id and, with ``--revision-header``, the revision of the config that answered."""
+        headers = [(REQUEST_ID_HEADER, rid.encode("ascii"))]
+        if served is not None and self.revision_header:
+            headers.append((REVISION_HEADER, served[0].encode("ascii")))
+        return headers
+
+    def _answer(self, body: bytes, path: str, started: float, rid: str) -> _Made | None:
+        """Borrow the serving snapshot and make the answer on the loop (None: it blocks)."""
+        snap = self._acquire()
+        if snap is None:
+            return 503, _NO_CONFIG, None
+        try:
+            if snap.blocking:
+                return None
+            return self._make(snap, body, path, started, rid)
+        finally:
+            snap.release()
+
+    async def _answer_off_loop(self, body: bytes, path: str, started: float, rid: str) -> _Made:
+        """Borrow the serving snapshot and make the answer on the bounded worker-thread pool."""
+        snap = self._acquire()
+        if snap is None:
+            return 503, _NO_CONFIG, None
+        try:
+            limiter = self._limiter
+            if limiter is None:
+                limiter = self._limiter = CapacityLimiter(self._threads)
+            made: _Made = await anyio.to_thread.run_sync(
+                self._make, snap, body, path, started, rid, limiter=limiter
+            )
+            return made
+        finally:
+            snap.release()
+
+    def _make(self, snap: Snapshot, body: bytes, path: str, started: float, rid: str) -> _Made:
+        """The one answer maker of both paths: the responder's status and bytes, or the 500
+        of a responder that raised (logged with ``rid``), and what served it. Any thread: it
+        reads only the borrowed snapshot."""
+        log = None
+        try:
+            args, log = _args(snap, body, path, started, self._timeout, self.log_borrows)
+            status, out = self._respond(*args)
+        except Exception as exc:
+            status, out = _failed(snap, exc, rid)
+        return status, out, _served(snap, log)
 
     def _hold(self, size: int) -> None:
         """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
@@ -203,16 +242,6 @@ class ExecuteEndpoint:
 
     def _bodies(self) -> int:
         return self._inflight
-
-    async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
-        """Run the responder on the bounded worker-thread pool."""
-        limiter = self._limiter
-        if limiter is None:
-            limiter = self._limiter = CapacityLimiter(self._threads)
-        result: tuple[int, bytes] = await anyio.to_thread.run_sync(
-            self._respond, *args, limiter=limiter
-        )
-        return result
 
     async def _read_rest(self, first: bytes, receive: Receive) -> bytes:
         """The rest of a body sent in several messages (413 past the limit)."""
@@ -258,6 +287,13 @@ def _args(
 Served = tuple[str, list[str] | None] | None
 """What served an answer: the config's revision and, when noted, ``name@version`` of what it
 borrowed."""
+
+_Made = tuple[int, bytes, Served]
+"""What the answer maker makes: the status, the bytes and what served them."""
+
+Answer = tuple[int, bytes, list[tuple[bytes, bytes]], Served]
+""":meth:`ExecuteEndpoint.answer`: the status, the bytes, the headers after the type and
+length, and what served them."""
 
 
 def _served(snap: Snapshot, log: BorrowLog | None) -> Served:

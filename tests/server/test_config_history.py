@@ -7,6 +7,7 @@ resource's version; the request id in the answer and the access log.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,7 @@ def test_a_rollback_two_reloads_back_is_pinned_against_edits_and_kept_across_a_r
 
     rolled = admin_cli(server, "config", "rollback", first[:8])
     assert rolled.returncode == 0, rolled.stderr
+    assert rolled.stdout.startswith(f"config: rolled back to {first}, pinned"), rolled.stdout
     server.items_become([{"id": "static", "tag": "a"}])
     listed = _history(server)
     assert listed["pinned"] == first
@@ -83,8 +85,9 @@ def test_a_rollback_two_reloads_back_is_pinned_against_edits_and_kept_across_a_r
     again.items_become([{"id": "static", "tag": "a"}])
     assert _revision(again) == first and _history(again)["pinned"] == first
 
-    unpinned = admin_cli(again, "config", "unpin")
+    unpinned = admin_cli(again, "config", "unpin", "-o", "json")
     assert unpinned.returncode == 0, unpinned.stderr
+    assert json.loads(unpinned.stdout)["result"] == "unpinned"  # the server's answer itself
     again.items_become([{"id": "static", "tag": "d"}])
     assert _history(again)["pinned"] is None
 
@@ -98,7 +101,7 @@ def test_rollback_refusals_name_what_is_wrong(serve: Callable[..., Server], tmp_
     assert server.http.get("/config/diff").status_code == 400
     assert server.http.post("/admin/config/unpin").json()["result"] == "not_pinned"
     words = admin_cli(server, "config", "rollback")
-    assert words.returncode == 2 and "needs a REVISION" in words.stderr
+    assert words.returncode == 2 and "required: REVISION" in words.stderr, words.stderr
 
 
 def _feed_config(tmp_path: Path) -> dict[str, Any]:
