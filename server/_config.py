@@ -305,6 +305,15 @@ class Config:
     """CIDRs of proxies whose ``X-Forwarded-For`` names the client (``--trust-proxy``).
 
     Empty (the default): admin decisions use the socket peer only."""
+    state_dir: str | None = None
+    """Where the config history, a rollback's pin and resource pins are kept across restarts
+    (``--state-dir``; the command's default is per config path; None: no history)."""
+    history_max_count: int = 20
+    """Accepted configs the history keeps (``--history-max-count``)."""
+    history_max_bytes: int = 256 * 1024 * 1024
+    """Bytes of accepted configs the history keeps (``--history-max-bytes``)."""
+    revision_header: bool = False
+    """Answer ``/execute`` with ``x-pineapple-config-revision`` (``--revision-header``)."""
     secrets_dir: str | None = None
     """``--secrets-dir``: ``${VAR}`` and ``PINEAPPLE_ADMIN_TOKEN`` read the environment,
     then the file ``VAR`` in this folder (a Secret mounted as a volume; see

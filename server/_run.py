@@ -25,6 +25,7 @@ from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
 from ._build_error import BuildError
 from ._config import Config
+from ._history_pod import HistoryPod
 from ._log_format import configure_logging
 from .fleet._pod import FleetPod
 from .http._serving import bind, serve
@@ -71,14 +72,17 @@ def run(config: Config) -> int:
 
 
 def _run(config: Config, pod: FleetPod | None) -> int:
+    history = HistoryPod.open(config)  # None in a fleet: the fleet keeps its own
     if config.workers > 1:
-        return _run_workers(config, pod)
+        return _run_workers(config, pod, history)
     try:
         sock = bind(config.addr)
     except (OSError, ValueError) as exc:
         _log.error("cannot listen on %s: %s", config.addr, exc)
         return 1
     with sock:
+        if history is not None:
+            return serve(history.wired(config), sock, history.attach_service)
         if pod is None:
             return serve(config, sock)
         wired = dataclasses.replace(config, wiring=pod.wiring(config, _base(config)))
@@ -89,20 +93,25 @@ def _base(config: Config) -> resource.Registry:
     return config.resource_types()
 
 
-def _run_workers(config: Config, pod: FleetPod | None) -> int:
+def _run_workers(config: Config, pod: FleetPod | None, history: HistoryPod | None) -> int:
     try:
         import_plugins(config.plugins)
     except BuildError as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
     # A fleet pod's supervisor alone reads the fleet (its own wiring); workers map from it.
+    # So does the history's source (a pinned revision): the supervisor alone reads it.
     wiring = None if pod is None else pod.wiring(config, _base(config))
+    if history is not None:
+        wiring = history.authority_wiring()
     try:
         sock = bind(config.addr)
     except (OSError, ValueError) as exc:
         _log.error("cannot listen on %s: %s", config.addr, exc)
         return 1
     with sock:  # the supervisor validates the config as it loads it (nothing listens yet)
+        if history is not None:
+            return run_supervisor(config, sock, wiring, history.attach_authority)
         if pod is None:
             return run_supervisor(config, sock)
         return run_supervisor(config, sock, wiring, pod.attach_authority)

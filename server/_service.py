@@ -22,6 +22,7 @@ from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
 from ._config import Config, Responder
 from ._decisions import Decisions, LocalDecisions
+from ._history_decisions import HistoryDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
@@ -44,6 +45,11 @@ class Role(Protocol):
     @property
     def first_config(self) -> bytes | None:
         """The bytes of the first config (None: the service reads them)."""
+        ...
+
+    @property
+    def history(self) -> HistoryDecisions | None:
+        """Where the config-history routes ask (None: the service's own, if any)."""
         ...
 
     def start(self) -> None:
@@ -91,6 +97,9 @@ class Service:
         self.decisions: Decisions = self.local if self.role is None else self.role.decisions
         """Where routes and signals ask for decisions and statuses (a worker of
         ``--workers N``: its ``SupervisorLink``)."""
+        self.history: HistoryDecisions | None = None if self.role is None else self.role.history
+        """Where the config-history routes ask (None: no history; a worker's comes with its
+        role, one process's is set where the server is assembled, ``server/_history_pod.py``)."""
         self.started = False
         self._hand_fetchers_closed = False
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pineapple import Context, resource
+from pineapple.engine.http import with_config_revision
 from pineapple.resource.lowlevel import RefValue
 
 from ._config import EngineLike
@@ -103,7 +104,10 @@ class Snapshot:
         self.info = info
         self.serial = serial
         # Contexts are immutable: one per snapshot serves every request.
-        self.context: Context = resource.with_resources(Context(), manager)
+        # It names the config's revision for traces (``pineapple/engine/_provenance.py``).
+        self.context: Context = with_config_revision(
+            resource.with_resources(Context(), manager), info.revision
+        )
         # Whether ``engine.execute`` must run on a worker thread (fixed per engine).
         self.blocking = bool(engine.blocking)
         # The holder's baseline reference; the last release closes the _Teardown.

@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -61,7 +62,10 @@ def cli_env(extra: Mapping[str, str] | None = None, *, drop: Iterable[str] = ())
     """The environment of a child ``pineapple``: ours without the names in ``drop`` and
     without an admin token (the tests' admin calls come from loopback), the repository
     on ``PYTHONPATH``, and ``extra`` on top."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Servers keep their config history under one folder of the temporary directory,
+    # never in the user's ~/.local/state (each test's config path has its own).
+    state = os.path.join(tempfile.gettempdir(), "pineapple-tests-state")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": state}
     for name in ("PINEAPPLE_ADMIN_TOKEN", *drop):
         env.pop(name, None)
     return {**env, **(extra or {})}

@@ -37,13 +37,14 @@ def _leaves() -> dict[str, argparse.ArgumentParser]:
     """Every subcommand that runs (``admin status``: the actions of a command that has
     them), by its name after ``pineapple``."""
     found: dict[str, argparse.ArgumentParser] = {}
-    for name, sub in _subcommands().items():
+    todo = list(_subcommands().items())
+    while todo:  # bounded: the parser's tree (``admin config rollback``: three deep)
+        name, sub = todo.pop()
         nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
         if not nested:
             found[name] = sub
         for action in nested:
-            for child, parser in action.choices.items():
-                found[f"{name} {child}"] = parser
+            todo += [(f"{name} {child}", parser) for child, parser in action.choices.items()]
     return found
 
 

@@ -190,7 +190,16 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("metrics", ("server.metrics",)),
-    ("model", ("server._config_read", "server._config", "server._snapshot", "server._build")),
+    (
+        "model",
+        (
+            "server._config_read",
+            "server._config",
+            "server._config_diff",
+            "server._snapshot",
+            "server._build",
+        ),
+    ),
     (
         "lifecycle",
         (
@@ -198,12 +207,14 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._reload_policy",
             "server._reloader",
             "server._decisions",
+            "server._config_history",
+            "server._history_decisions",
             "server._watcher",
             "server._service",
         ),
     ),
     ("http", ("server.http",)),
-    ("processes", ("server.workers", "server.fleet", "server._run")),
+    ("processes", ("server.workers", "server.fleet", "server._history_pod", "server._run")),
     ("cli", ("server.cli",)),
     ("faces", ("server", "server.lowlevel")),
 )

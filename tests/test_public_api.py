@@ -89,7 +89,8 @@ StoreUnavailableError Watch announced check_portable open_store publish_snapshot
 
 HTTP_FACE = """BUDGETED_FROM_BYTES STATUS_ANSWER_TOO_LARGE STATUS_BAD_REQUEST STATUS_BUSY
 STATUS_CONTRACT STATUS_DEADLINE STATUS_EXECUTION STATUS_TOO_MANY_ITEMS
-STATUS_UNKNOWN_GROUP ParseBudget encode_response go_json respond"""
+STATUS_UNKNOWN_GROUP BorrowLog ParseBudget config_revision encode_response go_json respond
+with_borrow_log with_config_revision"""
 
 
 @pytest.mark.parametrize(

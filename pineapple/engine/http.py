@@ -42,6 +42,11 @@ from ._bigjson import PIECE_BYTES, TooManyItems, loads
 from ._engine import Engine, UnknownGroupError
 from ._gofmt import go_json as go_json
 from ._pieces import PIECE, pieces, release
+from ._provenance import BorrowLog as BorrowLog
+from ._provenance import config_revision as config_revision
+from ._provenance import served_by
+from ._provenance import with_borrow_log as with_borrow_log
+from ._provenance import with_config_revision as with_config_revision
 from ._trace import TraceEntry, trace_json
 
 __all__ = [
@@ -54,10 +59,14 @@ __all__ = [
     "STATUS_EXECUTION",
     "STATUS_TOO_MANY_ITEMS",
     "STATUS_UNKNOWN_GROUP",
+    "BorrowLog",
     "ParseBudget",
+    "config_revision",
     "encode_response",
     "go_json",
     "respond",
+    "with_borrow_log",
+    "with_config_revision",
 ]
 
 STATUS_BAD_REQUEST = 400
@@ -108,9 +117,13 @@ def encode_response(
     warnings: list[str] | None = None,
     error: str | None = None,
     trace: list[TraceEntry] | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """The Go server's JSON body for an execute response (with the trailing newline)."""
-    if not (warnings or trace or error) and (items is None or len(items) <= PIECE):
+    """The Go server's JSON body for an execute response (with the trailing newline).
+
+    ``provenance``: a traced answer's ``served_by`` (``_provenance``), after ``trace``.
+    """
+    if not (warnings or trace or error or provenance) and (items is None or len(items) <= PIECE):
         # The usual answer in one pass: sorted keys put "common" before "items", and
         # go_json of the pair is its parts' go_json joined (it rewrites value by value).
         return go_json({"common": common, "items": items}) + b"\n"
@@ -119,6 +132,8 @@ def encode_response(
         parts += [b',"warnings":', go_json(warnings)]
     if trace:
         parts += [b',"trace":', go_json(trace_json(trace))]
+    if provenance is not None:
+        parts += [b',"served_by":', go_json(provenance)]
     if error:
         parts += [b',"error":', go_json(error)]
     parts.append(b"}\n")
@@ -260,8 +275,10 @@ def _execute(
     common = request["common"]
     # The only per-request cost of traces when not asked for: this one lookup.
     traced = common is not None and common.get("_return_trace") is True
+    log: BorrowLog | None = None
     try:
         if traced:
+            ctx, log = with_borrow_log(ctx)  # what the trace says was read (_provenance)
             result = engine.run(ctx, request, group, trace=True, max_answer_bytes=max_answer_bytes)
         elif max_answer_bytes is not None:
             result = engine.run(ctx, request, group, max_answer_bytes=max_answer_bytes)
@@ -276,20 +293,26 @@ def _execute(
         answer = STATUS_DEADLINE, go_json({"error": _masker(ctx)(str(error))}) + b"\n"
     elif isinstance(error, AnswerTooLargeError):
         answer = _too_large(str(error))
-    elif error is None and not result.warnings:
-        answer = 200, encode_response(result.common, result.items, trace=result.trace)
+    elif error is None and not result.warnings and not traced:
+        answer = 200, encode_response(result.common, result.items)
     else:
+        made = served_by(ctx, log) if traced else None
         mask = _masker(ctx)
         warnings = [mask(w) for w in result.warnings]
         if error is not None:
             answer = (
                 STATUS_EXECUTION,
                 encode_response(
-                    result.common, result.items, warnings, mask(str(error)), result.trace
+                    result.common, result.items, warnings, mask(str(error)), result.trace, made
                 ),
             )
         else:
-            answer = 200, encode_response(result.common, result.items, warnings, trace=result.trace)
+            answer = (
+                200,
+                encode_response(
+                    result.common, result.items, warnings, trace=result.trace, provenance=made
+                ),
+            )
     if len(result.items) > PIECE:
         release(result.items)  # the response's items are this call's: freed in pieces
     if max_answer_bytes is not None and len(answer[1]) > max_answer_bytes:
@@ -308,6 +331,8 @@ def _too_large(message: str) -> tuple[int, bytes]:
 def _masker(ctx: Context | None) -> Callable[[str], str]:
     """Masks the secrets of the context's resource manager (and DSN passwords) in a message."""
     provider = resource.from_context(ctx) if ctx is not None else None
+    if isinstance(provider, BorrowLog):  # a traced request's: the Manager it lends from
+        provider = provider.inner
     if isinstance(provider, resource.Manager):
         return provider.redact
     return resource.lowlevel.redact

@@ -408,6 +408,21 @@ class Manager:
             ref = slot.current  # lost the race with a swap: the newer value is published
         return None
 
+    def borrow_versioned(self, name: str) -> tuple[ResourceHandle, int] | None:
+        """Borrow ``name`` with the version of the value borrowed (for traces); or None.
+
+        Read under the slot's lock, so the version is the borrowed value's even
+        while a refresh publishes a newer one. Slower than :meth:`get` (a lock
+        per borrow): the engine asks for it only when a request wants its trace.
+        """
+        slot = self._slots.get(name)
+        if slot is None:
+            return None
+        with slot.lock:  # publish() swaps current and bumps version under it
+            ref = slot.current
+            handle = None if ref is None else ref.borrow()
+            return None if handle is None else (handle, slot.version)
+
     def secrets(self) -> frozenset[str]:
         """Every secret of every resource: secret params, DSN passwords, ``${VAR}`` values."""
         return frozenset().union(*(slot.secrets for slot in self._slots.values()))

@@ -4,6 +4,8 @@
     pineapple admin reload [--force] [--addr HOST:PORT]... [-o text|json]
     pineapple admin refresh NAME [--force] [--addr HOST:PORT]... [-o text|json]
     pineapple admin rollback|pin|unpin NAME [--addr HOST:PORT]... [-o text|json]
+    pineapple admin config rollback REVISION [--addr HOST:PORT]... [-o text|json]
+    pineapple admin config unpin [--addr HOST:PORT]... [-o text|json]
 
 ``status`` reads ``GET /config``, ``GET /resources`` and the workers' families
 of ``GET /metrics`` and prints a table as ``kubectl get`` does: the config
@@ -11,6 +13,10 @@ of ``GET /metrics`` and prints a table as ``kubectl get`` does: the config
 row per resource (its conditions, version, generation, the age of its
 value, and the first condition that needs a look). ``reload`` sends ``POST
 /admin/reload``; the resource actions ``POST /admin/resources/NAME/ACTION``.
+``config rollback`` sends ``POST /admin/config/rollback/REVISION`` (a revision
+of ``GET /config/history``, or a unique prefix of it): the server serves that
+config again and keeps it, whatever the file says, until ``config unpin``
+(``POST /admin/config/unpin``) hands it back to the file.
 People get one line per answer (``server/cli/_admin_view.py``); ``-o json``
 prints the server's JSON answer itself, for scripts (``status``: one JSON
 document of the three answers).
@@ -52,7 +58,7 @@ from pineapple.commands import Subparsers, add_subcommand
 
 from .._admin import AdminTokenError, clean_admin_token
 from .._config import ADMIN_TOKEN_ENV
-from ._admin_view import answer_line, status_text
+from ._admin_view import answer_line, config_line, status_text
 
 __all__ = ["ACTIONS", "MAX_ADDRS", "MAX_ANSWER_BYTES", "add_admin_command", "admin_command"]
 
@@ -68,20 +74,22 @@ DEFAULT_ADDR = "127.0.0.1:8080"
 
 
 _DESCRIPTION = (
-    "A running server's status, reload and resource actions, for people (a table, one line "
-    "an answer) or scripts (-o json); token from $" + ADMIN_TOKEN_ENV + " when set; exit 0 "
+    "A running server's status, reload, resource actions and config rollback, for people "
+    "(a table, one line an answer) or scripts (-o json); token from $"
+    + ADMIN_TOKEN_ENV
+    + " when set; exit 0 "
     "on 2xx, 1 otherwise, 2 unreachable (with several --addr: the worst of their codes)."
 )
 
 
 def add_admin_command(subparsers: Subparsers) -> None:
-    """``pineapple admin status|reload|refresh|rollback|pin|unpin ...``."""
+    """``pineapple admin status|reload|refresh|rollback|pin|unpin|config ...``."""
     parser = add_subcommand(subparsers, "admin", admin_command, description=_DESCRIPTION)
     actions = parser.add_subparsers(
         dest="admin_action",
         required=True,
         metavar="ACTION",
-        help="status, reload, refresh, rollback, pin or unpin (each: --help)",
+        help="status, reload, refresh, rollback, pin, unpin or config (each: --help)",
     )
     status = add_subcommand(actions, "status", admin_status_command)
     _common(status, ("table", "json"))
@@ -100,6 +108,20 @@ def add_admin_command(subparsers: Subparsers) -> None:
                 action="store_true",
                 help="accept a value the validators refuse (logged by the server)",
             )
+    config = add_subcommand(actions, "config", admin_config_command)
+    config_actions = config.add_subparsers(
+        dest="config_action",
+        required=True,
+        metavar="ACTION",
+        help="rollback REVISION or unpin (each: --help)",
+    )
+    rollback = add_subcommand(config_actions, "rollback", admin_config_rollback_command)
+    rollback.add_argument(
+        "revision", metavar="REVISION", help="a revision of GET /config/history (or its prefix)"
+    )
+    _common(rollback, ("text", "json"))
+    unpin = add_subcommand(config_actions, "unpin", admin_config_unpin_command)
+    _common(unpin, ("text", "json"))
 
 
 def _common(parser: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
@@ -151,7 +173,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedire
 
 
 def admin_command(args: argparse.Namespace) -> int:
-    """Ask a running server for its status, a reload or a resource action."""
+    """Ask a running server for its status, a reload, a resource action or a config rollback."""
     print("pineapple admin: an action is required", file=sys.stderr)  # argparse asks first
     return 2
 
@@ -179,6 +201,32 @@ def admin_action_command(args: argparse.Namespace) -> int:
     query = "?force=1" if getattr(args, "force", False) else ""
     path = f"/admin/resources/{name}/{args.admin_action}{query}"
     return _each(args, lambda token, addr: _post(args, token, addr, path))
+
+
+def admin_config_command(args: argparse.Namespace) -> int:
+    """Roll back the config of one or more servers to a revision of their history, or unpin it.
+
+    rollback REVISION: the server serves that config again and keeps it,
+    whatever the file says and across a restart, until unpin hands the
+    config back to the file.
+    """
+    print("pineapple admin config: rollback REVISION or unpin", file=sys.stderr)  # argparse asks
+    return 2
+
+
+def admin_config_rollback_command(args: argparse.Namespace) -> int:
+    """Serve a revision of the config history again, pinned against the file until unpinned.
+
+    REVISION is one that GET /config/history lists (each server keeps its
+    history in its --state-dir), or a unique prefix of it.
+    """
+    path = f"/admin/config/rollback/{urllib.parse.quote(args.revision, safe='')}"
+    return _each(args, lambda token, addr: _post(args, token, addr, path))
+
+
+def admin_config_unpin_command(args: argparse.Namespace) -> int:
+    """Take a rollback's pin away: the config file's config serves again (reloaded now)."""
+    return _each(args, lambda token, addr: _post(args, token, addr, "/admin/config/unpin"))
 
 
 @dataclass(frozen=True)
@@ -250,11 +298,13 @@ def _post(args: argparse.Namespace, token: str | None, addr: str, path: str) -> 
     text = body.decode("utf-8", "replace")
     if args.output == "json":
         return _Said(code, text)
-    what = "config" if args.admin_action == "reload" else args.name
     try:
         parsed: Any = json.loads(text)
     except ValueError:
         parsed = text
+    if args.admin_action == "config":
+        return _Said(code, config_line(status, parsed))
+    what = "config" if args.admin_action == "reload" else args.name
     return _Said(code, answer_line(what, status, parsed))
 
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CONDITIONS", "MESSAGE_CHARS", "age", "answer_line", "status_text"]
+__all__ = ["CONDITIONS", "MESSAGE_CHARS", "age", "answer_line", "config_line", "status_text"]
 
 CONDITIONS = ("Ready", "Fresh", "Valid", "Pinned")
 """The conditions the table has a column for (``Reachable`` shows in MESSAGE when False)."""
@@ -158,3 +158,22 @@ def answer_line(what: str, status: int, body: Any) -> str:
         shown = " ".join(f"{c}={conds[c]['status']}" for c in CONDITIONS if c in conds)
         text += f" (version {st.get('version')}; {shown})"
     return text
+
+
+def config_line(status: int, body: Any) -> str:
+    """One line for an answer of ``admin config rollback|unpin``: what happened to the pin,
+    then the reload it made (as :func:`answer_line` says a reload); a refusal as there."""
+    if not isinstance(body, Mapping) or not 200 <= status < 300:
+        return answer_line("config", status, body)
+    result = body.get("result")
+    reload = body.get("reload")
+    then = ""
+    if isinstance(reload, Mapping):
+        then = "; reload " + answer_line("config", status, reload).removeprefix("config: ")
+    if result == "rolled_back":
+        return f"config: rolled back to {body.get('revision')}, pinned until unpinned{then}"
+    if result == "unpinned":
+        return f"config: {body.get('revision')} unpinned, the file's config serves{then}"
+    if result == "not_pinned":
+        return "config: not pinned, the file's config serves"
+    return f"config: {result}{then}"

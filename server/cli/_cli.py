@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from pineapple.commands import Subparsers, add_subcommand
@@ -17,6 +18,11 @@ from pineapple.commands import Subparsers, add_subcommand
 from .._admin import parse_trusted_proxies
 from .._build_error import BuildError, CheckError
 from .._config import Config, FleetSettings
+from .._config_history import (
+    DEFAULT_HISTORY_MAX_BYTES,
+    DEFAULT_HISTORY_MAX_COUNT,
+    default_state_dir,
+)
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
 from .._secret_files import add_secrets_dir_flag
@@ -182,6 +188,31 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "status and duration",
     )
     parser.add_argument(
+        "--revision-header",
+        action="store_true",
+        help="answer every /execute with x-pineapple-config-revision: the revision of the "
+        "config that produced it",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="where the config history, a rollback's pin and resource pins are kept across "
+        "restarts (default $XDG_STATE_HOME/pineapple/<hash of the config path>; '' : off)",
+    )
+    parser.add_argument(
+        "--history-max-count",
+        type=int,
+        default=DEFAULT_HISTORY_MAX_COUNT,
+        help="accepted configs the history keeps (the oldest go first)",
+    )
+    parser.add_argument(
+        "--history-max-bytes",
+        type=int,
+        default=DEFAULT_HISTORY_MAX_BYTES,
+        help="bytes of accepted configs the history keeps (a larger config is listed, not kept)",
+    )
+    parser.add_argument(
         "--resource-memory-budget-bytes",
         type=int,
         default=0,
@@ -324,10 +355,14 @@ def serve_command(args: argparse.Namespace) -> int:
         "idle_timeout_ms",
         "max_connections",
         "max_inflight_body_bytes",
+        "history_max_bytes",
     ):
         if getattr(args, flag) < 0:
             print(f"{args.prog}: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
+    if args.history_max_count < 1:
+        print("pineapple serve: --history-max-count must be at least 1", file=sys.stderr)
+        return 2
     if not args.build_timeout_seconds > 0:
         print(f"{args.prog}: --build-timeout-seconds must be > 0", file=sys.stderr)
         return 2
@@ -369,11 +404,25 @@ def serve_command(args: argparse.Namespace) -> int:
             resource_memory_budget_bytes=args.resource_memory_budget_bytes,
             trust_proxy=trusted,
             bench_stubs=args.bench_stubs,
+            state_dir=_state_dir(args, fleet),
+            history_max_count=args.history_max_count,
+            history_max_bytes=args.history_max_bytes,
+            revision_header=args.revision_header,
             secrets_dir=args.secrets_dir,
         )
     )
     exit_within(code)  # the process is about to exit: bound how long that takes
     return code
+
+
+def _state_dir(args: argparse.Namespace, fleet: FleetSettings | None) -> str | None:
+    """``--state-dir``: as given, None for ``''`` and under ``--fleet`` (the fleet keeps
+    its own history), else the default for the config's path."""
+    if fleet is not None or args.state_dir == "":
+        return None
+    if args.state_dir is not None:
+        return str(args.state_dir)
+    return str(default_state_dir(Path(args.config)))
 
 
 def add_check_command(subparsers: Subparsers) -> None:

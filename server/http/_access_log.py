@@ -1,12 +1,16 @@
 """The access log (``--access-log``): one line per HTTP request, once it is answered.
 
 Each line (logger ``pineapple.access``, level INFO) says the peer, the method,
-the path, the status and how long the answer took::
+the path, the status, how long the answer took and the request's id (its
+``X-Request-Id``, or one made: ``server/http/_request_id.py``); an
+``/execute`` line adds the revision of the config that answered and
+``name@version`` of every resource the request borrowed::
 
-    127.0.0.1 "POST /execute" 200 1.4ms
+    127.0.0.1 "POST /execute" 200 1.4ms id=3f2a9c1b-1a rev=5d41402abc4b resources=feed@4,geo@1
 
 and carries the same as fields (``client``, ``method``, ``path``, ``status``,
-``duration_ms``) for ``--log-format json``. The path is written without its
+``duration_ms``, ``request_id``, and ``config_revision`` and ``resources`` for
+``/execute``) for ``--log-format json``. The path is written without its
 query string (a query may hold a token) and nothing of a body is ever read
 for it. The path is the decoded one (``%0a`` is a newline): in the message
 its control characters are escaped (``escape_controls``) whatever handler
@@ -28,6 +32,8 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._log_format import escape_controls
+from ._execute import Served
+from ._request_id import SERVED_KEY, scope_id
 
 __all__ = ["ACCESS_LOGGER", "AccessLog", "log_request"]
 
@@ -57,6 +63,7 @@ class AccessLog:
                 status = message["status"]
             await send(message)
 
+        rid = scope_id(scope)
         try:
             await self.app(scope, receive, sending)
         except BaseException:
@@ -64,26 +71,47 @@ class AccessLog:
             raise
         finally:
             millis = (_monotonic() - started) * 1000
-            log_request(scope.get("client"), scope["method"], scope["path"], status, millis)
+            served = scope.get(SERVED_KEY)
+            client = scope.get("client")
+            log_request(client, scope["method"], scope["path"], status, millis, rid, served)
 
 
 def log_request(
-    client: tuple[str, int] | None, method: str, path: str, status: int, millis: float
+    client: tuple[str, int] | None,
+    method: str,
+    path: str,
+    status: int,
+    millis: float,
+    rid: str,
+    served: Served = None,
 ) -> None:
-    """The access log's line for one answered request (``path`` without its query)."""
+    """The access log's line for one answered request (``path`` without its query; ``rid``
+    its id; ``served``: what answered an ``/execute``)."""
     peer = client[0] if client else "-"
+    fields: dict[str, object] = {
+        "client": peer,
+        "method": method,
+        "path": path,
+        "status": status,
+        "duration_ms": round(millis, 3),
+        "request_id": rid,
+    }
+    tail = ""
+    if served is not None:
+        revision, borrowed = served
+        fields["config_revision"] = revision
+        tail = f" rev={revision}"
+        if borrowed is not None:
+            fields["resources"] = borrowed
+            tail += f" resources={','.join(borrowed) or '-'}"
     _log.info(
-        '%s "%s %s" %d %.1fms',
+        '%s "%s %s" %d %.1fms id=%s%s',
         escape_controls(peer),
         escape_controls(method),
         escape_controls(path),
         status,
         millis,
-        extra={
-            "client": peer,
-            "method": method,
-            "path": path,
-            "status": status,
-            "duration_ms": round(millis, 3),
-        },
+        rid,  # the caller's only when it has no control character (_request_id)
+        escape_controls(tail),  # resource names are the config's
+        extra=fields,
     )

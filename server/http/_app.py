@@ -23,6 +23,7 @@ from .._config import Config
 from .._service import Service
 from ._direct import DirectRoute
 from ._execute import ExecuteEndpoint, is_execute_path
+from ._request_id import echoing
 from ._routes import JSONResponse, routes
 
 __all__ = ["create_app", "direct_route"]
@@ -40,8 +41,12 @@ class _App(Starlette):
     execute: ExecuteEndpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self.user_middleware and is_execute_path(scope["path"]):
-            await self.execute(scope, receive, send)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+        elif not is_execute_path(scope["path"]):
+            await super().__call__(scope, receive, echoing(scope, send))
+        elif not self.user_middleware:
+            await self.execute(scope, receive, send)  # which echoes the request's id itself
         else:
             await super().__call__(scope, receive, send)
 

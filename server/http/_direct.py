@@ -10,12 +10,14 @@ parser's own callbacks: it keeps the body as the parser delivers it, and when
 the message is complete asks the endpoint for the answer's status and bytes
 (:meth:`~server.http._execute.ExecuteEndpoint.answer`: the answer maker the
 ASGI endpoint runs too, with the same body count, snapshot borrow, deadline,
-responder and 500). :func:`frame` puts the status line, uvicorn's default
-headers and the endpoint's two headers in front, byte for byte what uvicorn
-sends for the ASGI path; the answer leaves in one write at the end of the
-loop's turn with the turn's other answers (``server/http/_answer_batch.py``:
-held at most about half a millisecond, 64 KiB a turn; an answer with
-``Connection: close`` is written at once).
+responder and 500, and the same headers: ``x-request-id``, from the
+request's ``X-Request-Id`` that :func:`direct_headers` picks up or made, and
+with ``--revision-header`` the revision). :func:`frame` puts the status line,
+uvicorn's default headers, the endpoint's type and length and its headers in
+front, byte for byte what uvicorn sends for the ASGI path; the answer leaves
+in one write at the end of the loop's turn with the turn's other answers
+(``server/http/_answer_batch.py``: held at most about half a millisecond, 64
+KiB a turn; an answer with ``Connection: close`` is written at once).
 
 A request is answered directly when, at its headers: it is ``POST`` to
 ``/execute`` or ``/execute/{group}`` (:func:`direct_path`: a query string
@@ -60,8 +62,9 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
 from ._access_log import log_request
 from ._answer_batch import AnswerBatch
-from ._execute import ExecuteEndpoint
+from ._execute import ExecuteEndpoint, Served
 from ._read_timeouts import TIMER_EARLY
+from ._request_id import REQUEST_ID_HEADER
 
 __all__ = ["DirectRoute", "KeepAliveTimer", "direct_headers", "direct_path", "frame"]
 
@@ -90,12 +93,19 @@ class DirectRoute:
     """The answers held to the end of the loop's turn (one event loop's connections)."""
 
     def answered(
-        self, status: int, seconds: float, client: tuple[str, int] | None, path: str
+        self,
+        status: int,
+        seconds: float,
+        client: tuple[str, int] | None,
+        path: str,
+        rid: str,
+        served: Served,
     ) -> None:
-        """Count (and with ``--access-log`` log) one direct answer."""
+        """Count (and with ``--access-log`` log) one direct answer (``rid``: the request's
+        id; ``served``: what served it)."""
         self.execute.observe(status, seconds)
         if self.access_log:
-            log_request(client, "POST", path, status, seconds * 1000)
+            log_request(client, "POST", path, status, seconds * 1000, rid, served)
 
 
 def direct_path(target: bytes) -> bytes | None:
@@ -109,11 +119,15 @@ def direct_path(target: bytes) -> bytes | None:
     return path
 
 
-def direct_headers(headers: list[tuple[bytes, bytes]], inline_bytes: int) -> bool | None:
-    """Whether a request with ``headers`` carries a ``Connection`` header, when it is
-    answered directly (its body at most ``inline_bytes``); None: the app answers it."""
+def direct_headers(
+    headers: list[tuple[bytes, bytes]], inline_bytes: int
+) -> tuple[bool, bytes | None] | None:
+    """Whether a request with ``headers`` carries a ``Connection`` header, and its
+    ``X-Request-Id`` (None: none), when it is answered directly (its body at most
+    ``inline_bytes``); None: the app answers it."""
     length = 0
     connection = False
+    given = None
     for name, value in headers:  # bounded: the headers the parser took
         if name == b"content-length":  # one, all digits: llhttp answers 400 otherwise
             length = int(value)
@@ -121,21 +135,29 @@ def direct_headers(headers: list[tuple[bytes, bytes]], inline_bytes: int) -> boo
             return None
         elif name == b"connection":
             connection = True
+        elif name == REQUEST_ID_HEADER:
+            given = value
     if length > inline_bytes:
         return None
-    return connection
+    return connection, given
 
 
 def frame(
-    status: int, out: bytes, keep_alive: bool, default_headers: list[tuple[bytes, bytes]]
+    status: int,
+    out: bytes,
+    headers: list[tuple[bytes, bytes]],
+    keep_alive: bool,
+    default_headers: list[tuple[bytes, bytes]],
 ) -> bytes:
     """The whole answer on the wire: the bytes uvicorn sends for the ASGI endpoint's
-    ``status`` and ``out`` (its two headers after uvicorn's default ones)."""
+    ``status``, ``out`` and ``headers`` (after uvicorn's default ones, its type and length,
+    then ``headers``, as :meth:`~server.http._execute.ExecuteEndpoint.answer` gives them)."""
     return b"".join(
         (
             STATUS_LINE[status],
             _default_headers(default_headers),
             _CONTENT % len(out),
+            *[b"%s: %s\r\n" % header for header in headers],  # bounded: one or two
             _END_KEEP if keep_alive else _END_CLOSE,
             out,
         )

@@ -12,11 +12,16 @@ only gains its deadline (``Config.request_timeout_ms`` from the request's
 arrival: one clock read, shared with the latency metric).
 
 One answer maker (``ExecuteEndpoint._make``: the responder's status and bytes,
-or the 500 of a responder that raised) serves both paths: this ASGI app, on
-the loop or on a worker thread, and the HTTP protocol's direct answers
-(``server/http/_protocol.py``), which reach the endpoint through one function,
-:meth:`ExecuteEndpoint.answer`, and frame its status and bytes as uvicorn
-frames this app's.
+or the 500 of a responder that raised, and what served them: the config's
+revision and, with ``--access-log``, what the request borrowed) serves both
+paths: this ASGI app, on the loop or on a worker thread, and the HTTP
+protocol's direct answers (``server/http/_protocol.py``), which reach the
+endpoint through one function, :meth:`ExecuteEndpoint.answer`, and frame its
+status, bytes and headers as uvicorn frames this app's. Every answer carries
+the request's ``x-request-id`` and, with ``--revision-header``, ``/execute``
+answers made from a snapshot carry ``x-pineapple-config-revision``
+(``server/http/_request_id.py``); both paths take them from one function
+(``ExecuteEndpoint._headers``).
 """
 
 from __future__ import annotations
@@ -30,10 +35,14 @@ import orjson
 from anyio import CapacityLimiter
 from starlette.types import Message, Receive, Scope, Send
 
+from pineapple import Context
+from pineapple.engine.http import BorrowLog, with_borrow_log
+
 from .._service import Service
 from .._snapshot import Snapshot
+from ._request_id import REQUEST_ID_HEADER, REVISION_HEADER, SERVED_KEY, scope_id
 
-__all__ = ["ExecuteEndpoint", "error_body", "is_execute_path"]
+__all__ = ["Answer", "ExecuteEndpoint", "Served", "error_body", "is_execute_path"]
 
 _log = logging.getLogger("pineapple.server")
 _monotonic = time.monotonic
@@ -87,13 +96,20 @@ class ExecuteEndpoint:
         """Body bytes held by requests in progress (event loop only: no lock)."""
         self._parsed = service.parsed_bytes  # what large bodies' parses hold (threads)
         self._parsed.bodies = self._bodies
+        self.revision_header = config.revision_header
+        """Answer with ``x-pineapple-config-revision`` (``--revision-header``)."""
+        self.log_borrows = config.access_log
+        """Note what each request borrowed, for the access log (``--access-log``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The hot path is written out flat (one coroutine per request, no helper
         # awaits) because it runs on the event loop for every request.
         started = _monotonic()
+        rid = scope_id(scope)
+        served: Served = None
         if scope["method"] != "POST":
-            await _send(send, 405, error_body("use POST for /execute"), _ALLOW)
+            refused = error_body("use POST for /execute")
+            await _send(send, 405, refused, _ALLOW, *self._headers(rid, None))
             self._metrics.observe_request("/execute", scope["method"], 405, 0.0)
             return
         try:
@@ -122,21 +138,18 @@ class ExecuteEndpoint:
             try:
                 path = scope["path"]
                 small = len(body) <= self._inline_bytes
-                answer = self._answer(body, path, started) if small else None
-                if answer is None:
+                made = self._answer(body, path, started, rid) if small else None
+                if made is None:
                     # A large body runs off the loop even for a non-blocking engine:
                     # parsing and copying its items would stall every other request.
-                    answer = await self._answer_off_loop(body, path, started)
+                    made = await self._answer_off_loop(body, path, started, rid)
             finally:
                 self._inflight -= len(body)
-            status, out = answer
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [_JSON, (b"content-length", str(len(out)).encode())],
-            }
-        )
+            status, out, served = made
+            if served is not None:
+                scope[SERVED_KEY] = served  # for the access log
+        headers = [_JSON, (b"content-length", str(len(out)).encode()), *self._headers(rid, served)]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": out})
         self.observe(status, _monotonic() - started)
 
@@ -145,59 +158,79 @@ class ExecuteEndpoint:
         """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
         return self._inline_bytes
 
-    def answer(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
-        """The status and bytes answering a complete ``POST`` body, made on the event loop
-        now; None when they must not be (the serving engine may block).
+    def answer(self, body: bytes, path: str, started: float, rid: str) -> Answer | None:
+        """The status, bytes and headers answering a complete ``POST`` body, made on the
+        event loop now, and what served it; None when they must not be (the serving engine
+        may block).
 
         What the HTTP protocol calls (``server/http/_protocol.py``), only for bodies of
         at most ``Config.inline_body_bytes``: on None the request goes through this ASGI
         app instead, which makes the same answer off the loop. The body is counted in
-        progress while it runs.
+        progress while it runs. ``rid``: the request's id (``server/http/_request_id.py``).
+        The headers are those this app sends after its type and length (the id, and with
+        ``--revision-header`` the revision); the last part is what served the answer, for
+        the access log (None: no snapshot did).
         """
         try:
             self._hold(len(body))
         except _Busy:
-            return 503, self._busy
+            return 503, self._busy, self._headers(rid, None), None
         try:
-            return self._answer(body, path, started)
+            made = self._answer(body, path, started, rid)
         finally:
             self._inflight -= len(body)
+        if made is None:
+            return None
+        status, out, served = made
+        return status, out, self._headers(rid, served), served
 
-    def _answer(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
+    def _headers(self, rid: str, served: Served) -> list[tuple[bytes, bytes]]:
+        """The headers of an answer after its type and length, on both paths: the request's
+        id and, with ``--revision-header``, the revision of the config that answered."""
+        headers = [(REQUEST_ID_HEADER, rid.encode("ascii"))]
+        if served is not None and self.revision_header:
+            headers.append((REVISION_HEADER, served[0].encode("ascii")))
+        return headers
+
+    def _answer(self, body: bytes, path: str, started: float, rid: str) -> _Made | None:
         """Borrow the serving snapshot and make the answer on the loop (None: it blocks)."""
         snap = self._acquire()
         if snap is None:
-            return 503, _NO_CONFIG
+            return 503, _NO_CONFIG, None
         try:
             if snap.blocking:
                 return None
-            return self._make(snap, body, path, started)
+            return self._make(snap, body, path, started, rid)
         finally:
             snap.release()
 
-    async def _answer_off_loop(self, body: bytes, path: str, started: float) -> tuple[int, bytes]:
+    async def _answer_off_loop(self, body: bytes, path: str, started: float, rid: str) -> _Made:
         """Borrow the serving snapshot and make the answer on the bounded worker-thread pool."""
         snap = self._acquire()
         if snap is None:
-            return 503, _NO_CONFIG
+            return 503, _NO_CONFIG, None
         try:
             limiter = self._limiter
             if limiter is None:
                 limiter = self._limiter = CapacityLimiter(self._threads)
-            answer: tuple[int, bytes] = await anyio.to_thread.run_sync(
-                self._make, snap, body, path, started, limiter=limiter
+            made: _Made = await anyio.to_thread.run_sync(
+                self._make, snap, body, path, started, rid, limiter=limiter
             )
-            return answer
+            return made
         finally:
             snap.release()
 
-    def _make(self, snap: Snapshot, body: bytes, path: str, started: float) -> tuple[int, bytes]:
+    def _make(self, snap: Snapshot, body: bytes, path: str, started: float, rid: str) -> _Made:
         """The one answer maker of both paths: the responder's status and bytes, or the 500
-        of a responder that raised. Any thread: it reads only the borrowed snapshot."""
+        of a responder that raised (logged with ``rid``), and what served it. Any thread: it
+        reads only the borrowed snapshot."""
+        log = None
         try:
-            return self._respond(*_args(snap, body, path, started, self._timeout))
+            args, log = _args(snap, body, path, started, self._timeout, self.log_borrows)
+            status, out = self._respond(*args)
         except Exception as exc:
-            return _failed(snap, exc)
+            status, out = _failed(snap, exc, rid)
+        return status, out, _served(snap, log)
 
     def _hold(self, size: int) -> None:
         """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
@@ -236,19 +269,47 @@ class ExecuteEndpoint:
 
 
 def _args(
-    snap: Snapshot, body: bytes, path: str, started: float, timeout: float | None
-) -> tuple[Any, ...]:
-    """The responder's arguments: the engine, the context with its deadline, the body, the group."""
-    ctx = snap.context
+    snap: Snapshot, body: bytes, path: str, started: float, timeout: float | None, log: bool
+) -> tuple[tuple[Any, ...], BorrowLog | None]:
+    """The responder's arguments (the engine, the context with its deadline, the body, the
+    group) and, with ``log``, the log of what the request borrows."""
+    ctx: Context | None = snap.context
     if timeout is not None:
-        ctx = ctx.with_deadline(started + timeout)
+        ctx = snap.context.with_deadline(started + timeout)
+    borrowed = None
+    if log:
+        ctx, borrowed = with_borrow_log(ctx)
     group = _group(path)
-    return (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
+    args = (snap.engine, ctx, body) if group is None else (snap.engine, ctx, body, group)
+    return args, borrowed
 
 
-def _failed(snap: Snapshot, exc: Exception) -> tuple[int, bytes]:
-    """The 500 of a responder that raised (logged with its traceback)."""
-    _log.error("/execute failed unexpectedly (snapshot %d)", snap.serial, exc_info=exc)
+Served = tuple[str, list[str] | None] | None
+"""What served an answer: the config's revision and, when noted, ``name@version`` of what it
+borrowed."""
+
+_Made = tuple[int, bytes, Served]
+"""What the answer maker makes: the status, the bytes and what served them."""
+
+Answer = tuple[int, bytes, list[tuple[bytes, bytes]], Served]
+""":meth:`ExecuteEndpoint.answer`: the status, the bytes, the headers after the type and
+length, and what served them."""
+
+
+def _served(snap: Snapshot, log: BorrowLog | None) -> Served:
+    return snap.info.revision, (None if log is None else log.borrowed())
+
+
+def _failed(snap: Snapshot, exc: Exception, rid: str) -> tuple[int, bytes]:
+    """The 500 of a responder that raised (logged with its traceback and the request's id)."""
+    _log.error(
+        "/execute failed unexpectedly (snapshot %d, config revision %s, request %s)",
+        snap.serial,
+        snap.info.revision,
+        rid,
+        exc_info=exc,
+        extra={"request_id": rid, "config_revision": snap.info.revision},
+    )
     return 500, error_body(f"internal error: {type(exc).__name__}")
 
 

@@ -15,7 +15,7 @@ plain objects for the rules of a connection:
   :func:`~server.http._connections.is_probe`,
   :func:`~server.http._connections.answer_after_eof`);
 - direct answers (``server/http/_direct.py``): a small ``POST /execute`` is
-  answered from the parser's callbacks, its status and bytes made by the
+  answered from the parser's callbacks, its status, bytes and headers made by the
   endpoint's one function (``ExecuteEndpoint.answer``, the answer maker of
   the ASGI path too), framed by :func:`~server.http._direct.frame` and held
   for the turn's :class:`~server.http._answer_batch.AnswerBatch`; every other
@@ -69,6 +69,7 @@ from ._connections import (
 )
 from ._direct import DirectRoute, KeepAliveTimer, direct_headers, direct_path, frame
 from ._read_timeouts import ReadDeadline, ReadTimeouts, TimeoutKind, report_timeout, response_408
+from ._request_id import request_id
 
 __all__ = ["ATTRIBUTES", "KEPT", "OVERRIDDEN", "EdgeProtocol", "edge_protocol"]
 
@@ -155,6 +156,8 @@ class EdgeProtocol(HttpToolsProtocol):
     _direct_path: str | None = None
     """The path of the direct request under way (its headers are in); None: none."""
     _direct_chunks: list[bytes]
+    _direct_id: bytes | None = None
+    """The ``X-Request-Id`` the direct request under way carries, if any."""
     _direct_keep_alive = True
     _direct_started = 0.0
     """When the direct request's headers were complete (monotonic): its deadline, its latency."""
@@ -370,9 +373,10 @@ class EdgeProtocol(HttpToolsProtocol):
             or self._at_connection_cap()  # uvicorn's 503 stays uvicorn's
         ):
             return False
-        connection = direct_headers(self.headers, route.execute.inline_bytes)
-        if connection is None:
+        taken = direct_headers(self.headers, route.execute.inline_bytes)
+        if taken is None:
             return False
+        connection, self._direct_id = taken
         parser = self.parser
         keep_alive = parser.should_keep_alive()
         if keep_alive and connection:  # HTTP/1.0 keeps a connection only when asked; uvicorn never
@@ -393,14 +397,15 @@ class EdgeProtocol(HttpToolsProtocol):
         started = self._direct_started
         batch = route.batch
         batch.before_run()
-        answer = route.execute.answer(body, path, started)
+        rid = request_id(self._direct_id)
+        answer = route.execute.answer(body, path, started, rid)
         if answer is None:
             self.write_held()  # the app's answer comes after those held
             self._to_app(body)
             return
-        status, out = answer
+        status, out, headers, served = answer
         keep_alive = self._direct_keep_alive
-        whole = frame(status, out, keep_alive, self.server_state.default_headers)
+        whole = frame(status, out, headers, keep_alive, self.server_state.default_headers)
         self.server_state.total_requests += 1
         now = _monotonic()
         transport = self.transport
@@ -412,7 +417,7 @@ class EdgeProtocol(HttpToolsProtocol):
             self.write_held()
             transport.write(whole)
             transport.close()
-        route.answered(status, now - started, self.client, path)
+        route.answered(status, now - started, self.client, path, rid, served)
 
     def _build_scope(self) -> None:
         """uvicorn's scope of the current request, by uvicorn's own ``on_message_begin``."""

@@ -33,6 +33,7 @@ from pineapple.engine import UnknownFormatError, UnknownGroupError
 from .._admin import admin_refusal
 from .._decisions import ACTIONS, Action, Decisions, Refused
 from .._engine_extras import dag_renderer, operator_stats
+from .._history_decisions import HistoryDecisions
 from .._service import Service
 from ..metrics._metrics import CONTENT_TYPE, ServerMetrics
 from ._dag_view import DagView
@@ -40,6 +41,7 @@ from ._dag_view import DagView
 __all__ = [
     "Decided",
     "JSONResponse",
+    "Remembered",
     "Views",
     "admin_only",
     "decided",
@@ -148,6 +150,35 @@ class Decided:
         return handler
 
 
+class Remembered:
+    """The config-history routes (``server/_history_decisions.py``), one method each."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    def _asked(self) -> HistoryDecisions:
+        history = self._service.history
+        if history is None:
+            raise Refused(404, "this server keeps no config history (--state-dir '' or --fleet)")
+        return history
+
+    async def history(self, request: Request) -> Response:
+        return await decided(lambda: self._asked().history())
+
+    async def diff(self, request: Request) -> Response:
+        old, new = request.query_params.get("from"), request.query_params.get("to")
+        if not old:
+            return _error(400, "from= is required (a revision of GET /config/history)")
+        return await decided(lambda: self._asked().diff(old, new or None))
+
+    async def rollback(self, request: Request) -> Response:
+        revision = request.path_params["revision"]
+        return await decided(lambda: self._asked().rollback(revision))
+
+    async def unpin(self, request: Request) -> Response:
+        return await decided(lambda: self._asked().unpin())
+
+
 class Views:
     """The routes that read the serving snapshot (``/stats``, ``/dag``) or the metrics.
 
@@ -208,7 +239,7 @@ class Views:
 
 def routes(service: Service) -> list[Route]:
     """The routes of ``service`` (``/execute`` is added by the app): the table, nothing else."""
-    asked, views = Decided(service.decisions), Views(service)
+    asked, views, kept = Decided(service.decisions), Views(service), Remembered(service)
 
     def get(path: str, handler: Handler) -> Route:
         return Route(path, observed(service.metrics, path, handler), methods=["GET"])
@@ -221,9 +252,13 @@ def routes(service: Service) -> list[Route]:
         get("/healthz", healthz),
         get("/readyz", asked.readyz),
         get("/config", asked.config),
+        get("/config/history", kept.history),
+        get("/config/diff", kept.diff),
         get("/resources", asked.resources),
         get("/resources/{name}", asked.resource),
         admin("/admin/reload", asked.reload),
+        admin("/admin/config/rollback/{revision}", kept.rollback),
+        admin("/admin/config/unpin", kept.unpin),
         *(admin(f"/admin/resources/{{name}}/{a}", asked.acting(a)) for a in ACTIONS),
         Route("/metrics", views.metrics, methods=["GET"]),
         get("/health", healthz),

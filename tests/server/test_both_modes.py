@@ -328,7 +328,10 @@ def test_execute_on_one_connection_answers_the_same_whether_the_protocol_or_the_
     for answer in (*answers, last):
         assert answer.status == 200 and answer.body == expected
         assert answer.headers["content-type"] == "application/json"
-    undated = [{k: v for k, v in a.headers.items() if k != "date"} for a in (*answers, last)]
+    ids = [a.headers["x-request-id"] for a in (*answers, last)]
+    assert len(set(ids)) == 4  # each request its own (made) id, on either path
+    own = ("date", "x-request-id")
+    undated = [{k: v for k, v in a.headers.items() if k not in own} for a in (*answers, last)]
     assert undated[0] == undated[1] == undated[2]  # the protocol's bytes are the app's
     assert undated[3] == {**undated[0], "connection": "close"}
     server.wait_line(r'"POST /execute" 200', 10, times=4)  # each answer logged, either path

@@ -132,9 +132,13 @@ def test_every_process_writes_json_lines_and_the_access_log_has_no_query(
     )
     assert access["method"] == "GET" and access["status"] == 200 and access["level"] == "INFO"
     assert 0 <= access["duration_ms"] < 10_000
-    assert access["message"].endswith(f'"GET /healthz" 200 {access["duration_ms"]:.1f}ms')
+    assert access["message"].endswith(
+        f'"GET /healthz" 200 {access["duration_ms"]:.1f}ms id={access["request_id"]}'
+    )
     execute = served.wait_line(lambda r: r.get("path") == "/execute")
     assert (execute["method"], execute["status"]) == ("POST", 200)
+    assert execute["request_id"] != access["request_id"]
+    assert len(execute["config_revision"]) == 12 and isinstance(execute["resources"], list)
     # Every process writes the format: the supervisor and both workers with --workers 2
     # (a worker's first lines may come after the first one listens: wait for them; a trial
     # build's process writes the format too).

@@ -130,6 +130,11 @@ def test_health_answers_like_go(server: Serve) -> None:
     assert httpx.get(server.url + "/healthz", timeout=10).status_code == 200
 
 
+def server_revision(server: Serve) -> str:
+    revision: str = httpx.get(f"{server.url}/config", timeout=10).json()["config"]["revision"]
+    return revision
+
+
 def test_trace_only_when_asked(server: Serve) -> None:
     plain = _execute(server.url, {"_no_size": True})
     assert plain.status_code == 200
@@ -138,7 +143,10 @@ def test_trace_only_when_asked(server: Serve) -> None:
     assert traced.status_code == 200
     body = traced.json()
     assert body["items"] == plain.json()["items"]
-    assert list(body) == ["common", "items", "trace"]
+    # Go's keys, then ours: what served the answer (a key a Go client ignores).
+    assert list(body) == ["common", "items", "trace", "served_by"]
+    assert set(body["served_by"]) == {"config_revision", "resources"}
+    assert body["served_by"]["config_revision"] == server_revision(server)
     trace = body["trace"]
     assert [t["name"] for t in trace] == OPERATORS
     assert all(isinstance(t["duration_ms"], int | float) for t in trace)

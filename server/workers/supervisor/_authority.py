@@ -70,7 +70,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -98,7 +98,11 @@ from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
 
-__all__ = ["ConfigAuthority"]
+__all__ = ["ConfigAuthority", "Middleware"]
+
+Middleware = Callable[[dict[str, Any], Callable[[dict[str, Any]], dict[str, Any]]], dict[str, Any]]
+"""``(request, decide) -> answer``: a control request seen before ``decide`` (the
+authority's own) answers it, or instead of it."""
 
 _MAX_NAME_BYTES = 256
 
@@ -159,6 +163,17 @@ class ConfigAuthority:
         )
         """Decides every reload (``server/_reload_policy.py``); its listeners see each outcome
         (a fleet pod keeps the fleet config it accepted)."""
+        self.extra_status: dict[str, Callable[[], Any]] = {}
+        """More of the pod's status, by key (the config history's, ``_history_pod``)."""
+        self.middleware: Middleware | None = None
+        """Sees every control request first (the config history's: its own requests, and
+        the resource pins it keeps); None: each is decided here alone."""
+
+    @property
+    def serving_hash(self) -> str | None:
+        """The content hash of the config accepted last (None before the first)."""
+        serving = self.policy.served
+        return None if serving is None else serving[0]
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
@@ -342,6 +357,8 @@ class ConfigAuthority:
         worker shows what it decided.
         """
         try:
+            if self.middleware is not None:
+                return self.middleware(request, self._decide_request)
             return self._decide_request(request)
         finally:
             self.board.post()
@@ -461,7 +478,8 @@ class ConfigAuthority:
             "config_source": source_view(self.wiring.config_source),
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
-        return {"config": config, "resources": statuses}
+        extra = {key: status() for key, status in self.extra_status.items()}
+        return {"config": config, "resources": statuses, **extra}
 
 
 class _Noted:

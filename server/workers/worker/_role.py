@@ -25,6 +25,7 @@ from ..._decisions import LocalDecisions
 from .._control import CONTROL_READ_SECONDS
 from .._liveness import Heartbeat
 from ._follower import ConfigFollow, Follower
+from ._history_link import HistoryLink
 from ._mapping import MappedStore
 from ._supervisor_link import SupervisorChannel, SupervisorLink
 
@@ -67,6 +68,8 @@ class WorkerRole:
             registry=registry,
         )
         self.decisions = SupervisorLink(store, channel, local, self.follower, registry=registry)
+        self.history = HistoryLink(self.decisions, local.holder, config.max_config_bytes)
+        """The config history's routes: read from the pod's status, decided by the supervisor."""
         self._heartbeat = heartbeat
 
     def start(self) -> None:

@@ -124,6 +124,13 @@ class SupervisorLink:
             self.follower.follow()
         return {**outcome, "worker": self.describe()}
 
+    def decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Ask the supervisor for one of its decisions (a config rollback or unpin); its
+        answer, once this worker serves what it published."""
+        answer = self.channel.ask(request)
+        self.follower.follow()
+        return answer
+
     def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
         """A shared resource's action is the supervisor's, then mapped here; others local."""
         if not self._shares(name):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,10 +43,11 @@ def _request(
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
-def _chunked(body: bytes = BODY, path: str = "/execute") -> bytes:
+def _chunked(body: bytes = BODY, path: str = "/execute", *extra: str) -> bytes:
     """The same request with a chunked body: it goes to the app."""
-    head = f"POST {path} HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
-    return head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    lines = "".join(f"{line}\r\n" for line in extra)
+    head = f"POST {path} HTTP/1.1\r\nHost: t\r\n{lines}Transfer-Encoding: chunked\r\n\r\n"
+    return head.encode() + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
 
 
 class _Pod:
@@ -85,7 +87,9 @@ def pod(make_config: MakeConfig, write_config: WriteConfig) -> Iterator[Callable
 
 
 def _answers(data: bytes) -> list[bytes]:
-    """The final responses in ``data`` (each framed by its content-length), whole."""
+    """The final responses in ``data`` (each framed by its content-length), whole but for
+    their ``x-request-id`` line (each request's own; the tests of ids read the raw bytes)."""
+    data = re.sub(rb"x-request-id: [^\r]*\r\n", b"", data)
     out = []
     while data:  # bounded: each turn takes one response off data
         head, sep, rest = data.partition(b"\r\n\r\n")
@@ -108,20 +112,22 @@ async def _settle(protocol: Any, transport: FakeTransport, count: int) -> None:
     raise AssertionError(f"not {count} answers: {bytes(transport.written)!r}")
 
 
+@pytest.mark.parametrize("revision_header", [False, True])
 def test_a_small_execute_is_answered_without_a_task_at_the_turns_end_with_the_apps_bytes(
-    pod: Callable[..., _Pod],
+    pod: Callable[..., _Pod], revision_header: bool
 ) -> None:
-    one = pod()
+    one = pod(revision_header=revision_header)
+    rid = "X-Request-Id: req-42"  # the same id on both paths: the same bytes
 
     async def scenario() -> tuple[bytes, bytes]:
         protocol, transport = one.connect()
-        protocol.data_received(_request())
+        protocol.data_received(_request(BODY, "/execute", rid))
         assert not protocol.tasks  # answered already: no ASGI task
         assert transport.written == b""  # held to the end of the loop's turn
         await asyncio.sleep(0)
         direct = bytes(transport.written)
         app_protocol, app_transport = one.connect()
-        app_protocol.data_received(_chunked())
+        app_protocol.data_received(_chunked(BODY, "/execute", rid))
         assert len(app_protocol.tasks) == 1  # the app's path
         await _settle(app_protocol, app_transport, 1)
         for p in (protocol, app_protocol):
@@ -133,6 +139,34 @@ def test_a_small_execute_is_answered_without_a_task_at_the_turns_end_with_the_ap
     assert direct.startswith(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
     assert direct.endswith(b"\r\n\r\n" + ANSWER_BODY)
     assert b"connection" not in direct.lower()  # kept alive
+    assert b"\r\nx-request-id: req-42\r\n" in direct
+    revision = one.service.holder.current.info.revision.encode()  # type: ignore[union-attr]
+    header = b"\r\nx-pineapple-config-revision: " + revision + b"\r\n"
+    assert (header in direct) is revision_header
+
+
+def test_a_request_without_a_valid_id_gets_one_made_on_either_path(
+    pod: Callable[..., _Pod],
+) -> None:
+    one = pod()
+
+    async def scenario() -> list[bytes]:
+        answers = []
+        for request in (
+            _request(BODY, "/execute", "X-Request-Id: bad id with spaces"),
+            _chunked(BODY, "/execute"),
+        ):
+            protocol, transport = one.connect()
+            protocol.data_received(request)
+            await _settle(protocol, transport, 1)
+            protocol.connection_lost(None)
+            answers.append(bytes(transport.written))
+        return answers
+
+    ids = [re.search(rb"\r\nx-request-id: ([^\r]*)\r\n", a) for a in asyncio.run(scenario())]
+    made = [m.group(1) for m in ids if m is not None]
+    assert len(made) == 2 and made[0] != made[1]
+    assert all(re.fullmatch(rb"[0-9a-f]{8}-[0-9a-f]+", m) for m in made), made
 
 
 @pytest.mark.parametrize(
@@ -327,9 +361,10 @@ def test_direct_answers_are_counted_and_logged(
     with caplog.at_level(logging.INFO, logger="pineapple.access"):
         asyncio.run(scenario())
     lines = [r.getMessage() for r in caplog.records if r.name == "pineapple.access"]
-    assert [line.rsplit(" ", 1)[0] for line in lines] == [
-        '127.0.0.1 "POST /execute" 200',
-        '127.0.0.1 "POST /execute/nope" 404',
+    revision = one.service.holder.current.info.revision  # type: ignore[union-attr]
+    assert [re.sub(r" [0-9.]+ms id=\S+", " ms id=?", line) for line in lines] == [
+        f'127.0.0.1 "POST /execute" 200 ms id=? rev={revision} resources=-',
+        f'127.0.0.1 "POST /execute/nope" 404 ms id=? rev={revision} resources=-',
     ]
     text = one.service.metrics.render().decode()
     assert 'pineapple_http_requests_total{method="POST",route="/execute",status="200"} 1.0' in text
@@ -354,7 +389,7 @@ def test_the_answers_of_one_turn_leave_together_after_its_reads(pod: Callable[..
         await asyncio.sleep(0)
         for protocol, _transport in connections:
             protocol.connection_lost(None)
-        return [bytes(transport.written) for _protocol, transport in connections]
+        return [_answers(bytes(transport.written))[0] for _protocol, transport in connections]
 
     written = asyncio.run(scenario())
     assert log == ["read"] * 3 + ["write"] * 3

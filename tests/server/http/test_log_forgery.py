@@ -73,9 +73,11 @@ def test_a_forged_path_is_escaped_in_the_access_log(serve: Callable[..., Server]
     finally:
         conn.sock.close()
     line = server.wait_line(r'"GET /healthz\\n2026')
+    duration, rid = line.string.split()[-2:]  # "1.2ms id=..."
     assert line.string.rstrip("\n").endswith(
-        '"GET /healthz\\n' + FAKE + '\\x1b[31mred\\r" 404 ' + line.string.split()[-1]
+        '"GET /healthz\\n' + FAKE + '\\x1b[31mred\\r" 404 ' + f"{duration} {rid}"
     )
+    assert duration.endswith("ms") and rid.startswith("id=")
     log = server.text()
     assert "\x1b" not in log and "\r" not in log
     assert not any(entry.startswith(FAKE) for entry in log.splitlines()), log

@@ -1,0 +1,168 @@
+"""Config history, rollback and what produced an answer, on real ``pineapple serve``
+processes in one process and with ``--workers 2`` (the ``serve`` fixture's two params),
+with the same expectations: a rollback two reloads back, pinned against later edits of
+the file, kept across a restart; the trace naming the config revision and each
+resource's version; the request id in the answer and the access log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .fakes import unified_config
+from .pod import Server, admin_cli, condition, pipeline_config
+
+pytestmark = pytest.mark.e2e
+
+TRACED = b'{"common": {"_return_trace": true}, "items": []}'
+PLAIN = b'{"common": {}, "items": []}'
+
+
+def _tags(server: Server) -> list[str]:
+    return [item["tag"] for item in server.items()]
+
+
+def _history(server: Server) -> dict[str, Any]:
+    answer = server.http.get("/config/history")
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def _revision(server: Server) -> str:
+    revision: str = server.http.get("/config").json()["config"]["revision"]
+    return revision
+
+
+def test_a_rollback_two_reloads_back_is_pinned_against_edits_and_kept_across_a_restart(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    state = ("--state-dir", str(tmp_path / "state"))
+    server = serve(unified_config("a"), *state)
+    first = _revision(server)
+    for tag in ("b", "c"):
+        assert server.reload(unified_config(tag)).json()["result"] == "ok"
+    server.items_become([{"id": "static", "tag": "c"}])
+    listed = _history(server)
+    assert [r["trigger"] for r in listed["revisions"]] == ["admin", "admin", "start"]
+    assert listed["revisions"][2]["revision"] == first and listed["pinned"] is None
+    latest = listed["revisions"][0]["revision"]
+
+    answered = server.http.get(f"/config/diff?from={first}&to={latest}")
+    diff = answered.json()
+    assert diff["from"] == first and diff["to"] == latest
+    assert diff["operators"]["changed"] == [
+        {"name": "static", "params": {"added": [], "removed": [], "changed": ["items"]}}
+    ]
+    assert diff["other"]["changed"] == ["_PINEAPPLE_CREATE_TIME"]
+    assert "tag" not in answered.text  # names only, never a value (the items' field)
+
+    rolled = admin_cli(server, "config", "rollback", first[:8])
+    assert rolled.returncode == 0, rolled.stderr
+    assert rolled.stdout.startswith(f"config: rolled back to {first}, pinned"), rolled.stdout
+    server.items_become([{"id": "static", "tag": "a"}])
+    listed = _history(server)
+    assert listed["pinned"] == first
+    assert (listed["revisions"][0]["revision"], listed["revisions"][0]["trigger"]) == (
+        first,
+        "rollback",
+    )
+
+    # A later edit of the file, and a reload asked for it, do not take the pin away.
+    edited = server.reload(unified_config("d"))
+    assert edited.json()["result"] == "unchanged", edited.text
+    assert _tags(server) == ["a"]
+
+    server.close()  # the file holds "d"; the state directory says "a" is pinned
+    again = serve(unified_config("d"), *state)
+    again.items_become([{"id": "static", "tag": "a"}])
+    assert _revision(again) == first and _history(again)["pinned"] == first
+
+    unpinned = admin_cli(again, "config", "unpin", "-o", "json")
+    assert unpinned.returncode == 0, unpinned.stderr
+    assert json.loads(unpinned.stdout)["result"] == "unpinned"  # the server's answer itself
+    again.items_become([{"id": "static", "tag": "d"}])
+    assert _history(again)["pinned"] is None
+
+
+def test_rollback_refusals_name_what_is_wrong(serve: Callable[..., Server], tmp_path: Path) -> None:
+    server = serve(unified_config("a"), "--state-dir", str(tmp_path / "state"))
+    unknown = server.http.post("/admin/config/rollback/abcdef12")
+    assert unknown.status_code == 404 and "no config revision abcdef12" in unknown.json()["error"]
+    malformed = server.http.post("/admin/config/rollback/zz")
+    assert malformed.status_code == 400, malformed.text
+    assert server.http.get("/config/diff").status_code == 400
+    assert server.http.post("/admin/config/unpin").json()["result"] == "not_pinned"
+    words = admin_cli(server, "config", "rollback")
+    assert words.returncode == 2 and "required: REVISION" in words.stderr, words.stderr
+
+
+def _feed_config(tmp_path: Path) -> dict[str, Any]:
+    feed = tmp_path / "feed.json"
+    feed.write_text('[{"id": 1, "score": 1.0}]')
+    resource = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
+    return pipeline_config(resource, {"type_name": "recall_resource", "resource_name": "feed"})
+
+
+def test_an_answers_trace_names_the_config_revision_and_each_resources_version(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = serve(
+        _feed_config(tmp_path), "--state-dir", str(tmp_path / "state"), "--revision-header"
+    )
+    revision = _revision(server)
+    traced = server.http.post("/execute", content=TRACED)
+    assert traced.status_code == 200, traced.text
+    assert traced.json()["served_by"] == {"config_revision": revision, "resources": ["feed@1"]}
+    assert [entry["name"] for entry in traced.json()["trace"]] == ["recall"]
+    assert traced.headers["x-pineapple-config-revision"] == revision
+
+    plain = server.http.post("/execute", content=PLAIN)
+    assert set(plain.json()) == {"common", "items"}  # no trace asked: the answer as before
+
+    (tmp_path / "feed.json").write_text('[{"id": 2, "score": 2.0}]')
+    assert server.admin("refresh").json()["result"] == "swapped"
+    server.items_become([{"id": 2, "score": 2.0}])
+    after = httpx.post(f"{server.url}/execute", content=TRACED, timeout=30).json()
+    assert after["served_by"] == {"config_revision": revision, "resources": ["feed@2"]}
+
+
+def test_the_request_id_is_echoed_and_in_the_access_log_with_what_served(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    server = serve(_feed_config(tmp_path), "--access-log", "--state-dir", str(tmp_path / "st"))
+    revision = _revision(server)
+    given = server.http.post("/execute", content=PLAIN, headers={"X-Request-Id": "req-7.a"})
+    assert given.headers["x-request-id"] == "req-7.a"
+    line = server.wait_line(r"id=req-7\.a ")
+    assert line.string.rstrip().endswith(f"id=req-7.a rev={revision} resources=feed@1")
+
+    made = server.http.get("/resources", headers={"X-Request-Id": "bad id!"}).headers
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]+", made["x-request-id"])
+    assert server.wait_line(rf'"GET /resources" 200 \S+ id={made["x-request-id"]}$')
+
+
+def test_a_resource_pin_is_kept_across_a_restart(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    state = ("--state-dir", str(tmp_path / "state"))
+    config = _feed_config(tmp_path)
+    server = serve(config, *state)
+    assert server.admin("pin").status_code == 200
+    server.close()
+    again = serve(config, *state)
+    assert condition(again.status(), "Pinned")["status"] == "True"
+    assert (
+        "kept across a restart (pin of version 1)" in condition(again.status(), "Pinned")["message"]
+    )
+    assert again.admin("unpin").json()["result"] == "unpinned"
+    again.close()
+    third = serve(config, *state)
+    assert condition(third.status(), "Pinned")["status"] != "True"
