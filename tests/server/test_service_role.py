@@ -23,6 +23,7 @@ class RecordingRole:
     def __init__(self, local: LocalDecisions, first: bytes | None, calls: list[str]) -> None:
         self.local = local
         self.first_config = first
+        self.history = None  # no config history of its own
         self.calls = calls
         calls.append("made")
 
