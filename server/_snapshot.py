@@ -96,14 +96,22 @@ class Snapshot:
     )
 
     def __init__(
-        self, engine: EngineLike, manager: resource.Manager, info: ConfigInfo, serial: int
+        self,
+        engine: EngineLike,
+        manager: resource.Manager,
+        info: ConfigInfo,
+        serial: int,
+        context: Context | None = None,
     ) -> None:
         self.engine = engine
         self.manager = manager
         self.info = info
         self.serial = serial
-        # Contexts are immutable: one per snapshot serves every request.
-        self.context: Context = resource.with_resources(Context(), manager)
+        # Contexts are immutable: one per snapshot serves every request (``context``: one
+        # that borrows from ``manager`` otherwise, e.g. in spans; ``server/_tracing.py``).
+        self.context: Context = (
+            resource.with_resources(Context(), manager) if context is None else context
+        )
         # Whether ``engine.execute`` must run on a worker thread (fixed per engine).
         self.blocking = bool(engine.blocking)
         # The holder's baseline reference; the last release closes the _Teardown.

@@ -408,6 +408,11 @@ class Manager:
             ref = slot.current  # lost the race with a swap: the newer value is published
         return None
 
+    def version_of(self, name: str) -> int | None:
+        """The version ``name`` serves now (0: nothing loaded yet); None for an unknown name."""
+        slot = self._slots.get(name)
+        return None if slot is None else slot.version
+
     def secrets(self) -> frozenset[str]:
         """Every secret of every resource: secret params, DSN passwords, ``${VAR}`` values."""
         return frozenset().union(*(slot.secrets for slot in self._slots.values()))
