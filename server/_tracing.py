@@ -37,7 +37,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,6 +45,7 @@ from pineapple import resource
 from pineapple._context import Context
 from pineapple._outgoing import with_outgoing_headers
 from pineapple.engine import OperatorInput, OperatorOutput
+from pineapple.resource import ResourceHandle
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
@@ -218,7 +219,7 @@ class _TracedProvider:
         self._manager = manager
         self._tracer = tracer
 
-    def get(self, name: str) -> _TracedHandle | None:
+    def get(self, name: str) -> ResourceHandle | None:
         span = self._tracer.start_span(
             f"borrow {name}", attributes={"pineapple.resource.name": name}
         )
@@ -230,7 +231,9 @@ class _TracedProvider:
         version = self._manager.version_of(name)
         if version is not None:
             span.set_attribute("pineapple.resource.version", version)
-        return _TracedHandle(handle, span)
+        # The handle's contract (value, release once, a context manager), not its class:
+        # ``ResourceProvider.get`` names the class operators get from a Manager.
+        return cast("ResourceHandle", _TracedHandle(handle, span))
 
 
 class _TracedHandle:

@@ -13,7 +13,6 @@ from ._dag import Graph as Graph
 from ._engine import Engine as Engine
 from ._engine import Result as Result
 from ._engine import UnknownGroupError as UnknownGroupError
-from ._engine import WrapExecute as WrapExecute
 from ._io import OperatorInput as OperatorInput
 from ._io import OperatorOutput as OperatorOutput
 from ._operator import Metadata as Metadata
@@ -57,7 +56,6 @@ __all__ = [
     "TraceEntry",
     "UnknownFormatError",
     "UnknownGroupError",
-    "WrapExecute",
     "all_operator_schemas",
     "build_operator",
     "default_operator_registry",
