@@ -213,13 +213,20 @@ def open_tracing(settings: TracingSettings | None) -> Tracing | None:
 class _TracedProvider:
     """A Manager's borrows, each in a span from the borrow to its release."""
 
-    __slots__ = ("_manager", "_tracer")
+    __slots__ = ("_current", "_manager", "_tracer")
 
     def __init__(self, manager: resource.Manager, tracer: Tracer) -> None:
+        from opentelemetry.trace import get_current_span
+
         self._manager = manager
         self._tracer = tracer
+        self._current = get_current_span
 
     def get(self, name: str) -> ResourceHandle | None:
+        if not self._current().get_span_context().is_valid:
+            # Outside a traced request (a thread of the operator's own): no span, rather
+            # than a trace of its own that no request leads to.
+            return self._manager.get(name)
         span = self._tracer.start_span(
             f"borrow {name}", attributes={"pineapple.resource.name": name}
         )

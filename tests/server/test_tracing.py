@@ -37,6 +37,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from pineapple import resource
 from tests._serve import ROOT, Serve, cli_env, run_cli
 from tests.reliability._deadline import PLUGIN as DEADLINE_PLUGIN
 
@@ -364,3 +365,50 @@ def test_bad_tracing_flags_are_refused(
     done = run_cli("serve", str(config), "--tracing", *flags)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+class _Manager:
+    """What a traced provider asks of a Manager: ``get`` and ``version_of``."""
+
+    def __init__(self) -> None:
+        self.values = resource.Static({"feed": [1, 2]})
+
+    def get(self, name: str) -> resource.StaticHandle | None:
+        return self.values.get(name)
+
+    def version_of(self, name: str) -> int | None:
+        return 7 if name == "feed" else None
+
+
+def test_borrows_are_spans_inside_a_traced_request_only() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from server._tracing import _TracedProvider
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    traced = _TracedProvider(_Manager(), tracer)  # type: ignore[arg-type]
+    with traced.get("feed") as value:  # outside any span: no trace of its own
+        assert value == [1, 2]
+    assert exporter.get_finished_spans() == ()
+    with tracer.start_as_current_span("request") as request:
+        handle = traced.get("feed")
+        assert handle is not None
+        assert exporter.get_finished_spans() == ()  # the span lasts until the release
+        with handle as value:
+            assert value == [1, 2]
+        assert traced.get("absent") is None
+    borrow, absent, _ = exporter.get_finished_spans()
+    assert borrow.name == "borrow feed"
+    assert borrow.parent is not None and borrow.parent.span_id == request.get_span_context().span_id
+    assert dict(borrow.attributes or {}) == {
+        "pineapple.resource.name": "feed",
+        "pineapple.resource.version": 7,
+    }
+    assert absent.name == "borrow absent"
+    assert dict(absent.attributes or {})["pineapple.resource.found"] is False
+    provider.shutdown()
