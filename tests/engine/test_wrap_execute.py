@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pineapple.operators  # noqa: F401  (registers the built-in operator types)
 from pineapple import Context
@@ -21,7 +22,7 @@ CONFIG = config(
     },
     contract={"common_output": ["n"], "item_output": ["id"]},
 )
-REQUEST = {"common": {}, "items": []}
+REQUEST: dict[str, Any] = {"common": {}, "items": []}
 
 
 def test_each_operator_runs_through_its_wrapper_in_order() -> None:

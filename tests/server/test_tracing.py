@@ -38,6 +38,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from pineapple import resource
+from pineapple.resource._provider import StaticHandle
 from tests._serve import ROOT, Serve, cli_env, run_cli
 from tests.reliability._deadline import PLUGIN as DEADLINE_PLUGIN
 
@@ -373,7 +374,7 @@ class _Manager:
     def __init__(self) -> None:
         self.values = resource.Static({"feed": [1, 2]})
 
-    def get(self, name: str) -> resource.StaticHandle | None:
+    def get(self, name: str) -> StaticHandle | None:
         return self.values.get(name)
 
     def version_of(self, name: str) -> int | None:
@@ -392,7 +393,9 @@ def test_borrows_are_spans_inside_a_traced_request_only() -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
     traced = _TracedProvider(_Manager(), tracer)  # type: ignore[arg-type]
-    with traced.get("feed") as value:  # outside any span: no trace of its own
+    outside = traced.get("feed")
+    assert outside is not None
+    with outside as value:  # outside any span: no trace of its own
         assert value == [1, 2]
     assert exporter.get_finished_spans() == ()
     with tracer.start_as_current_span("request") as request:
