@@ -28,12 +28,15 @@ request span joins the trace. Sampling: parent-based, with
 Bounds: the batch processor holds at most its queue (2,048 spans by default,
 ``OTEL_BSP_MAX_QUEUE_SIZE``); past it spans are dropped, never waited for.
 Export runs on the processor's thread, each within the exporter's timeout;
-:meth:`Tracing.close` flushes what is queued within ``CLOSE_TIMEOUT_MS``.
+:meth:`Tracing.close` flushes what is queued within ``CLOSE_TIMEOUT_MS``, then
+drops what a collector that does not answer still holds (its retries stopped).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -60,11 +63,12 @@ __all__ = [
     "require_sdk",
 ]
 
-CLOSE_TIMEOUT_MS = 5_000
+CLOSE_TIMEOUT_MS = 2_000
 """How long :meth:`Tracing.close` waits for the queued spans to be exported."""
 TRACES_PATH = "/v1/traces"
 """What is appended to ``--otel-endpoint`` (as to ``OTEL_EXPORTER_OTLP_ENDPOINT``)."""
 
+_log = logging.getLogger("pineapple.server")
 _Execute = Callable[[Context, OperatorInput, OperatorOutput], None]
 _PROPAGATED = (b"traceparent", b"tracestate")
 
@@ -128,9 +132,8 @@ class Tracing:
             resource=Resource.create({"service.name": name, "process.pid": os.getpid()}),
             sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)),
         )
-        self._provider.add_span_processor(
-            BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.traces_url()))
-        )
+        self._exporter = OTLPSpanExporter(endpoint=settings.traces_url())
+        self._provider.add_span_processor(BatchSpanProcessor(self._exporter))
         self._tracer: Tracer = self._provider.get_tracer("pineapple.server")
         self._propagator = TraceContextTextMapPropagator()
         self._server_kind = SpanKind.SERVER
@@ -201,8 +204,17 @@ class Tracing:
         if self._closed:
             return
         self._closed = True
-        self._provider.force_flush(CLOSE_TIMEOUT_MS)
-        self._provider.shutdown()
+        # The SDK's flush and shutdown wait out an export under way, retries included
+        # (the exporter's own timeout, 10 s): they run on a thread waited for at most
+        # CLOSE_TIMEOUT_MS, after which the exporter is shut, which ends its retries.
+        closing = threading.Thread(target=self._provider.shutdown, name="tracing-close")
+        closing.daemon = True
+        closing.start()
+        closing.join(CLOSE_TIMEOUT_MS / 1000)
+        if closing.is_alive():
+            _log.warning("tracing: spans not exported within %d ms dropped", CLOSE_TIMEOUT_MS)
+            self._exporter.shutdown()
+            closing.join(CLOSE_TIMEOUT_MS / 1000)
 
 
 def open_tracing(settings: TracingSettings | None) -> Tracing | None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -415,3 +417,25 @@ def test_borrows_are_spans_inside_a_traced_request_only() -> None:
     assert absent.name == "borrow absent"
     assert dict(absent.attributes or {})["pineapple.resource.found"] is False
     provider.shutdown()
+
+
+def test_a_collector_that_does_not_answer_fails_no_request_and_holds_no_stop(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "pineapple.json"
+    config.write_bytes(dump(unified_config("t")))
+    with socket.socket() as closed:  # a loopback port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    # Exports retry for 30 s: a stop that waited them out would take that long.
+    env = cli_env({**FAST_EXPORT, "OTEL_EXPORTER_OTLP_TIMEOUT": "30"})
+    with Serve(config, "--no-watch", "--otel-endpoint", nowhere, env=env) as server:
+        for _ in range(5):
+            reply = httpx.post(f"{server.url}/execute", content=b'{"common": {}}', timeout=WAIT)
+            assert reply.status_code == 200, reply.text
+        server.wait_line("Transient error", WAIT)  # an export is retrying
+        started = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(WAIT) == 0
+        assert time.monotonic() - started < 15.0
+        server.wait_line("spans not exported within 2000 ms dropped", WAIT)
