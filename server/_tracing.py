@@ -213,7 +213,7 @@ class Tracing:
         closing.join(CLOSE_TIMEOUT_MS / 1000)
         if closing.is_alive():
             _log.warning("tracing: spans not exported within %d ms dropped", CLOSE_TIMEOUT_MS)
-            self._exporter.shutdown()
+            self._exporter.shutdown()  # type: ignore[no-untyped-call]  # (untyped in the SDK)
             closing.join(CLOSE_TIMEOUT_MS / 1000)
 
 
