@@ -26,6 +26,7 @@ from pineapple.resource.lowlevel import close_now
 
 from ._admin import clean_admin_token
 from ._config_read import read_config_file
+from ._registries import resource_registry
 from ._secret_files import SecretFiles
 from ._tracing import TracingSettings
 from .metrics._pod_metrics import PodMetrics
@@ -156,7 +157,7 @@ class Wiring:
     """
 
     registry: resource.Registry | None = None
-    """The resource types builds look up (None: ``builtins.resource_registry()``)."""
+    """The resource types builds look up (None: the built-in ones; ``Config.resource_types``)."""
     engine_factory: EngineFactory | None = None
     """Builds each snapshot's engine from the config's bytes (None: the Pine engine)."""
     responder: Responder | None = None
@@ -315,8 +316,16 @@ class Config:
     fleet: FleetSettings | None = None
     """A pod in a fleet (``--fleet``): shared resources and, without a config file, the
     config itself come from the fleet store (None: a pod of its own)."""
+    bench_stubs: bool = False
+    """Build on the benchmark registries: the public engines' ``pine_bench`` stub
+    operators and resource types over the built-ins (``--bench-stubs``; benchmarks only)."""
     wiring: Wiring = field(default_factory=lambda: Wiring())
     """What the code that assembles this server plugs in (see :class:`Wiring`)."""
+
+    def resource_types(self) -> resource.Registry:
+        """The resource types builds look up: ``wiring.registry``, else the built-in
+        ones (with the benchmark stubs over them under ``bench_stubs``)."""
+        return self.wiring.registry or resource_registry(self.bench_stubs)
 
     @property
     def path(self) -> Path:

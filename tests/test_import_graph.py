@@ -187,6 +187,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._parse_budget",
             "server._secret_files",
             "server._tracing",
+            "server._registries",
         ),
     ),
     ("metrics", ("server.metrics",)),
