@@ -7,7 +7,7 @@ Floors, bottom up (each imports only its own and the ones below; ``README.md`` d
 them and ``tests/test_import_graph.py`` checks them):
 
     ground       _native, _atomic_file, _log_format, _build_error, _admin,
-                 _engine_extras, _parse_budget, _secret_files
+                 _engine_extras, _parse_budget, _secret_files, _tracing
     metrics/     the Prometheus registry and its families (reads the snapshot as Served)
     model        _config_read, _config, _snapshot, _build
     lifecycle    _logmask, _reload_policy, _reloader, _decisions, _watcher, _service
@@ -18,7 +18,8 @@ them and ``tests/test_import_graph.py`` checks them):
 
 ``import server`` loads all of it, ``workers/`` included (``_run`` imports
 ``run_supervisor``), but no pyarrow: the built-in resource types and their
-codecs load with the first build (``pineapple.builtins``).
+codecs load with the first build (``pineapple.builtins``), nor OpenTelemetry (only
+``--tracing`` loads it).
 
 The face lists the words a user types; the plumbing beneath it (``Service``,
 ``Reloader``, ``ReloadOutcome``, ``Snapshot``, ``SnapshotHolder``, ``ConfigInfo``,

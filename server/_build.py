@@ -41,6 +41,7 @@ from ._build_error import BuildError, CheckError
 from ._config import Config, EngineLike, Responder
 from ._registries import operator_registry
 from ._snapshot import ConfigInfo, Snapshot
+from ._tracing import Tracing
 
 __all__ = ["Builder", "default_responder", "import_plugins"]
 
@@ -92,9 +93,13 @@ def default_responder(
 class Builder:
     """Builds snapshots for one server: same settings, registry and metrics each time."""
 
-    def __init__(self, config: Config, metrics: ManagerMetrics | None = None) -> None:
+    def __init__(
+        self, config: Config, metrics: ManagerMetrics | None = None, tracing: Tracing | None = None
+    ) -> None:
         self._config = config
         self._metrics = metrics
+        self._tracing = tracing
+        """Spans of operators and borrows in the engines and snapshots built (None: off)."""
         self._serial = 0
         # One budget for every snapshot of this server: values retired by a replaced
         # manager still count while in-flight requests borrow them.
@@ -173,7 +178,9 @@ class Builder:
             _close_engine(engine)
             raise
         self._serial += 1
-        return Snapshot(engine, manager, self.info(loaded), self._serial)
+        tracing = self._tracing
+        context = None if tracing is None else tracing.context(manager)
+        return Snapshot(engine, manager, self.info(loaded), self._serial, context)
 
     def check(self, config: bytes | LoadedConfig, *, fetch: bool = False) -> list[str]:
         """Validate ``config`` like ``nginx -t``: the resource names, or :class:`BuildError`.
@@ -212,7 +219,9 @@ class Builder:
                 return self._config.wiring.engine_factory(loaded.data)
             # The parsed root when there is one; else the bytes, for the engine's own error.
             config = loaded.data if loaded.root is None else loaded.root
-            return Engine(config, registry=operator_registry(self._config.bench_stubs))
+            wrap = None if self._tracing is None else self._tracing.wrap_operator
+            registry = operator_registry(self._config.bench_stubs)
+            return Engine(config, registry=registry, wrap_execute=wrap)
         except Exception as exc:
             raise BuildError("engine", redact(_describe(exc), loaded.secrets)) from None
 

@@ -28,6 +28,7 @@ from ._admin import clean_admin_token
 from ._config_read import read_config_file
 from ._registries import resource_registry
 from ._secret_files import SecretFiles
+from ._tracing import TracingSettings
 from .metrics._pod_metrics import PodMetrics
 
 __all__ = [
@@ -318,6 +319,9 @@ class Config:
     """``--secrets-dir``: ``${VAR}`` and ``PINEAPPLE_ADMIN_TOKEN`` read the environment,
     then the file ``VAR`` in this folder (a Secret mounted as a volume; see
     ``server/_secret_files.py``). None: the environment only."""
+    tracing: TracingSettings | None = None
+    """OpenTelemetry spans of ``/execute`` sent by OTLP (``--tracing``, ``--otel-endpoint``;
+    ``server/_tracing.py``); None (the default): no tracing, nothing of it imported."""
     fleet: FleetSettings | None = None
     """A pod in a fleet (``--fleet``): shared resources and, without a config file, the
     config itself come from the fleet store (None: a pod of its own)."""

@@ -26,6 +26,7 @@ from ._history_decisions import HistoryDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._snapshot import Snapshot, SnapshotHolder
+from ._tracing import open_tracing
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
 
@@ -74,7 +75,9 @@ class Service:
         self.config = config
         self.holder = SnapshotHolder()
         self.metrics = ServerMetrics(lambda: self.holder.current, config.wiring.pod_metrics)
-        self.builder = Builder(config, self.metrics)
+        self.tracing = open_tracing(config.tracing)
+        """This process's spans (``--tracing``); None: off."""
+        self.builder = Builder(config, self.metrics, self.tracing)
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
         self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
         """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
@@ -155,3 +158,5 @@ class Service:
         if not self._hand_fetchers_closed:
             self._hand_fetchers_closed = True
             self.config.close_hand_fetchers()
+        if self.tracing is not None:
+            self.tracing.close()  # idempotent

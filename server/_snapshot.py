@@ -97,16 +97,23 @@ class Snapshot:
     )
 
     def __init__(
-        self, engine: EngineLike, manager: resource.Manager, info: ConfigInfo, serial: int
+        self,
+        engine: EngineLike,
+        manager: resource.Manager,
+        info: ConfigInfo,
+        serial: int,
+        context: Context | None = None,
     ) -> None:
         self.engine = engine
         self.manager = manager
         self.info = info
         self.serial = serial
-        # Contexts are immutable: one per snapshot serves every request.
+        # Contexts are immutable: one per snapshot serves every request (``context``: one
+        # that borrows from ``manager`` otherwise, e.g. in spans; ``server/_tracing.py``).
         # It names the config's revision for traces (``pineapple/engine/_provenance.py``).
         self.context: Context = with_config_revision(
-            resource.with_resources(Context(), manager), info.revision
+            resource.with_resources(Context(), manager) if context is None else context,
+            info.revision,
         )
         # Whether ``engine.execute`` must run on a worker thread (fixed per engine).
         self.blocking = bool(engine.blocking)

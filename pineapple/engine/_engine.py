@@ -33,6 +33,7 @@ from ._answer import AnswerBytes
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import project
+from ._io import OperatorInput, OperatorOutput
 from ._pieces import PIECE, release, spans
 from ._render import render_dag
 from ._run import run_steps
@@ -41,7 +42,14 @@ from ._stats import TIME_EVERY, TIMED_PER_SECOND, EngineStats
 from ._step import Step, compile_step
 from ._trace import TraceEntry
 
-__all__ = ["Engine", "Result", "UnknownGroupError"]
+__all__ = ["Engine", "Result", "UnknownGroupError", "WrapExecute"]
+
+WrapExecute = Callable[
+    [str, str, Callable[[Context, OperatorInput, OperatorOutput], None]],
+    Callable[[Context, OperatorInput, OperatorOutput], None],
+]
+"""``wrap_execute(name, type_name, execute)``: the callable the engine runs instead of an
+operator's ``execute`` (tracing wraps each operator in a span; ``server/_tracing.py``)."""
 
 _log = logging.getLogger("pineapple.engine")
 _clock = time.perf_counter_ns
@@ -97,7 +105,9 @@ class Engine:
     a request may name another group of the config (``execute(..., group=)``).
     ``time_every`` and ``timed_per_second`` sample the durations of
     :attr:`stats` (one run in ``time_every``, at most ``timed_per_second``
-    a second, 0: no cap); ``stats=False`` counts nothing.
+    a second, 0: no cap); ``stats=False`` counts nothing. ``wrap_execute``
+    (:data:`WrapExecute`) replaces each operator's ``execute`` by what it returns,
+    once, at construction (the run loop itself is the same with or without it).
 
     Operator types come from ``registry``; without one, from the default
     registry as it is: the engine never imports operators itself, so import
@@ -123,6 +133,7 @@ class Engine:
         time_every: int = TIME_EVERY,
         timed_per_second: int = TIMED_PER_SECOND,
         stats: bool = True,
+        wrap_execute: WrapExecute | None = None,
     ) -> None:
         reg = registry if registry is not None else default_operator_registry()
         self.config: PipelineConfig = parse_config(config)
@@ -136,7 +147,9 @@ class Engine:
                 self.default_group,
                 *sorted(set(self.config.pipeline_group) - {self.default_group}),
             ]:
-                pipelines[group] = _compile_pipeline(self.config, group, reg, len(pipelines))
+                pipelines[group] = _compile_pipeline(
+                    self.config, group, reg, len(pipelines), wrap_execute
+                )
         except BaseException:
             for pipeline in pipelines.values():
                 _close_all(pipeline.steps)
@@ -380,7 +393,11 @@ def _stats_for(pipelines: list[_Pipeline], time_every: int, timed_per_second: in
 
 
 def _compile_pipeline(
-    cfg: PipelineConfig, group: str, reg: OperatorRegistry, index: int
+    cfg: PipelineConfig,
+    group: str,
+    reg: OperatorRegistry,
+    index: int,
+    wrap_execute: WrapExecute | None = None,
 ) -> _Pipeline:
     sequence, parents = expand_sequence(cfg, group)
     _check_sources_order(sequence, cfg)
@@ -391,6 +408,8 @@ def _compile_pipeline(
             debug = cfg.operators[name].debug
             step.debug = cfg.debug if debug is None else debug
             step.position = len(steps)
+            if wrap_execute is not None:
+                step.execute = wrap_execute(step.name, step.type_name, step.execute)
             steps.append(step)
     except BaseException:
         _close_all(steps)

@@ -13,13 +13,15 @@ tighter bound and runs out, the request fails with
 ``DeadlineExceededError`` (HTTP 504) whatever ``fail_on_error`` says. The
 answer is read up to ``max_response_size`` bytes, no further. Connections
 come from one pooled client per operator, closed with the engine; they go
-only to public addresses unless ``allow_private`` (see ``_ssrf``).
+only to public addresses unless ``allow_private`` (see ``_ssrf``). A traced
+request's trace context goes along (``traceparent``; ``pineapple/_outgoing.py``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -28,6 +30,7 @@ import orjson
 from .._context import Context
 from .._errors import DeadlineExceededError
 from .._json_object import JSONObjectError, loads_object
+from .._outgoing import outgoing_headers
 from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
 from ._guarded_http import call_deadline, guarded_client
@@ -245,7 +248,7 @@ class TransformByRemotePineapple(Operator):
         deadline = time.monotonic() + budget
         try:
             with call_deadline(deadline):
-                return self._exchange(body, budget, deadline)
+                return self._exchange(body, budget, deadline, outgoing_headers(ctx))
         except httpx.TimeoutException as exc:
             if by_deadline:
                 raise DeadlineExceededError(
@@ -261,8 +264,10 @@ class TransformByRemotePineapple(Operator):
             reason = str(exc) or type(exc).__name__
             raise RemoteCallError(f"{NAME}: request failed: {self.url}: {reason}") from None
 
-    def _exchange(self, body: bytes, budget: float, deadline: float) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
+    def _exchange(
+        self, body: bytes, budget: float, deadline: float, extra: Mapping[str, str]
+    ) -> bytes:
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "identity", **extra}
         with self._client.stream(
             "POST", self.url, content=body, headers=headers, timeout=budget
         ) as reply:

@@ -423,6 +423,11 @@ class Manager:
             handle = None if ref is None else ref.borrow()
             return None if handle is None else (handle, slot.version)
 
+    def version_of(self, name: str) -> int | None:
+        """The version ``name`` serves now (0: nothing loaded yet); None for an unknown name."""
+        slot = self._slots.get(name)
+        return None if slot is None else slot.version
+
     def secrets(self) -> frozenset[str]:
         """Every secret of every resource: secret params, DSN passwords, ``${VAR}`` values."""
         return frozenset().union(*(slot.secrets for slot in self._slots.values()))

@@ -26,6 +26,7 @@ from .._config_history import (
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
 from .._secret_files import add_secrets_dir_flag
+from .._tracing import TracingSettings, require_sdk
 from ..fleet._flags import POD_LIMITS, add_store_flags
 from ..http._serving import exit_within
 from ._cpu_quota import CpuCount, usable_cpus
@@ -229,6 +230,40 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: never, admin routes judge the socket peer)",
     )
     _add_fleet_flags(parser)
+    _add_tracing_flags(parser)
+
+
+def _add_tracing_flags(parser: argparse.ArgumentParser) -> None:
+    """``--tracing``, ``--otel-endpoint URL``, ``--trace-sample-ratio R`` (``_tracing.py``)."""
+    tracing = parser.add_argument_group("tracing (OpenTelemetry; needs pineapple-py[otel])")
+    tracing.add_argument(
+        "--tracing",
+        action="store_true",
+        help="send a span per /execute request, operator and resource borrow by OTLP/HTTP "
+        "to --otel-endpoint, else to OTEL_EXPORTER_OTLP_ENDPOINT (off by default)",
+    )
+    tracing.add_argument(
+        "--otel-endpoint",
+        metavar="URL",
+        help="the OTLP/HTTP collector's base URL (/v1/traces is appended); implies --tracing",
+    )
+    tracing.add_argument(
+        "--trace-sample-ratio",
+        type=float,
+        default=1.0,
+        metavar="R",
+        help="share of traces started here that are recorded, 0 to 1 (a caller's "
+        "traceparent decides for its own; default 1)",
+    )
+
+
+def _tracing_settings(args: argparse.Namespace) -> TracingSettings | None:
+    """The tracing flags; None when off; ``ValueError`` naming a bad one or a missing SDK."""
+    if not (args.tracing or args.otel_endpoint):
+        return None
+    settings = TracingSettings(endpoint=args.otel_endpoint, sample_ratio=args.trace_sample_ratio)
+    require_sdk()
+    return settings
 
 
 def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
@@ -370,6 +405,7 @@ def serve_command(args: argparse.Namespace) -> int:
         trusted = tuple(c.strip() for arg in args.trust_proxy for c in arg.split(",") if c.strip())
         parse_trusted_proxies(trusted)
         fleet = _fleet_settings(args)
+        tracing = _tracing_settings(args)
     except ValueError as exc:
         print(f"{args.prog}: {exc}", file=sys.stderr)
         return 2
@@ -409,6 +445,7 @@ def serve_command(args: argparse.Namespace) -> int:
             history_max_bytes=args.history_max_bytes,
             revision_header=args.revision_header,
             secrets_dir=args.secrets_dir,
+            tracing=tracing,
         )
     )
     exit_within(code)  # the process is about to exit: bound how long that takes

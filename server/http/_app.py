@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._config import Config
 from .._service import Service
@@ -39,6 +39,8 @@ class _App(Starlette):
     """
 
     execute: ExecuteEndpoint
+    answer_execute: ASGIApp
+    """``execute``, or it in a request span when tracing (``server/_tracing.py``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -46,7 +48,7 @@ class _App(Starlette):
         elif not is_execute_path(scope["path"]):
             await super().__call__(scope, receive, echoing(scope, send))
         elif not self.user_middleware:
-            await self.execute(scope, receive, send)  # which echoes the request's id itself
+            await self.answer_execute(scope, receive, send)  # which echoes the request's id itself
         else:
             await super().__call__(scope, receive, send)
 
@@ -80,24 +82,28 @@ def create_app(config: Config | Service) -> Starlette:
             await anyio.to_thread.run_sync(service.stop)
 
     execute = ExecuteEndpoint(service)
+    tracing = service.tracing
+    answer: ASGIApp = execute if tracing is None else tracing.execute_app(execute)
     app = _App(
         routes=[
             # Reached only through user middleware (see _App).
-            Route("/execute", execute),
-            Route("/execute/{group}", execute),
+            Route("/execute", answer),
+            Route("/execute/{group}", answer),
             *routes(service),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
     )
     app.execute = execute
+    app.answer_execute = answer
     app.state.service = service
     return app
 
 
 def direct_route(app: Starlette, access_log: bool) -> DirectRoute | None:
     """How connections answer ``/execute`` of ``app`` themselves (``server/http/_direct.py``);
-    None for an app that is not :func:`create_app`'s."""
-    if not isinstance(app, _App):
+    None for an app that is not :func:`create_app`'s, or that traces (a request span needs
+    the ASGI path)."""
+    if not isinstance(app, _App) or app.answer_execute is not app.execute:
         return None
     return DirectRoute(app.execute, app, access_log=access_log)
