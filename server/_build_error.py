@@ -15,7 +15,7 @@ from pineapple._error_text import MAX_ERROR_BYTES, capped
 
 __all__ = ["BuildError", "BuildStep", "CheckError"]
 
-BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps"]
+BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps", "replay"]
 
 
 class BuildError(PineappleError):

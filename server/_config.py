@@ -262,6 +262,16 @@ class Config:
     """``--workers N``: how long a config's build (engine and resources) may take in a
     worker; a reload whose trial build takes longer is refused, and a worker's follow pass
     may take twice as long before it counts as stuck (``--build-timeout-seconds``)."""
+    replay_sample_requests: int = 64
+    """How many recent answered ``/execute`` requests each process keeps for a reload's
+    warm-up replay (``--replay-sample-requests``; 0: none kept)."""
+    replay_sample_bytes: int = 1 << 20
+    """The body bytes that sample may hold in each process (``--replay-sample-bytes``)."""
+    replay_sample_seconds: float = 600.0
+    """The oldest sampled request a replay reads (``--replay-sample-seconds``)."""
+    replay_seconds: float = 5.0
+    """How long a candidate config's warm-up replay may run before it stops
+    (``--replay-seconds``; 0: no replay)."""
     drain_seconds: float = 30.0
     admin_token: str | None = None
     log_level: str = "info"

@@ -61,6 +61,8 @@ class ReloadOutcome:
     serial: int | None = None
     error: str | None = None
     step: str | None = None
+    report: dict[str, Any] | None = None
+    """A refused warm-up replay's report (``server/_replay.py``)."""
 
     def __post_init__(self) -> None:
         if self.error is not None:
@@ -77,6 +79,7 @@ class ReloadOutcome:
             "snapshot": self.serial,
             "error": self.error,
             "step": self.step,
+            **({"report": self.report} if self.report is not None else {}),
         }
 
 
@@ -174,6 +177,7 @@ class ReloadPolicy(ABC):
             serial=serial,
             error=str(exc),
             step=exc.step if isinstance(exc, BuildError) else "start",
+            report=getattr(exc, "report_dict", None),
         )
         _log.error("config reload (%s) %s: %s", trigger, kept, outcome.error)  # bounded
         return self._record(outcome)

@@ -70,6 +70,8 @@ class Reloader(ReloadPolicy):
         self.attempts = 0
         self.last_error: ReloadOutcome | None = None
         self.listeners: list[Callable[[ReloadOutcome], None]] = []
+        self.replay: Callable[[Snapshot, bytes], object] | None = None
+        """Asked before a reload swaps its snapshot in (``server/_replay.py``); raises to refuse."""
 
     def load_initial(self) -> Snapshot:
         """Build and publish the first snapshot; :class:`BuildError` if any step fails."""
@@ -128,6 +130,12 @@ class Reloader(ReloadPolicy):
         except BuildError:
             if self._closed:
                 return None  # cancelled by shutdown: "shutting down", not a bad config
+            raise
+        try:
+            if self.replay is not None and current is not None:
+                self.replay(snap, data)  # the candidate answers recent requests first
+        except BaseException:
+            snap.retire()
             raise
         if not self._publish_unless_closed(snap):
             snap.retire()  # built while shutting down: nobody else would retire it

@@ -17,6 +17,8 @@ from ._config import Config, Responder
 from ._decisions import Decisions, LocalDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
+from ._replay import CandidateReplay
+from ._request_sample import RequestSample, sampling
 from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
@@ -41,9 +43,17 @@ class Service:
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
         self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
         """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
-        self.responder: Responder = config.wiring.responder or default_responder(
+        responder = config.wiring.responder or default_responder(
             config.max_items, self.parsed_bytes, config.max_answer_bytes
         )
+        self.sample = RequestSample(
+            config.replay_sample_requests, config.replay_sample_bytes, config.replay_sample_seconds
+        )
+        """Recent answered requests, which a reload's candidate replays (``_replay.py``)."""
+        self.responder: Responder = (
+            sampling(responder, self.sample) if self.sample.enabled else responder
+        )
+        self.reloader.replay = CandidateReplay(config, responder, self.sample.requests)
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None

@@ -189,7 +189,17 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("metrics", ("server.metrics",)),
-    ("model", ("server._config_read", "server._config", "server._snapshot", "server._build")),
+    (
+        "model",
+        (
+            "server._config_read",
+            "server._config",
+            "server._snapshot",
+            "server._build",
+            "server._request_sample",
+            "server._replay",
+        ),
+    ),
     (
         "lifecycle",
         (

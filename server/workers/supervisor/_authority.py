@@ -87,10 +87,12 @@ from ..._build_error import BuildError
 from ..._config import Config, Wiring
 from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
+from ..._request_sample import SampledRequest
 from ...metrics._metrics import ServerMetrics
 from .._control import ControlError
 from .._pod_status import STATUS_FILE, StatusBoard
 from .._publisher import start_publisher
+from .._sample_channel import candidate_requests
 from .._store_format import RELOAD_ENTRY, codec_of
 from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
@@ -262,9 +264,14 @@ class ConfigAuthority(ReloadPolicy):
                 per_worker = self._per_worker(loaded)
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
+                sample = None if self._accepted_hash is None else self._replayed(data)
+                if carried is None and sample is not None:  # a trial replays it
+                    carried = tuple(per_worker)  # no plan: every per-worker entry unchanged
                 if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
-                    if not trial_build(self.config, self.store, data, self.stopping, carried):
+                    if not trial_build(
+                        self.config, self.store, data, self.stopping, carried, sample
+                    ):
                         manager.stop()
                         return None  # the supervisor is stopping: nothing is accepted
                 generation = self.store.publish_config(data, digest, staging)
@@ -283,6 +290,10 @@ class ConfigAuthority(ReloadPolicy):
             # entries the serving generation does not name go once no worker needs them.
             self.store.retire(self._named)
         return generation
+
+    def _replayed(self, data: bytes) -> list[SampledRequest] | None:
+        """The pod's sample a candidate replays (``_sample_channel.py``); None: no replay."""
+        return candidate_requests(self.config, self.store.path, data)
 
     def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
         """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""

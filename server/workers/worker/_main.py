@@ -20,23 +20,27 @@ import socket
 import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import orjson
 
 from pineapple import resource
 from pineapple._error_text import capped
 
-from ..._build import Builder, import_plugins
+from ..._build import Builder, default_responder, import_plugins
 from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
+from ..._replay import CandidateReplay, ReplayRefused
+from ..._request_sample import SampledRequest
 from ..._service import Service
 from ..._snapshot import SnapshotHolder
 from ...http._serving import exit_within, serve
 from ...metrics._pod_metrics import PodMetrics
 from .._control import CONTROL_READ_SECONDS
 from .._liveness import START_SLACK_SECONDS, Heartbeat
+from .._sample_channel import SampleServer
 from .._store_format import METRICS_DIR, codec_of
 from ._follower import ConfigFollow, Follower
 from ._mapping import MappedStore, mapped_registry
@@ -108,9 +112,13 @@ def worker_main(
     base = config.wiring.registry or resource.lowlevel.default_registry()
     worker_config = worker_settings(config, store, source)
     followers: list[Follower] = []
+    samples: list[SampleServer] = []
 
     def attach(service: Service) -> None:
         source.served = source.last_read  # the generation service.start() built
+        service.reloader.replay = None  # the supervisor's trial replayed it (_sample_channel)
+        samples.append(SampleServer(Path(store_path), service.sample))
+        samples[-1].start()
         # A reload may wait start_timeout for the lock, then build (a trial's bound).
         build = max(config.start_timeout, config.build_timeout_seconds)
         timeout = config.start_timeout + build + CONTROL_READ_SECONDS
@@ -138,6 +146,8 @@ def worker_main(
         heartbeat.stop()
         for follower in followers:
             follower.stop()
+        for sampler in samples:
+            sampler.stop()
     exit_within(code)
     raise SystemExit(code)
 
@@ -191,6 +201,7 @@ def trial_main(
     reply: Connection,
     parent_pid: int,
     carried: tuple[str, ...] = (),
+    sample: tuple[SampledRequest, ...] | None = None,
 ) -> None:
     """A trial process: build ``data`` as a worker would, send the outcome, tear down, exit.
 
@@ -200,6 +211,9 @@ def trial_main(
     or ``{"step": ..., "reason": ...}`` (the :class:`BuildError` one process
     would raise, already redacted; or a build that took longer than
     ``build_timeout_seconds``, which workers could not finish in time).
+    ``sample``: the pod's recent requests, replayed with the config's
+    ``warmup_requests`` once it is built (a reload; None: no replay); a
+    refusal's reply carries the replay's ``report`` (``server/_replay.py``).
     """
     _die_with_parent(parent_pid)
     configure_logging(config.log_level, config.log_format)
@@ -214,6 +228,11 @@ def trial_main(
         began = time.monotonic()
         snap = builder.build(data, carry_over=donor)
         outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
+        if outcome.get("ok") and sample is not None:  # the pod's sample, then it may serve
+            responder = default_responder(config.max_items, None, config.max_answer_bytes)
+            CandidateReplay(config, responder, lambda: list(sample))(snap, data)
+    except ReplayRefused as exc:
+        outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report_dict}
     except BuildError as exc:
         outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
     except Exception as exc:  # not a build step's error: still an answer, never a hang
