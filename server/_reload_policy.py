@@ -83,10 +83,22 @@ class ReloadOutcome:
         }
 
 
-def applied(trigger: Trigger, started: float, content_hash: str, serial: int) -> ReloadOutcome:
+def applied(
+    trigger: Trigger,
+    started: float,
+    content_hash: str,
+    serial: int,
+    report: dict[str, Any] | None = None,
+) -> ReloadOutcome:
     """The ``ok`` outcome of applying ``content_hash`` as ``serial``, timed from ``started``."""
     return ReloadOutcome(
-        "ok", trigger, time.time(), time.monotonic() - started, content_hash, serial=serial
+        "ok",
+        trigger,
+        time.time(),
+        time.monotonic() - started,
+        content_hash,
+        serial=serial,
+        report=report,
     )
 
 
@@ -99,6 +111,9 @@ class ReloadPolicy(ABC):
         self._failed_hash: str | None = None
         self.last: ReloadOutcome | None = None
         """The latest recorded outcome."""
+        self.replay_report: dict[str, Any] | None = None
+        """What the last applied config's warm-up replay found (``server/_replay.py``),
+        set by ``_apply``; shown in its ``ok`` outcome."""
 
     def reload(self, trigger: Trigger, *, force: bool = False) -> ReloadOutcome:
         """Apply the config if it changed (always with ``force``); never raises a build error.
@@ -156,7 +171,7 @@ class ReloadPolicy(ABC):
             return self._shutting_down(trigger)
         self._failed_hash = None
         _log.info("config %s reloaded (%s): %s", digest[:12], trigger, self._serves(serial))
-        return self._record(applied(trigger, started, digest, serial))
+        return self._record(applied(trigger, started, digest, serial, self.replay_report))
 
     def _shutting_down(self, trigger: Trigger) -> ReloadOutcome:
         return self._refused(

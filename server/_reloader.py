@@ -40,6 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ._build import Builder
 from ._build_error import BuildError
@@ -70,7 +71,7 @@ class Reloader(ReloadPolicy):
         self.attempts = 0
         self.last_error: ReloadOutcome | None = None
         self.listeners: list[Callable[[ReloadOutcome], None]] = []
-        self.replay: Callable[[Snapshot, bytes], object] | None = None
+        self.replay: Callable[[Snapshot, bytes], dict[str, Any] | None] | None = None
         """Asked before a reload swaps its snapshot in (``server/_replay.py``); raises to refuse."""
 
     def load_initial(self) -> Snapshot:
@@ -132,8 +133,9 @@ class Reloader(ReloadPolicy):
                 return None  # cancelled by shutdown: "shutting down", not a bad config
             raise
         try:
+            self.replay_report = None  # the candidate answers recent requests first
             if self.replay is not None and current is not None:
-                self.replay(snap, data)  # the candidate answers recent requests first
+                self.replay_report = self.replay(snap, data)
         except BaseException:
             snap.retire()
             raise

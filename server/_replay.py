@@ -233,8 +233,9 @@ class CandidateReplay:
         timeout_ms = config.request_timeout_ms
         self._timeout = timeout_ms / 1000.0 if timeout_ms > 0 else None
 
-    def __call__(self, snap: Snapshot, data: bytes) -> ReplayReport | None:
-        """:class:`ReplayRefused` when the candidate ``snap`` fails a replayed request."""
+    def __call__(self, snap: Snapshot, data: bytes) -> dict[str, Any] | None:
+        """:class:`ReplayRefused` when the candidate ``snap`` fails a replayed request; else
+        the replay's report (None: nothing to replay)."""
         report = check_candidate(
             snap, data, self._responder, self._sample(), self._seconds, self._timeout
         )
@@ -245,4 +246,4 @@ class CandidateReplay:
                 report.seconds,
                 report.skipped,
             )
-        return report
+        return None if report is None else report.to_dict()

@@ -128,6 +128,7 @@ def collect_sample(config: Config, store: Path) -> list[SampledRequest]:
         if size > config.replay_sample_bytes:
             break
         out.append(request)
+    out.reverse()  # replayed oldest first, as one process's sample
     return out
 
 

@@ -265,15 +265,18 @@ class ConfigAuthority(ReloadPolicy):
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
                 sample = None if self._accepted_hash is None else self._replayed(data)
+                self.replay_report = None
                 if carried is None and sample is not None:  # a trial replays it
                     carried = tuple(per_worker)  # no plan: every per-worker entry unchanged
                 if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
+                    replayed: dict[str, Any] = {}
                     if not trial_build(
-                        self.config, self.store, data, self.stopping, carried, sample
+                        self.config, self.store, data, self.stopping, carried, sample, replayed
                     ):
                         manager.stop()
                         return None  # the supervisor is stopping: nothing is accepted
+                    self.replay_report = replayed or None
                 generation = self.store.publish_config(data, digest, staging)
             except Exception:
                 manager.stop()

@@ -88,13 +88,15 @@ def trial_build(
     stopping: threading.Event,
     carried: tuple[str, ...] = (),
     sample: list[SampledRequest] | None = None,
+    report: dict[str, Any] | None = None,
 ) -> bool:
     """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot.
 
     ``carried``: the per-worker entries every worker carries over unchanged
     (the trial does not fetch them either). ``sample``: requests the candidate must
     answer once built (``server/_replay.py``; None: no replay), else
-    :class:`ReplayRefused`. True once it was built; False when
+    :class:`ReplayRefused`; what the replay found goes into ``report``. True once it
+    was built; False when
     ``stopping`` was set meanwhile (nothing is decided).
     """
     context = multiprocessing.get_context("spawn")
@@ -138,6 +140,8 @@ def trial_build(
         "built" if reply.get("ok") else "failed",
         took,
     )
+    if report is not None and isinstance(reply.get("report"), dict):
+        report.update(reply["report"])
     if reply.get("ok") is not True:
         step = str(reply.get("step"))
         if step == "replay" and isinstance(reply.get("report"), dict):

@@ -230,7 +230,8 @@ def trial_main(
         outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
         if outcome.get("ok") and sample is not None:  # the pod's sample, then it may serve
             responder = default_responder(config.max_items, None, config.max_answer_bytes)
-            CandidateReplay(config, responder, lambda: list(sample))(snap, data)
+            report = CandidateReplay(config, responder, lambda: list(sample))(snap, data)
+            outcome["report"] = report
     except ReplayRefused as exc:
         outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report_dict}
     except BuildError as exc:
