@@ -13,8 +13,8 @@ when asked, so serving costs nothing between reloads.
 Bounds: the pod's sample holds at most ``--replay-sample-requests`` requests
 and ``--replay-sample-bytes`` body bytes (the newest across workers), none
 older than ``--replay-sample-seconds``; a worker's answer is read up to
-``2 * max_bytes + 64 KiB`` (JSON escapes) within ``COLLECT_SECONDS`` per
-worker; a worker answers one caller at a time, writing within the same
+``2 * max_bytes + 64 KiB`` (JSON escapes), all of them within
+``COLLECT_SECONDS``; a worker answers one caller at a time, writing within the same
 bound. A worker that does not answer is left out (and its stale socket
 removed when nothing listens on it).
 
@@ -42,7 +42,7 @@ from ._control import _sun_path
 __all__ = ["COLLECT_SECONDS", "SampleServer", "candidate_requests", "collect_sample"]
 
 COLLECT_SECONDS = 2.0
-"""How long the supervisor waits for one worker's sample."""
+"""How long the supervisor waits for its workers' samples (all of them)."""
 _ACCEPT_SECONDS = 0.5
 _PREFIX = "sample-"
 _SUFFIX = ".sock"
@@ -107,10 +107,11 @@ class SampleServer:
 def collect_sample(config: Config, store: Path) -> list[SampledRequest]:
     """The pod's sample: the newest requests of every worker, within the bounds of ``config``."""
     limit = 2 * config.replay_sample_bytes + 64 * 1024
+    deadline = time.monotonic() + COLLECT_SECONDS  # for every worker together
     found: list[tuple[float, SampledRequest]] = []
     for path in sorted(store.glob(f"{_PREFIX}*{_SUFFIX}")):  # bounded: one per worker
         try:
-            data = _read(path, limit)
+            data = _read(path, limit, deadline)
             found.extend((age, request) for request, age in decode_sample(data))
         except (OSError, ValueError) as exc:
             if isinstance(exc, ConnectionRefusedError):
@@ -132,12 +133,11 @@ def collect_sample(config: Config, store: Path) -> list[SampledRequest]:
     return out
 
 
-def _read(path: Path, limit: int) -> bytes:
-    deadline = time.monotonic() + COLLECT_SECONDS
+def _read(path: Path, limit: int, deadline: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(COLLECT_SECONDS)
+        conn.settimeout(max(0.001, deadline - time.monotonic()))
         _sun_path(path, conn.connect)
         # Bounded: by ``limit`` bytes and by ``deadline``.
         while True:

@@ -264,7 +264,7 @@ class ConfigAuthority(ReloadPolicy):
                 per_worker = self._per_worker(loaded)
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
-                sample = None if self._accepted_hash is None else self._replayed(data)
+                sample = self._replayed(data)
                 self.replay_report = None
                 if carried is None and sample is not None:  # a trial replays it
                     carried = tuple(per_worker)  # no plan: every per-worker entry unchanged
@@ -295,7 +295,10 @@ class ConfigAuthority(ReloadPolicy):
         return generation
 
     def _replayed(self, data: bytes) -> list[SampledRequest] | None:
-        """The pod's sample a candidate replays (``_sample_channel.py``); None: no replay."""
+        """The pod's sample a candidate replays (``_sample_channel.py``); None: no replay
+        (the first config, or the supervisor is stopping)."""
+        if self._accepted_hash is None or self.stopping.is_set():
+            return None
         return candidate_requests(self.config, self.store.path, data)
 
     def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
