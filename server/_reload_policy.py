@@ -192,7 +192,7 @@ class ReloadPolicy(ABC):
             serial=serial,
             error=str(exc),
             step=exc.step if isinstance(exc, BuildError) else "start",
-            report=getattr(exc, "report_dict", None),
+            report=exc.report if isinstance(exc, BuildError) else None,
         )
         _log.error("config reload (%s) %s: %s", trigger, kept, outcome.error)  # bounded
         return self._record(outcome)

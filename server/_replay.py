@@ -108,9 +108,7 @@ class ReplayRefused(BuildError):
     """A candidate failed requests the serving config answers (step ``replay``)."""
 
     def __init__(self, reason: str, report: dict[str, Any]) -> None:
-        super().__init__("replay", reason)
-        self.report_dict = report
-        """:meth:`ReplayReport.to_dict` of the replay (the reload outcome's ``report``)."""
+        super().__init__("replay", reason, report)  # report: ReplayReport.to_dict()
 
 
 def warmup_requests(data: bytes) -> list[SampledRequest]:

@@ -233,7 +233,7 @@ def trial_main(
             report = CandidateReplay(config, responder, lambda: list(sample))(snap, data)
             outcome["report"] = report
     except ReplayRefused as exc:
-        outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report_dict}
+        outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report}
     except BuildError as exc:
         outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
     except Exception as exc:  # not a build step's error: still an answer, never a hang
