@@ -32,7 +32,7 @@ from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
-from ..._replay import CandidateReplay, ReplayRefused
+from ..._replay import CandidateReplay
 from ..._request_sample import SampledRequest
 from ..._service import Service
 from ..._snapshot import SnapshotHolder
@@ -232,10 +232,8 @@ def trial_main(
             responder = default_responder(config.max_items, None, config.max_answer_bytes)
             report = CandidateReplay(config, responder, lambda: list(sample))(snap, data)
             outcome["report"] = report
-    except ReplayRefused as exc:
+    except BuildError as exc:  # bounded: MAX_ERROR_BYTES, a replay's report a few KiB
         outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report}
-    except BuildError as exc:
-        outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
     except Exception as exc:  # not a build step's error: still an answer, never a hang
         text = resource.lowlevel.redact(f"{type(exc).__name__}: {exc}")
         outcome = {"step": "start", "reason": capped(text)}
