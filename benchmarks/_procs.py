@@ -54,10 +54,12 @@ def post(port: int, path: str, body: bytes = b"", timeout: float = 120) -> tuple
 
 @contextlib.contextmanager
 def running(
-    cmd: list[str], port: int, what: str, timeout: float = 60
+    cmd: list[str], port: int, what: str, timeout: float = 60, log: Any = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Start ``cmd``, wait until ``GET /readyz`` answers 200, SIGTERM it on exit; yields it."""
-    with tempfile.TemporaryFile() as log:
+    """Start ``cmd``, wait until ``GET /readyz`` answers 200, SIGTERM it on exit; yields it.
+
+    ``log``: an open binary file for its output (default: a temporary one)."""
+    with contextlib.nullcontext(log) if log is not None else tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=log, stderr=log)
         try:
             yield from _ready_then_stop(proc, log, port, what, timeout)

@@ -26,6 +26,7 @@ holds the new score. Rows:
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -69,10 +70,22 @@ RESTART = "fleet: pod restarted with NATS and MariaDB stopped, seconds to serve 
 MEMORY = "fleet: PSS of a consumer pod / a pod reading the source (target <= 1.2x)"
 
 
+LOGS = os.environ.get("PINE_BENCH_FLEET_LOGS")
+"""A folder: the producer and the pods log at info level into files there (where the time
+goes: the load, the upload, each pod's download and open), else they log warnings only."""
+
+
 def _pineapple(*args: str) -> list[str]:
     exe = Path(sys.executable).parent / "pineapple"
     head = [str(exe)] if exe.exists() else [sys.executable, "-m", "pineapple.cli"]
-    return [*head, *args, "--log-level", "warning"]
+    return [*head, *args, "--log-level", "info" if LOGS else "warning"]
+
+
+def _log_file(name: str) -> Any:
+    """Where a process of the run writes its output: ``LOGS/name``, else a temporary file."""
+    if LOGS:
+        return open(Path(LOGS) / name, "w+b")
+    return tempfile.TemporaryFile()
 
 
 def _pod(url: str, cache: Path, port: int, extra: list[str], shared: Path) -> list[str]:
@@ -92,7 +105,7 @@ def _pod(url: str, cache: Path, port: int, extra: list[str], shared: Path) -> li
 
 @contextlib.contextmanager
 def _producer(config: Path, url: str, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with tempfile.TemporaryFile() as log:
+    with _log_file("producer.log") as log:
         cmd = _pineapple("publish", str(config), "--fleet", url, "--workdir", str(workdir))
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=log)
         try:
@@ -194,6 +207,9 @@ def fleet() -> list[Result]:
         params = data["resource_config"]["feed"]["params"]
         params["mysql_dsn"] = params["mysql_dsn"].replace(f":{MYSQL['port']})", f":{db.port})")
         params["version_query"] = f"SELECT v FROM `{version}`"
+        # The producer reads straight into Arrow (connectorx), at normal priority: it
+        # serves no request its loader could starve (docs/fleet.md, "The producer").
+        params["loader"], params["loader_nice"] = "arrow", 0
         config = folder / "config.json"
         config.write_bytes(orjson.dumps(data))
 
@@ -204,9 +220,13 @@ def fleet() -> list[Result]:
         for i, (extra, port) in enumerate(zip(PODS, ports, strict=True)):
             cmd = _pod(nats.url, folder / f"cache{i}", port, extra, folder / f"shm{i}")
             (folder / f"shm{i}").mkdir()
-            pods.append(stack.enter_context(running(cmd, port, f"fleet pod {i}", timeout=600)))
+            log = stack.enter_context(_log_file(f"pod{i}.log"))
+            pods.append(
+                stack.enter_context(running(cmd, port, f"fleet pod {i}", timeout=600, log=log))
+            )
         time.sleep(SETTLE_SECONDS)  # every pod has its first generation
         committed, category = _change(table)
+        load = os.getloadavg()[0]  # the machine's 1-minute load when the change was made
         base = rows_read(stats, table)  # after the change's own reads of a few rows
         body = request_body(category)
         seen = _wait_all(ports, body, CHANGE_TIMEOUT)
@@ -222,8 +242,9 @@ def fleet() -> list[Result]:
         pss_fleet = _pss(pods[0].pid)
         restart = _restart(stack, pods[0], nats, db, folder, ports[0], body)
         pss_source = _source_pss(data, body)  # while the table is there
-    detail = f"{ROWS:,} rows; published at +{published - committed:.2f} s; pods at +" + ", ".join(
-        "never" if t is None else f"{t - committed:.2f}" for t in seen
+    detail = (
+        f"{ROWS:,} rows; load average {load:.1f}; published at +{published - committed:.2f} s;"
+        " pods at +" + ", ".join("never" if t is None else f"{t - committed:.2f}" for t in seen)
     )
     return [
         Result(35, READS, reads, 1.0, f"{reads:g} full reads; {detail}", invalid),

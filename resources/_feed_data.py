@@ -93,8 +93,11 @@ class FeedDataFetcher:
         self.order_columns: list[str] = list(dict.fromkeys(order_columns))
         self.version_query: str | None = params.get("version_query") or None
         loader = params.get("loader") or "process"
-        if loader not in ("process", "thread"):
-            raise ConfigError(f"parameter 'loader': must be 'process' or 'thread', not {loader!r}")
+        if loader not in ("process", "thread", "arrow"):
+            raise ConfigError(
+                f"parameter 'loader': must be 'process', 'thread' or 'arrow', not {loader!r}"
+            )
+        self.loader: str = loader
         nice = params.get("loader_nice")
         connect_timeout = _positive_ms(params, "connect_timeout_ms", 5000)
         read_timeout = _positive_ms(params, "read_timeout_ms", 60000)
@@ -103,6 +106,8 @@ class FeedDataFetcher:
         )
         self.source: RowSource
         postgres = bool(dsn) and _is_postgres(str(dsn))
+        if loader == "arrow" and (not dsn or postgres):
+            raise ConfigError("parameter 'loader': 'arrow' reads MySQL (mysql_dsn) only")
         if dsn and dsn_param and postgres:
             self.source = PostgresSource(
                 parse_postgres_dsn(dsn, dsn_param),
@@ -113,8 +118,13 @@ class FeedDataFetcher:
                 loader_nice=10 if nice is None else nice,
             )
         elif dsn and dsn_param:
+            parsed = parse_mysql_dsn(dsn, dsn_param)
+            if loader == "arrow" and parsed.unix_socket:
+                raise ConfigError(
+                    "parameter 'loader': 'arrow' connects over TCP; 'mysql_dsn' names a unix socket"
+                )
             self.source = MySQLSource(
-                parse_mysql_dsn(dsn, dsn_param),
+                parsed,
                 connect_timeout=connect_timeout,
                 read_timeout=read_timeout,
                 in_process=loader == "thread",
@@ -141,16 +151,29 @@ class FeedDataFetcher:
             version = self.source.scalar_row(self.version_query, deadline)
             if self._has_version and _same_version(version, self._version):
                 return NOT_MODIFIED
-        table = self.source.read(
-            self.sql, lambda stream: self._build(stream, version, started, deadline), deadline
-        )
+        if isinstance(self.source, MySQLSource) and self.loader == "arrow":
+            table: FeedTable = self.source.read_snapshot(self.sql, self._spec(version), deadline)
+            table.version = version
+            table.load_seconds = time.monotonic() - started
+        else:
+            table = self.source.read(
+                self.sql, lambda stream: self._build(stream, version, started, deadline), deadline
+            )
         self._version, self._has_version = version, self.version_query is not None
         return table
 
-    def _build(
-        self, stream: Stream, version: Any, started: float, deadline: LoadDeadline
-    ) -> FeedTable:
-        names = stream.names
+    def _spec(self, version: Any) -> dict[str, Any]:
+        """What the Arrow loader builds: the checked columns, indices, ranks and version."""
+        return {
+            "check": self._check_columns,
+            "id_column": self.id_column,
+            "index_columns": self.index_columns,
+            "order_columns": self.order_columns,
+            "version": version,
+        }
+
+    def _check_columns(self, names: list[str]) -> None:
+        """ConfigError when the query's columns repeat a name or lack one the params name."""
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigError(f"the query returns duplicate column names: {duplicates}")
@@ -168,6 +191,12 @@ class FeedDataFetcher:
                 raise ConfigError(
                     f"parameter {param!r}: unknown column(s) {unknown} (columns: {names})"
                 )
+
+    def _build(
+        self, stream: Stream, version: Any, started: float, deadline: LoadDeadline
+    ) -> FeedTable:
+        names = stream.names
+        self._check_columns(names)
         pacer = Pacer()  # request threads keep the interpreter while this loads
 
         def pause() -> None:
@@ -331,7 +360,9 @@ FEED_DATA_SCHEMA = ResourceSchema(
             default="process",
             description=(
                 "Where database rows are parsed: 'process' (a short-lived child process, "
-                "so requests keep the interpreter) or 'thread' (the refresh thread)."
+                "so requests keep the interpreter), 'thread' (the refresh thread) or "
+                "'arrow' (MySQL: a child process reads the query straight into Arrow with "
+                "connectorx and writes the mapped table; no Python object per cell)."
             ),
         ),
         "loader_nice": ParamSpec(

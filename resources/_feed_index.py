@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -25,7 +25,7 @@ from pyroaring import FrozenBitMap
 
 from ._pacing import Pause, no_pause, pieces
 
-__all__ = ["Index", "build_index", "lookup_keys"]
+__all__ = ["Index", "build_index", "list_elements", "lists_in", "lookup_keys"]
 
 Index = dict[Any, FrozenBitMap]
 
@@ -55,6 +55,25 @@ def _elements(cell: Any) -> Sequence[Any]:
     return () if cell is None else (cell,)
 
 
+def list_elements(cell: Any) -> Sequence[Any]:
+    """The keys a cell of a list-valued column is indexed under (a JSON-array text's
+    elements other than null and nested lists or objects, else :func:`_elements`)."""
+    if type(cell) is str and cell[:1] == "[":
+        try:
+            parsed = orjson.loads(cell)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if type(parsed) is list:
+            return [e for e in parsed if e is not None and type(e) not in (list, dict)]
+    return _elements(cell)
+
+
+def lists_in(distinct: Iterable[Any]) -> bool:
+    """Whether a column whose distinct values are ``distinct`` is list-valued (a text with a
+    comma or starting with ``[``)."""
+    return any(type(v) is str and ("," in v or v[:1] == "[") for v in distinct)
+
+
 def _is_list_valued(values: Sequence[Any], pause: Pause = no_pause) -> bool:
     kinds: set[type] = set()
     for _, piece in pieces(values, pause):
@@ -70,7 +89,7 @@ def _is_list_valued(values: Sequence[Any], pause: Pause = no_pause) -> bool:
             distinct.update(piece)
     except TypeError:  # an unhashable cell (dict): no list cell was seen above
         distinct = set(v for v in values if type(v) is str)
-    return any(type(v) is str and ("," in v or v[:1] == "[") for v in distinct)
+    return lists_in(distinct)
 
 
 def build_index(values: Sequence[Any], pause: Pause = no_pause) -> Index:
@@ -79,21 +98,9 @@ def build_index(values: Sequence[Any], pause: Pause = no_pause) -> Index:
     # array's items, and pyroaring builds a bitmap from one in a single C call.
     groups: defaultdict[Any, array[int]] = defaultdict(lambda: array("I"))
     if _is_list_valued(values, pause):
-        loads, decode_error = orjson.loads, orjson.JSONDecodeError
         for start, piece in pieces(values, pause):
             for row, cell in enumerate(piece, start):
-                # Fast path for the common JSON-array text ("[3, 7]"); the rest via _elements.
-                if type(cell) is str and cell[:1] == "[":
-                    try:
-                        parsed = loads(cell)
-                    except decode_error:
-                        parsed = None
-                    if type(parsed) is list:
-                        for element in parsed:
-                            if element is not None and type(element) not in (list, dict):
-                                groups[element].append(row)
-                        continue
-                for element in _elements(cell):
+                for element in list_elements(cell):
                     groups[element].append(row)
     else:
         for start, piece in pieces(values, pause):

@@ -49,8 +49,10 @@ from ._cancel import Cancel
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import MySQLDSN
 from ._errors import SourceError, error_text, timeout_text
+from ._feed_arrow import read_arrow_snapshot
 from ._feed_worker import read_in_child
 from ._json_values import MYSQL_CONVERSIONS
+from ._mapped_table import MappedFeedTable
 from ._query_kill import kill_query, query_may_run, read_timed_out, undrained
 
 __all__ = ["CHUNK_ROWS", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
@@ -251,6 +253,29 @@ class MySQLSource:
                 return sink(Stream(names, _chunks(cur.fetchmany)))
 
         return self._guard(run, deadline)
+
+    def read_snapshot(
+        self, sql: str, spec: dict[str, Any], deadline: LoadDeadline | None = None
+    ) -> MappedFeedTable:
+        """Load ``sql`` with the Arrow loader (``_feed_arrow``); the mapped table.
+
+        ``spec``: ``check`` (called with the column names), ``id_column``,
+        ``index_columns``, ``order_columns``, ``version``.
+        """
+        spec = dict(spec)
+        check = spec.pop("check")
+        with self._lock:
+            return read_arrow_snapshot(
+                self._connect_kwargs(),
+                sql,
+                check=check,
+                spec={**spec, "source": self.where},
+                where=self.where,
+                timeout=self._connect_timeout + self._read_timeout + 5.0,
+                nice=self._nice,
+                cancel=self._cancel,
+                deadline=deadline or LoadDeadline(DEFAULT_LOAD_SECONDS),
+            )
 
     def _read_in_child(self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline) -> T:
         with self._lock:

@@ -64,6 +64,7 @@ from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._errors import ERROR_CHARS, SourceError, capped, error_text
 from ._json_values import json_converter
 from ._mysql_loader import MYSQL_LOADER
+from ._query_kill import kill_tagged_query
 from ._value_size import values_nbytes
 
 __all__ = [
@@ -128,7 +129,7 @@ def _forkserver() -> Any:
     with _context_lock:
         if _context is None:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["__main__", __name__])
+            ctx.set_forkserver_preload(["__main__", __name__, "resources._feed_arrow"])
             _context = ctx
         return _context
 
@@ -212,6 +213,8 @@ class ColumnFrames:
         self._timeout = timeout
         self._cancel = cancel
         self._deadline = deadline
+        self.query_tag: str | None = None
+        """A text the child's query carries, to kill it by when no thread id came."""
         self.thread_id: int | None = None
         """The child connection's server thread id, once its ``I`` frame came."""
         self.value_bytes: list[int] = []
@@ -283,8 +286,16 @@ def read_in_child(
     cancel: Cancel | None = None,
     deadline: LoadDeadline | None = None,
     driver: LoaderDriver | None = None,
+    target: Callable[..., None] | None = None,
+    extra: tuple[Any, ...] = (),
+    query_tag: str | None = None,
 ) -> T:
     """Run ``sql`` in a child process; ``sink(names, column_chunks)`` consumes its rows.
+
+    ``target``: another body for the child, ``target(out, connect_kwargs, sql, nice,
+    *extra)`` (the Arrow loader's, MySQL); ``query_tag``: a text ``sql`` carries, by
+    which its query is found and killed on the server after a failure when the child
+    sends no ``I`` frame (``kill_tagged_query``).
 
     ``timeout`` bounds the wait for each frame (connect, query start, every
     chunk); on expiry the child is killed and SourceError raised. The child's
@@ -301,11 +312,12 @@ def read_in_child(
     deadline = deadline if deadline is not None else LoadDeadline(DEFAULT_LOAD_SECONDS)
     ctx = _forkserver()
     inbox, outbox = ctx.Pipe(duplex=False)
-    child = ctx.Process(
-        target=_child,
-        args=(outbox, driver, connect_kwargs, sql, nice),
-        name="pineapple-feed-loader",
-    )
+    main: Callable[..., None] = _child if target is None else target
+    if target is None:
+        args: tuple[Any, ...] = (outbox, driver, connect_kwargs, sql, nice)
+    else:
+        args = (outbox, connect_kwargs, sql, nice, *extra)
+    child = ctx.Process(target=main, args=args, name="pineapple-feed-loader")
     try:
         child.start()
     except BaseException:
@@ -314,6 +326,7 @@ def read_in_child(
         raise
     outbox.close()  # the child holds the only writer: EOF when it dies
     frames = ColumnFrames(inbox, child, where, timeout, cancel, deadline)
+    frames.query_tag = query_tag
     failed = True
     try:
         # the kills are unregistered when this block exits, before the child is reaped
@@ -347,10 +360,17 @@ def _stop_query(
     driver: LoaderDriver, connect_kwargs: dict[str, Any], frames: ColumnFrames, child: Any
 ) -> str:
     """Kill the child, then its query on the server (once); '' or why the stop failed."""
-    if frames.thread_id is None:
+    if frames.thread_id is None and frames.query_tag is None:
         return ""
     thread_id, frames.thread_id = frames.thread_id, None
+    tag, frames.query_tag = frames.query_tag, None
     _reap(child)  # its socket closes first: the query then has no client to send to
+    if thread_id is None:  # the Arrow loader's (MySQL): found by the comment it carries
+        assert tag is not None
+        why = kill_tagged_query(connect_kwargs, tag)
+        if why is None:
+            return ""
+        return f" (KILL QUERY of {tag!r} failed, the query may still run on the server: {why})"
     why = driver.stop_query(connect_kwargs, thread_id)
     if why is None:
         return ""

@@ -36,9 +36,10 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -58,7 +59,9 @@ __all__ = [
     "SnapshotWriteError",
     "copy_feed_snapshot",
     "open_mapped_table",
+    "rank_field",
     "release_arrow_pool",
+    "write_arrow_snapshot",
     "write_feed_snapshot",
 ]
 
@@ -102,37 +105,36 @@ def _arrow_column(values: Sequence[Any]) -> tuple[pa.Array[Any], str]:
     return pa.array(values, type=kind), encoding
 
 
-def _table_batch(table: FeedTable) -> tuple[pa.Schema, pa.RecordBatch]:
+def rank_field(column: str, descending: bool) -> str:
+    """The name of the int64 column holding ``column``'s sort ranks one way."""
+    return f"{_RANK}:{column}:{'desc' if descending else 'asc'}"
+
+
+def _table_batch(
+    columns: Sequence[tuple[str, pa.Array[Any], str]],
+    ranks: Mapping[tuple[str, bool], pa.Array[Any]],
+    info: Mapping[str, Any],
+) -> pa.RecordBatch:
     fields: list[pa.Field[Any]] = []
     arrays: list[pa.Array[Any]] = []
-    for name in table.columns:
-        array_, encoding = _arrow_column(table.column(name))
+    for name, array_, encoding in columns:
         fields.append(pa.field(name, array_.type, metadata={_ENCODING: encoding.encode()}))
         arrays.append(array_)
-    ranks = table.prepared_ranks()
     for (column, descending), rank in ranks.items():
-        name = f"{_RANK}:{column}:{'desc' if descending else 'asc'}"
-        fields.append(pa.field(name, pa.int64(), nullable=False))
-        arrays.append(pa.array(rank, type=pa.int64()))
-    info = {
-        "id_column": table.id_column,
-        "version": table.version,
-        "source": table.source,
-        "load_seconds": table.load_seconds,
-        "rows": len(table),
-        "index_columns": list(table.index_columns),
-        "null_ranks": table.null_ranks(),
-    }
+        fields.append(pa.field(rank_field(column, descending), pa.int64(), nullable=False))
+        arrays.append(rank)
     schema = pa.schema(fields, metadata={b"pineapple": orjson.dumps(info, default=str)})
-    return schema, pa.record_batch(arrays, schema=schema)
+    return pa.record_batch(arrays, schema=schema)
 
 
-def _index_batch(table: FeedTable) -> pa.RecordBatch:
+def _index_batch(
+    indices: Iterable[tuple[str, Iterable[tuple[Any, FrozenBitMap]]]],
+) -> pa.RecordBatch:
     columns: list[str] = []
     keys: list[bytes] = []
     bitmaps: list[bytes] = []
-    for column in table.index_columns:
-        for key, bitmap in table.index_items(column):
+    for column, items in indices:
+        for key, bitmap in items:
             columns.append(column)
             keys.append(orjson.dumps(key))
             bitmaps.append(bitmap.serialize())
@@ -157,8 +159,17 @@ def _write_file(path: Path, batch: pa.RecordBatch) -> None:
         raise
 
 
-def write_feed_snapshot(table: FeedTable, stem: Path) -> tuple[Path, Path]:
-    """Write ``table`` as ``<stem>.table.arrow`` and ``<stem>.index.arrow``; the two paths.
+def write_arrow_snapshot(
+    stem: Path,
+    columns: Sequence[tuple[str, pa.Array[Any], str]],
+    ranks: Mapping[tuple[str, bool], pa.Array[Any]],
+    indices: Iterable[tuple[str, Iterable[tuple[Any, FrozenBitMap]]]],
+    info: Mapping[str, Any],
+) -> tuple[Path, Path]:
+    """The one writer of a snapshot: ``(name, array, encoding)`` per column, the int64 ranks
+    by ``(column, descending)``, ``(column, [(key, bitmap), ...])`` per index column, and the
+    table's ``info`` (``id_column``, ``version``, ``source``, ``load_seconds``, ``rows``,
+    ``index_columns``, ``null_ranks``); the two paths.
 
     Raises :class:`SnapshotWriteError` naming the path when the directory is
     full or unwritable; no file is left behind then.
@@ -166,14 +177,38 @@ def write_feed_snapshot(table: FeedTable, stem: Path) -> tuple[Path, Path]:
     table_path = stem.with_name(stem.name + TABLE_SUFFIX)
     index_path = stem.with_name(stem.name + INDEX_SUFFIX)
     try:
-        _, batch = _table_batch(table)
-        _write_file(index_path, _index_batch(table))
+        batch = _table_batch(columns, ranks, info)
+        _write_file(index_path, _index_batch(indices))
         _write_file(table_path, batch)
     except (OSError, pa.ArrowException) as exc:
         index_path.unlink(missing_ok=True)
         table_path.unlink(missing_ok=True)
         raise SnapshotWriteError(f"cannot write snapshot {table_path}: {exc}") from exc
     return table_path, index_path
+
+
+def write_feed_snapshot(table: FeedTable, stem: Path) -> tuple[Path, Path]:
+    """Write ``table`` as ``<stem>.table.arrow`` and ``<stem>.index.arrow``; the two paths.
+
+    Raises :class:`SnapshotWriteError` naming the path when the directory is
+    full or unwritable; no file is left behind then.
+    """
+    try:
+        columns = [(name, *_arrow_column(table.column(name))) for name in table.columns]
+        ranks = {key: pa.array(r, type=pa.int64()) for key, r in table.prepared_ranks().items()}
+    except (OSError, pa.ArrowException) as exc:
+        raise SnapshotWriteError(f"cannot write snapshot {stem}: {exc}") from exc
+    info = {
+        "id_column": table.id_column,
+        "version": table.version,
+        "source": table.source,
+        "load_seconds": table.load_seconds,
+        "rows": len(table),
+        "index_columns": list(table.index_columns),
+        "null_ranks": table.null_ranks(),
+    }
+    indices = [(column, table.index_items(column)) for column in table.index_columns]
+    return write_arrow_snapshot(stem, columns, ranks, indices, info)
 
 
 def copy_feed_snapshot(table: MappedFeedTable, stem: Path) -> tuple[Path, Path] | None:
@@ -194,7 +229,7 @@ def copy_feed_snapshot(table: MappedFeedTable, stem: Path) -> tuple[Path, Path] 
     ]
     try:
         for src, dst in pairs:  # bounded: two files
-            shutil.copyfile(src, dst)
+            _link_or_copy(src, dst)
     except FileNotFoundError:  # unlinked since it was opened: written anew
         for _, dst in pairs:
             dst.unlink(missing_ok=True)
@@ -204,6 +239,17 @@ def copy_feed_snapshot(table: MappedFeedTable, stem: Path) -> tuple[Path, Path] 
             dst.unlink(missing_ok=True)
         raise SnapshotWriteError(f"cannot write snapshot {pairs[0][1]}: {exc}") from exc
     return pairs[0][1], pairs[1][1]
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to ``src`` (snapshot files are never changed once written),
+    or a copy where a link cannot be made (another file system)."""
+    try:
+        os.link(src, dst)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 def release_arrow_pool() -> None:
@@ -398,6 +444,7 @@ class MappedFeedTable(FeedTable):
         *,
         path: Path,
         generation: int = 0,
+        remove_on_close: bool = False,
     ) -> None:
         info = orjson.loads((batch.schema.metadata or {})[b"pineapple"])
         columns: dict[str, _Column] = {}
@@ -427,6 +474,7 @@ class MappedFeedTable(FeedTable):
         self._file_bytes = source.size()
         self.path = path
         self.generation = generation
+        self._remove_on_close = remove_on_close
 
     def project(
         self, row_ids: Iterable[int], fields: Sequence[tuple[str, str]]
@@ -467,13 +515,22 @@ class MappedFeedTable(FeedTable):
         if self._source_file is not None:
             self._source_file.close()
             self._source_file = None
+        if self._remove_on_close:  # the loader's own files: nobody else opens them by name
+            stem = self.path.with_name(self.path.name.removesuffix(TABLE_SUFFIX))
+            for suffix in (TABLE_SUFFIX, INDEX_SUFFIX):  # bounded: two files
+                stem.with_name(stem.name + suffix).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # its folder, once empty
+                stem.parent.rmdir()
 
     def __repr__(self) -> str:
         return f"MappedFeedTable({self._len} rows, path={str(self.path)!r})"
 
 
-def open_mapped_table(stem: Path, *, generation: int = 0) -> MappedFeedTable:
-    """Map the snapshot written by :func:`write_feed_snapshot` at ``stem`` (read-only)."""
+def open_mapped_table(
+    stem: Path, *, generation: int = 0, remove_on_close: bool = False
+) -> MappedFeedTable:
+    """Map the snapshot written by :func:`write_feed_snapshot` at ``stem`` (read-only);
+    ``remove_on_close``: its files are unlinked when the table closes (a loader's own)."""
     table_path = stem.with_name(stem.name + TABLE_SUFFIX)
     index_path = stem.with_name(stem.name + INDEX_SUFFIX)
     try:
@@ -488,7 +545,14 @@ def open_mapped_table(stem: Path, *, generation: int = 0) -> MappedFeedTable:
                 f"snapshot {table_path}: {reader.num_record_batches} record batches, want 1"
             )
         batch = reader.get_batch(0)
-        return MappedFeedTable(source, batch, indices, path=table_path, generation=generation)
+        return MappedFeedTable(
+            source,
+            batch,
+            indices,
+            path=table_path,
+            generation=generation,
+            remove_on_close=remove_on_close,
+        )
     except (pa.ArrowException, KeyError, ValueError) as exc:
         source.close()
         raise SnapshotFormatError(f"cannot map snapshot {table_path}: {exc}") from exc

@@ -24,7 +24,14 @@ import pymysql.cursors
 
 from pineapple.resource.lowlevel import redact
 
-__all__ = ["KILL_SECONDS", "kill_query", "query_may_run", "read_timed_out", "undrained"]
+__all__ = [
+    "KILL_SECONDS",
+    "kill_query",
+    "kill_tagged_query",
+    "query_may_run",
+    "read_timed_out",
+    "undrained",
+]
 
 KILL_SECONDS = 2.0
 """Longest wait of the side connection, to connect and to run the ``KILL``."""
@@ -99,6 +106,43 @@ def kill_query(connect_kwargs: dict[str, Any], thread_id: int) -> str | None:
             return None
         return _why(exc, connect_kwargs)
     except OSError as exc:
+        return _why(exc, connect_kwargs)
+    finally:
+        with contextlib.suppress(pymysql.Error, OSError):
+            conn.close()
+    return None
+
+
+def kill_tagged_query(connect_kwargs: dict[str, Any], tag: str) -> str | None:
+    """``KILL QUERY`` every server thread whose statement holds ``tag`` (a comment a loader
+    put in its query), found in ``information_schema.PROCESSLIST`` on a side connection;
+    None if done (or none runs), else why not."""
+    timeout = min(KILL_SECONDS, float(connect_kwargs.get("connect_timeout") or KILL_SECONDS))
+    kwargs = {
+        **connect_kwargs,
+        "connect_timeout": timeout,
+        "read_timeout": KILL_SECONDS,
+        "write_timeout": KILL_SECONDS,
+    }
+    try:
+        conn = pymysql.connect(**kwargs, autocommit=True)
+    except (pymysql.Error, OSError, ValueError) as exc:
+        return _why(exc, connect_kwargs)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT ID FROM information_schema.PROCESSLIST"
+                " WHERE INFO LIKE %s AND ID <> CONNECTION_ID()",
+                ("%" + tag.replace("%", r"\%").replace("_", r"\_") + "%",),
+            )
+            ids = [int(row[0]) for row in cur.fetchall()]
+            for thread_id in ids:  # bounded: the threads running this one load's query
+                try:
+                    cur.execute(f"KILL QUERY {thread_id}")
+                except pymysql.err.MySQLError as exc:
+                    if not exc.args or exc.args[0] != _UNKNOWN_THREAD:
+                        raise
+    except (pymysql.err.MySQLError, OSError) as exc:
         return _why(exc, connect_kwargs)
     finally:
         with contextlib.suppress(pymysql.Error, OSError):

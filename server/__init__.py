@@ -3,24 +3,18 @@
     from server import Config, run
     run(Config(config_path="configs/demo.json", addr="127.0.0.1:8080"))
 
-Layers (each imports only the ones above it):
+Floors, bottom up (each imports only its own and the ones below; ``README.md`` draws
+them and ``tests/test_import_graph.py`` checks them):
 
-    _config, _admin              Config (user settings), Wiring (injection points), the
-                                 engine/responder contracts; who may use admin routes
-    _snapshot                    Snapshot (Engine + Manager, ref-counted), SnapshotHolder
-    _build                       building a snapshot step by step (Engine, Manager, checks)
-    _metrics, _reload_policy     Prometheus metrics; the reload decision (ReloadOutcome)
-    _reloader                    reload = build + swap, serialised
-    _decisions                   Decisions: every decision and status routes and signals ask for
-    _watcher, _service           the directory watcher; the service that owns all of it
-    _execute, _routes            HTTP: /execute, the other routes
-    _direct                      small /execute requests answered by the protocol itself
-    _app, _serving               the Starlette app; serving one process on a bound socket
-    workers/                     ``--workers N``: ``supervisor/`` and ``worker/`` (a path
-                                 says which process runs a line), ``_store_format``,
-                                 ``_control``, ``_config_leases``, ``_liveness`` for both
-    _run, _cli, _commands        run()/check() (the one place that picks the mode); the
-                                 CLI subcommands
+    ground       _native, _atomic_file, _log_format, _build_error, _admin,
+                 _engine_extras, _parse_budget, _secret_files
+    metrics/     the Prometheus registry and its families (reads the snapshot as Served)
+    model        _config_read, _config, _snapshot, _build
+    lifecycle    _logmask, _reload_policy, _reloader, _decisions, _watcher, _service
+    http/        the edge: one protocol class, /execute, the routes, the app, serving
+    processes    workers/ (``--workers N``), fleet/ (``--fleet URL``), _run (picks the mode)
+    cli/         the subcommands, and the Go server's command lines
+    faces        this module, lowlevel
 
 ``import server`` loads all of it, ``workers/`` included (``_run`` imports
 ``run_supervisor``), but no pyarrow: the built-in resource types and their

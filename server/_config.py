@@ -64,11 +64,26 @@ class EngineLike(Protocol):
 
 
 class ConfigSource(Protocol):
-    """Where a server reads its config bytes when not from the file (``Config.config_source``)."""
+    """Where a server reads its config bytes when not from the file (``Config.config_source``).
+
+    A source may also have ``describe() -> dict`` (what ``GET /config`` shows of it under
+    ``config_source``; its ``stale`` entry, when set, is also in ``/readyz``'s
+    ``config_stale``): see :func:`source_view`.
+    """
 
     def read(self, max_bytes: int) -> bytes:
         """The config's bytes (at most ``max_bytes``); a ``BuildError`` at step ``read``."""
         ...
+
+
+def source_view(source: ConfigSource | None) -> dict[str, Any] | None:
+    """What ``source`` says of itself (its ``describe()``), or None (a file, or a source
+    that does not describe itself)."""
+    describe = getattr(source, "describe", None)
+    if describe is None:
+        return None
+    view: dict[str, Any] = describe()
+    return view
 
 
 EngineFactory = Callable[[bytes], EngineLike]
@@ -161,6 +176,12 @@ class Wiring:
         return read_config_file(path, max_bytes)
 
 
+DEFAULT_STORE_TIMEOUT = 2.0
+"""Seconds each fleet store operation may take (``--fleet-timeout`` of ``serve``, ``publish``
+and ``fleet``; an upload or download: ``--fleet-download-timeout``). A pod whose store does
+not answer starts from its cache after one of them."""
+
+
 @dataclass(frozen=True)
 class FleetSettings:
     """A pod in a fleet (``serve --fleet URL --fleet-cache DIR``; ``docs/fleet.md``).
@@ -178,19 +199,21 @@ class FleetSettings:
     """No CONFIG was given: serve the fleet's config (``CONFIG["current"]``)."""
     pod_id: str | None = None
     """``--fleet-pod-id``: the pod's key in the heartbeats (None: ``<hostname>-<pid>``)."""
-    timeout: float = 2.0
+    timeout: float = DEFAULT_STORE_TIMEOUT
     """``--fleet-timeout``: every store operation's deadline, in seconds (a pod whose store
-    is down starts from its cache after one of them)."""
+    is down starts from its cache after one of them); the one default of every command."""
     poll_seconds: float = 30.0
     """``--fleet-poll-seconds``: the backstop beside the watch."""
     heartbeat_seconds: float = 5.0
     """``--fleet-heartbeat-seconds``: how often the pod writes what it serves."""
     max_snapshot_bytes: int = 4 * 1024**3
-    """``--fleet-max-snapshot-bytes``: a larger snapshot is refused, not downloaded."""
+    """``--fleet-max-snapshot-bytes``: a larger snapshot is refused, not downloaded (the
+    default of ``FleetLimits`` too)."""
     download_timeout: float = 300.0
-    """``--fleet-download-timeout``: seconds one download may take."""
+    """``--fleet-download-timeout``: seconds one download may take (``FleetLimits``' too)."""
     keep_generations: int = 3
-    """``--fleet-keep-generations``: generations per resource the cache keeps."""
+    """``--fleet-keep-generations``: generations per resource the cache keeps
+    (``FleetLimits``' too)."""
 
     @property
     def config_path(self) -> Path:

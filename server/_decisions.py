@@ -30,6 +30,7 @@ from pineapple import PineappleError, resource
 from pineapple._error_text import capped
 from pineapple.resource import ResourceStatus
 
+from ._config import source_view
 from ._config_read import describe_path
 from ._reload_policy import Trigger
 from ._reloader import Reloader
@@ -254,6 +255,7 @@ class LocalDecisions:
             "reload_attempts": reloader.attempts,
             "last_reload": reloader.last.to_dict() if reloader.last else None,
             "last_reload_error": reloader.last_error.to_dict() if reloader.last_error else None,
+            "config_source": source_view(reloader.config_source),
         }
 
     def readiness(self) -> tuple[int, dict[str, Any]]:
@@ -262,4 +264,8 @@ class LocalDecisions:
         snap = self._holder.current
         if snap is None:
             return 503, {"status": "not loaded"}
-        return readiness_of(snap.manager, snap.serial)
+        code, body = readiness_of(snap.manager, snap.serial)
+        stale = (source_view(self._reloader.config_source) or {}).get("stale")
+        if code == 200 and stale:  # the config itself serves from a cache (a fleet store down)
+            body["config_stale"] = stale
+        return code, body

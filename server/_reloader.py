@@ -44,7 +44,7 @@ from typing import Any
 
 from ._build import Builder
 from ._build_error import BuildError
-from ._config import Config
+from ._config import Config, ConfigSource
 from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
 from ._snapshot import Snapshot, SnapshotHolder
 from .metrics._metrics import ServerMetrics
@@ -108,6 +108,11 @@ class Reloader(ReloadPolicy):
             return self._changed.wait_for(
                 lambda: self.last is not None and predicate(self.last), timeout
             )
+
+    @property
+    def config_source(self) -> ConfigSource | None:
+        """Where the config's bytes come from when not from the file (None: the file)."""
+        return self._config.wiring.config_source
 
     # -- the policy's steps -----------------------------------------------------------------
 

@@ -33,9 +33,23 @@ def test_version_names_the_package_version() -> None:
     assert result.stdout.strip() == f"pineapple {pineapple.__version__}"
 
 
-@pytest.mark.parametrize("name", sorted(_subcommands()))
+def _leaves() -> dict[str, argparse.ArgumentParser]:
+    """Every subcommand that runs (``admin status``: the actions of a command that has
+    them), by its name after ``pineapple``."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    for name, sub in _subcommands().items():
+        nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+        if not nested:
+            found[name] = sub
+        for action in nested:
+            for child, parser in action.choices.items():
+                found[f"{name} {child}"] = parser
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(_leaves()))
 def test_every_option_has_help_that_shows_its_default(name: str) -> None:
-    sub = _subcommands()[name]
+    sub = _leaves()[name]
     text = sub.format_help()
     for action in sub._actions:
         if isinstance(action, argparse._HelpAction):

@@ -410,3 +410,109 @@ def test_the_plugin_layer_example_runs_the_same_server_with_a_plugin() -> None:
     args = _serve_args(cmd[1:])
     assert args.plugin == ["my_types"]
     assert args.config == _serve_args(_dockerfile_cmd()).config
+
+
+# -- monitoring: the Prometheus Operator's ServiceMonitor and PrometheusRule ---------------
+
+MONITORING = DEPLOY / "kubernetes" / "monitoring"
+_METRIC = re.compile(r"\b(pineapple_[a-z_]+|pine_[a-z_]+)\b")
+_MATCHERS = re.compile(r"\b([a-z_]+)\{([^}]*)\}")
+_LABEL = re.compile(r"([a-z_]+)\s*(?:=~|!=|!~|=)")
+_DURATION = re.compile(r"\d+[smhd]")
+
+
+def _monitoring() -> dict[str, dict[str, Any]]:
+    """The objects of deploy/kubernetes/monitoring (CRDs: not in the Kubernetes schema, so
+    checked here field by field), by kind, as its kustomization lists them."""
+    from ._kustomize import render
+
+    found: dict[str, dict[str, Any]] = {}
+    for doc in render(MONITORING):
+        assert doc["apiVersion"] == "monitoring.coreos.com/v1", doc["kind"]
+        assert doc["kind"] not in found, doc["kind"]
+        found[doc["kind"]] = doc
+    assert set(found) == {"ServiceMonitor", "PrometheusRule"}
+    return found
+
+
+def test_the_servicemonitor_scrapes_the_services_http_port(
+    k8s: dict[str, dict[str, Any]],
+) -> None:
+    monitor = _monitoring()["ServiceMonitor"]
+    service = k8s["Service"]
+    assert monitor["metadata"]["namespace"] == service["metadata"]["namespace"]
+    selected = monitor["spec"]["selector"]["matchLabels"]
+    assert selected.items() <= service["metadata"]["labels"].items()
+    ports = {p["name"] for p in service["spec"]["ports"]}
+    for endpoint in monitor["spec"]["endpoints"]:
+        assert endpoint["port"] in ports
+        assert endpoint["path"] == "/metrics"
+        assert _DURATION.fullmatch(endpoint["interval"]), endpoint
+        assert _DURATION.fullmatch(endpoint["scrapeTimeout"]), endpoint
+
+
+@pytest.fixture(scope="module")
+def exposition(k8s: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``GET /metrics`` of the example config, served by the real app."""
+    config = tmp_path_factory.mktemp("metrics") / "config.json"
+    config.write_text(k8s["ConfigMap"]["data"]["config.json"])
+    with TestClient(server.create_app(server.Config(config_path=config, watch=False))) as client:
+        client.post("/execute", content=b'{"common": {}, "items": []}')  # a status label
+        answer = client.get("/metrics")
+    assert answer.status_code == 200
+    return answer.text
+
+
+def _families(text: str) -> dict[str, set[str]]:
+    """``metric name -> label names`` of an exposition (samples' names: ``_total`` kept)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, set()).update(sample.labels)
+    return out
+
+
+def test_every_alert_names_metrics_and_labels_the_server_exposes(exposition: str) -> None:
+    from server.metrics._pod_metrics import GAUGE_MODES
+
+    exposed = _families(exposition)
+    pod_only = {"pineapple_workers", "pineapple_workers_serving"}  # the supervisor's
+    assert pod_only <= set(GAUGE_MODES)
+    rules = [
+        rule
+        for group in _monitoring()["PrometheusRule"]["spec"]["groups"]
+        for rule in group["rules"]
+    ]
+    assert len({rule["alert"] for rule in rules}) == len(rules)
+    for rule in rules:
+        assert rule["labels"]["severity"] in ("critical", "warning", "info"), rule
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"], rule
+        assert "for" not in rule or _DURATION.fullmatch(rule["for"]), rule
+        expr = rule["expr"]
+        assert expr.count("(") == expr.count(")"), rule["alert"]
+        for name in _METRIC.findall(expr):
+            assert name in exposed or name in pod_only, f"{rule['alert']}: no metric {name}"
+        for name, matchers in _MATCHERS.findall(expr):
+            if name in exposed:
+                labels = set(_LABEL.findall(matchers))
+                assert labels <= exposed[name], f"{rule['alert']}: {name} has no {labels}"
+
+
+def test_the_alerts_cover_the_pods_state() -> None:
+    exprs = " ".join(
+        rule["expr"]
+        for group in _monitoring()["PrometheusRule"]["spec"]["groups"]
+        for rule in group["rules"]
+    )
+    for what in (
+        'condition="Valid",status="False"',  # a refusal
+        'condition="Fresh",status="False"',  # a value its source does not confirm
+        "pineapple_resource_ready",
+        "pineapple_config_last_reload_success",
+        "pineapple_config_generation",
+        "pineapple_worker_restarts_total",
+        "pineapple_build_info",
+    ):
+        assert what in exprs, what

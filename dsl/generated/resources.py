@@ -104,8 +104,9 @@ class FeedDataResource(BaseResource):
             the build), either loader; past it the query is killed and the load fails. (int,
             default 300000)
         loader: Where database rows are parsed: 'process' (a short-lived child process, so
-            requests keep the interpreter) or 'thread' (the refresh thread). (string,
-            default 'process')
+            requests keep the interpreter), 'thread' (the refresh thread) or 'arrow' (MySQL:
+            a child process reads the query straight into Arrow with connectorx and writes
+            the mapped table; no Python object per cell). (string, default 'process')
         loader_nice: CPU niceness the loader process adds to its own (0: none). (int,
             default 10)
         interval: seconds (or a timedelta) between refreshes; None: the type's default (600

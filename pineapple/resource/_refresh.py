@@ -2,7 +2,9 @@
 
 One attempt runs on a refresh thread (or an admin's thread) under the slot's
 ``refresh_lock``: the fetcher is called; ``NOT_MODIFIED`` confirms the
-current value; a new value is validated against a borrowed handle of the
+current value, unless the latest new value was refused: then the source still
+holds the refused data and the refusal stands (``Valid=False``, no
+"recovered") until a value is accepted; a new value is validated against a borrowed handle of the
 serving one, sized by the type's printer and handed to the
 :class:`~._swaps.SwapTable`, which checks the pin and the budget and
 publishes it. Every way out is recorded in the slot's status (secrets
@@ -86,12 +88,23 @@ class Refresher:
             with slot.lock:
                 if slot.current is None:
                     message = "fetcher returned NOT_MODIFIED but no value is loaded"
+                elif slot.refused_error is not None:
+                    refusal = self._still_refused(slot, now)
+                    message = None
                 else:
                     slot.confirmed_at = slot.last_attempt_at = now
                     slot.last_error = None
                     slot.consecutive_failures = 0
                     self._observe(slot, now)
                     return "not_modified"
+            if message is None:  # logged outside the slot's lock
+                _log.info(
+                    "refresh of %s: the source still holds the refused data (Valid=False): %s",
+                    slot.label,
+                    refusal,
+                    extra={"resource": slot.name, "failures": slot.consecutive_failures},
+                )
+                return "refused"
             return self._record_failure(slot, now, message)
         try:
             self._admit(slot, value, now, force)
@@ -175,6 +188,18 @@ class Refresher:
         if observe is not None:
             observe(slot.name, slot.type_name, exc.check)
         return "refused"
+
+    def _still_refused(self, slot: Slot, now: float) -> str | None:
+        """``NOT_MODIFIED`` after a refusal (caller holds ``slot.lock``): the source still
+        holds the data that was refused, so nothing was accepted. The refusal stands
+        (``Valid=False``, ``last_error``), the serving value is not confirmed (``Fresh``
+        ages from its last confirmation) and the attempt counts as one more failure in a
+        row (the next one backs off, at most the interval), until a value is accepted
+        (a swap), forced or rolled back. Not counted as a new refusal: no validator ran."""
+        slot.last_attempt_at = now
+        slot.consecutive_failures += 1
+        self._observe(slot, now)
+        return slot.refusal
 
     def resume_from_current(self, slot: Slot) -> None:
         """Tell the fetcher which value is served (``fetcher.carry_over``), so that its

@@ -20,6 +20,7 @@ from .._config import Config, FleetSettings
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
 from .._secret_files import add_secrets_dir_flag
+from ..fleet._flags import POD_LIMITS, add_store_flags
 from ..http._serving import exit_within
 from ._cpu_quota import CpuCount, usable_cpus
 from ._go_flags import SERVER_FLAGS, add_go_spelling_hints
@@ -226,13 +227,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
     """``--fleet URL --fleet-cache DIR`` and the pod's fleet bounds (``docs/fleet.md``)."""
     fleet = parser.add_argument_group("fleet (a pod that follows a fleet store)")
-    fleet.add_argument(
-        "--fleet",
-        default=None,
-        metavar="URL",
-        help="read every shared resource (and, without CONFIG, the config) from this fleet "
-        "store: nats://host:port[,nats://...] or file:///dir; never from the sources",
-    )
+    # --fleet, --fleet-timeout and the pod's limits: one definition with publish and fleet
+    add_store_flags(fleet, required=False, limits=POD_LIMITS)
     fleet.add_argument(
         "--fleet-cache",
         default=None,
@@ -246,7 +242,7 @@ def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="this pod's name in the fleet's heartbeats (default: HOSTNAME-PID)",
     )
-    for field, kind, metavar, help in _FLEET_BOUNDS:
+    for field, kind, metavar, help in _FLEET_POD:
         fleet.add_argument(
             f"--fleet-{field.replace('_', '-')}",
             type=kind,
@@ -256,16 +252,14 @@ def _add_fleet_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
-_FLEET_BOUNDS: tuple[tuple[str, type, str, str], ...] = (
-    ("timeout", float, "S", "deadline of every fleet store operation (a download: the next)"),
-    ("download_timeout", float, "S", "seconds one snapshot's download may take"),
-    ("max_snapshot_bytes", int, "N", "refuse a snapshot larger than this (not downloaded)"),
-    ("keep_generations", int, "N", "generations per resource the pod's cache keeps"),
+_FLEET_POD: tuple[tuple[str, type, str, str], ...] = (
     ("poll_seconds", float, "S", "besides the watch, probe the store this often"),
     ("heartbeat_seconds", float, "S", "write what this pod serves to the store this often"),
 )
-"""``FleetSettings`` fields set by a ``--fleet-*`` flag each: (field, type, metavar, help);
-every one must be > 0."""
+"""``FleetSettings`` fields of a pod alone, set by a ``--fleet-*`` flag each: (field, type,
+metavar, help)."""
+_FLEET_POSITIVE = ("timeout", *POD_LIMITS, *(field for field, *_ in _FLEET_POD))
+"""The ``--fleet-*`` flags of ``serve`` that must be > 0."""
 
 
 def _fleet_settings(args: argparse.Namespace) -> FleetSettings | None:
@@ -276,7 +270,7 @@ def _fleet_settings(args: argparse.Namespace) -> FleetSettings | None:
         return None
     if not args.fleet_cache:
         raise ValueError("--fleet needs --fleet-cache DIR (what the pod starts from)")
-    for field, *_ in _FLEET_BOUNDS:
+    for field in _FLEET_POSITIVE:
         if not getattr(args, f"fleet_{field}") > 0:
             raise ValueError(f"--fleet-{field.replace('_', '-')} must be > 0")
     return FleetSettings(

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO, cast
 
 import orjson
 
@@ -29,9 +30,11 @@ from pineapple.resource.lowlevel import SnapshotFormatError
 from ._errors import SnapshotTooLargeError
 from ._transfer import CHUNK_BYTES
 
-__all__ = ["HEADER_MAX_BYTES", "MAGIC", "MAX_FILES", "read_bundle", "write_bundle"]
+__all__ = ["HEADER_MAX_BYTES", "MAGIC", "MAX_FILES", "ZSTD_MAGIC", "read_bundle", "write_bundle"]
 
 MAGIC = b"PINEAPPLE-BUNDLE/1\n"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+"""The first bytes of a zstd frame: a compressed bundle."""
 HEADER_MAX_BYTES = 64 * 1024
 MAX_FILES = 64
 _SUFFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
@@ -46,8 +49,11 @@ def _suffix_of(path: Path, stem: Path) -> str:
     return suffix
 
 
-def write_bundle(files: Sequence[Path], stem: Path, out: Path, *, max_bytes: int) -> int:
-    """Bundle ``files`` (a codec's, at ``stem``) into ``out``; its length (<= ``max_bytes``)."""
+def write_bundle(
+    files: Sequence[Path], stem: Path, out: Path, *, max_bytes: int, compress: bool = True
+) -> int:
+    """Bundle ``files`` (a codec's, at ``stem``) into ``out``, zstd-compressed unless
+    ``compress`` is False; the bundle's length before compression (<= ``max_bytes``)."""
     entries = [(_suffix_of(Path(f), stem), os.stat(f).st_size) for f in files]
     if len(entries) > MAX_FILES:
         raise SnapshotFormatError(f"snapshot {stem}: {len(entries)} files, over {MAX_FILES}")
@@ -58,7 +64,7 @@ def write_bundle(files: Sequence[Path], stem: Path, out: Path, *, max_bytes: int
             f"snapshot {stem.name}: {total} bytes, over the {max_bytes} a snapshot may hold"
             " (--fleet-max-snapshot-bytes)"
         )
-    with open(out, "wb") as sink:
+    with _sink(out, compress) as sink:
         sink.write(MAGIC + len(header).to_bytes(4, "big") + header)
         for path, (_, size) in zip(files, entries, strict=True):
             with open(path, "rb") as src:
@@ -71,7 +77,48 @@ def write_bundle(files: Sequence[Path], stem: Path, out: Path, *, max_bytes: int
     return total
 
 
-def _header(path: Path, data: bytes, length: int) -> list[tuple[str, int]]:
+def _sink(out: Path, compress: bool) -> BinaryIO:
+    if not compress:
+        return open(out, "wb")
+    import pyarrow as pa  # zstd streams; only a bundle's writer and reader load Arrow
+
+    return cast(BinaryIO, pa.CompressedOutputStream(str(out), "zstd"))
+
+
+def _source(path: Path) -> tuple[BinaryIO, bool]:
+    """``path`` opened for reading, decompressing when it is a compressed bundle."""
+    with open(path, "rb") as probe:
+        compressed = probe.read(len(ZSTD_MAGIC)) == ZSTD_MAGIC
+    if not compressed:
+        return open(path, "rb"), False
+    return cast(BinaryIO, _Decompressing(path)), True
+
+
+class _Decompressing:
+    """A compressed bundle read as its bundle; a stream that does not decompress (corrupt,
+    truncated) raises ``SnapshotFormatError`` naming the bundle."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa  # zstd streams; only a bundle's writer and reader load Arrow
+
+        self._name = path.name
+        self._stream = pa.CompressedInputStream(pa.OSFile(str(path), "r"), "zstd")
+        self._errors = (OSError, pa.ArrowException)
+
+    def read(self, size: int) -> bytes:
+        try:
+            return bytes(self._stream.read(size))
+        except self._errors as exc:
+            raise SnapshotFormatError(f"bundle {self._name}: cannot decompress: {exc}") from None
+
+    def __enter__(self) -> _Decompressing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stream.close()
+
+
+def _header(path: Path, data: bytes, length: int | None, max_bytes: int) -> list[tuple[str, int]]:
     try:
         doc = orjson.loads(data)
         files = doc["files"]
@@ -89,6 +136,13 @@ def _header(path: Path, data: bytes, length: int) -> list[tuple[str, int]]:
         raise SnapshotFormatError(f"bundle {path.name}: bad header: {exc}") from None
     if len({s for s, _ in entries}) != len(entries):
         raise SnapshotFormatError(f"bundle {path.name}: a suffix appears twice")
+    if sum(size for _, size in entries) > max_bytes:
+        raise SnapshotTooLargeError(
+            f"bundle {path.name}: its files add up to {sum(size for _, size in entries)} bytes,"
+            f" over the {max_bytes} a snapshot may hold"
+        )
+    if length is None:  # compressed: the stream's end is checked after the files
+        return entries
     body = length - len(MAGIC) - 4 - len(data)
     if sum(size for _, size in entries) != body:
         raise SnapshotFormatError(
@@ -98,21 +152,23 @@ def _header(path: Path, data: bytes, length: int) -> list[tuple[str, int]]:
     return entries
 
 
-def read_bundle(path: Path, stem: Path) -> list[Path]:
-    """Unpack bundle ``path`` into files at ``stem`` (see the module's checks); the files.
+def read_bundle(path: Path, stem: Path, *, max_bytes: int = 1 << 62) -> list[Path]:
+    """Unpack bundle ``path`` (compressed or not) into files at ``stem`` (see the module's
+    checks; the files add up to at most ``max_bytes``); the files.
 
     On any error the files written so far are removed.
     """
-    length = os.stat(path).st_size
+    source, compressed = _source(path)
+    length = None if compressed else os.stat(path).st_size
     written: list[Path] = []
     try:
-        with open(path, "rb") as src:
+        with source as src:
             if src.read(len(MAGIC)) != MAGIC:
                 raise SnapshotFormatError(f"bundle {path.name}: not a snapshot bundle")
             size = int.from_bytes(src.read(4), "big")
             if size > HEADER_MAX_BYTES:
                 raise SnapshotFormatError(f"bundle {path.name}: header over {HEADER_MAX_BYTES}")
-            entries = _header(path, src.read(size), length)
+            entries = _header(path, src.read(size), length, max_bytes)
             for suffix, left in entries:
                 target = stem.with_name(stem.name + suffix)
                 written.append(target)
@@ -122,6 +178,8 @@ def read_bundle(path: Path, stem: Path) -> list[Path]:
                         left -= len(chunk)
                 if left:
                     raise SnapshotFormatError(f"bundle {path.name}: shorter than its header")
+            if compressed and src.read(1):
+                raise SnapshotFormatError(f"bundle {path.name}: longer than its header")
     except BaseException:
         for target in written:
             target.unlink(missing_ok=True)

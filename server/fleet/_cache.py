@@ -26,10 +26,12 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,8 @@ from ._bundle import read_bundle
 from ._errors import DigestMismatchError, FleetError, ObjectMissingError
 from ._snapshots import ANNOUNCEMENT_MAX_BYTES, Announcement
 from ._store import FleetStore
+
+_log = logging.getLogger("pineapple.fleet")
 
 __all__ = ["CONFIG_MAX_BYTES", "SnapshotCache"]
 
@@ -100,11 +104,13 @@ class SnapshotCache:
         codec's ``SnapshotFormatError``; the cache is then as it was.
         """
         with self._lock:
+            started = time.monotonic()
             entry = self._entry(announcement)
             cached = self._cached(entry)
             fresh = cached is None or cached.digest != announcement.digest
             if fresh:
                 self._download(store, announcement, entry, max_bytes)
+            downloaded = time.monotonic()
             try:
                 value = codec.open(entry / _STEM, announcement.generation)
             except BaseException:
@@ -113,6 +119,15 @@ class SnapshotCache:
                 raise
             self._mark_accepted(announcement.name, entry)
             self._prune(announcement.name, entry)
+            _log.info(
+                "resource %s: generation %d %s in %.3fs (%d bytes), opened in %.3fs",
+                announcement.name,
+                announcement.generation,
+                "downloaded, verified and unbundled" if fresh else "found in the cache",
+                downloaded - started,
+                announcement.size,
+                time.monotonic() - downloaded,
+            )
             return value
 
     def _download(
@@ -131,7 +146,7 @@ class SnapshotCache:
                 )
             staged = work / "entry"
             staged.mkdir()
-            read_bundle(bundle, staged / _STEM)
+            read_bundle(bundle, staged / _STEM, max_bytes=max_bytes)
             bundle.unlink()
             write_atomically(staged / "announcement.json", announcement.to_json(), durable=True)
             entry.parent.mkdir(parents=True, exist_ok=True)

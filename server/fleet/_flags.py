@@ -1,7 +1,8 @@
-"""The fleet store's command-line flags, spelled alike by every command that opens it.
+"""The fleet store's command-line flags: one definition for ``serve``, ``publish`` and ``fleet``.
 
 ``--fleet URL`` (the store), ``--fleet-timeout S`` (every store operation's
-deadline) and one flag per :class:`FleetLimits` field (``--fleet-max-snapshot-bytes``,
+deadline, :data:`DEFAULT_STORE_TIMEOUT` for all of them) and one flag per
+:class:`FleetLimits` field (``--fleet-max-snapshot-bytes``,
 ``--fleet-download-timeout``, ``--fleet-keep-generations``,
 ``--fleet-max-bucket-bytes``). :func:`open_store_of` opens the store they name.
 """
@@ -10,28 +11,46 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Collection
 
 from ._open import open_store
-from ._store import FleetLimits, FleetStore
+from ._store import DEFAULT_STORE_TIMEOUT, FleetLimits, FleetStore
 
-__all__ = ["DEFAULT_STORE_TIMEOUT", "add_store_flags", "limits_of", "open_store_of"]
+__all__ = [
+    "DEFAULT_STORE_TIMEOUT",
+    "LIMIT_FIELDS",
+    "POD_LIMITS",
+    "add_store_flags",
+    "limits_of",
+    "open_store_of",
+]
 
-DEFAULT_STORE_TIMEOUT = 5.0
-"""Seconds each store operation may take (``--fleet-timeout``)."""
+LIMIT_FIELDS = tuple(f.name for f in dataclasses.fields(FleetLimits))
+"""Every :class:`FleetLimits` field (each a ``--fleet-*`` flag of ``publish``)."""
+POD_LIMITS = ("max_snapshot_bytes", "download_timeout", "keep_generations")
+"""The limits a pod (``serve --fleet``) has a flag for."""
 
 _LIMIT_HELP = {
-    "max_snapshot_bytes": "refuse a snapshot bundle larger than this many bytes",
+    "max_snapshot_bytes": "refuse a snapshot bundle larger than this many bytes (not moved)",
     "download_timeout": "seconds one snapshot's upload or download may take",
     "keep_generations": "generations of each resource kept in the store (and a pod's cache)",
     "max_bucket_bytes": "bytes each store bucket may hold (NATS: the bucket's max_bytes)",
 }
 
 
-def add_store_flags(parser: argparse.ArgumentParser, *, limits: bool = False) -> None:
-    """``--fleet URL`` (required) and ``--fleet-timeout``; with ``limits``, the limit flags."""
+def add_store_flags(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    required: bool = True,
+    limits: bool | Collection[str] = False,
+) -> None:
+    """``--fleet URL`` and ``--fleet-timeout``; ``limits``: the limit flags (True: all of
+    :data:`LIMIT_FIELDS`, or the names given). ``required=False`` (``serve``): ``--fleet``
+    defaults to None (no fleet)."""
     parser.add_argument(
         "--fleet",
-        required=True,
+        required=required,
+        default=None,
         metavar="URL",
         help="the fleet store: nats://host:port[,nats://...] or file:///dir (credentials "
         "from PINEAPPLE_FLEET_* variables or files, never in the URL)",
@@ -41,18 +60,19 @@ def add_store_flags(parser: argparse.ArgumentParser, *, limits: bool = False) ->
         type=float,
         default=DEFAULT_STORE_TIMEOUT,
         metavar="S",
-        help="seconds each store operation may take before it fails, naming the store",
+        help="seconds each store operation may take before it fails, naming the store "
+        f"(default {DEFAULT_STORE_TIMEOUT:g})",
     )
-    if not limits:
-        return
-    for field in dataclasses.fields(FleetLimits):
-        flag = "--fleet-" + field.name.replace("_", "-")
+    names = LIMIT_FIELDS if limits is True else () if limits is False else tuple(limits)
+    defaults = FleetLimits()
+    for name in names:  # bounded: the FleetLimits fields
+        default = getattr(defaults, name)
         parser.add_argument(
-            flag,
-            type=type(field.default),
-            default=field.default,
-            metavar="S" if isinstance(field.default, float) else "N",
-            help=_LIMIT_HELP[field.name],
+            "--fleet-" + name.replace("_", "-"),
+            type=type(default),
+            default=default,
+            metavar="S" if isinstance(default, float) else "N",
+            help=f"{_LIMIT_HELP[name]} (default {default})",
         )
 
 

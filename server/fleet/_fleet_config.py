@@ -7,9 +7,10 @@ accepted, from its cache (``SnapshotCache.config``).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from .._build_error import BuildError
-from ._consumer import FleetConsumer
+from ._consumer import STALE_REASON, FleetConsumer
 from ._errors import FleetError, StoreUnavailableError
 from ._store import CONFIG, CONFIG_KEY
 
@@ -54,7 +55,10 @@ class FleetConfigSource:
                 raise BuildError(
                     "read", f"{exc}; the fleet cache {consumer.cache.root} holds no config"
                 ) from None
-            self.stale = f"the fleet store {consumer.link.url} is unavailable ({exc})"
+            self.stale = (
+                f"{STALE_REASON}: the fleet store {consumer.link.url} is unavailable ({exc});"
+                f" serving config revision {cached[0]} from the pod's cache"
+            )
             self.last_read = cached
             return self._bounded(cached[1], max_bytes)
         if record is None:
@@ -62,6 +66,15 @@ class FleetConfigSource:
         self.stale = None
         self.last_read = (record.revision, record.value)
         return self._bounded(record.value, max_bytes)
+
+    def describe(self) -> dict[str, Any]:
+        """What ``GET /config`` shows under ``config_source`` (``/readyz``: its ``stale``)."""
+        return {
+            "kind": "fleet",
+            "store": self._consumer.link.url,
+            "revision": self.revision or None,
+            "stale": self.stale,
+        }
 
     def _bounded(self, data: bytes, max_bytes: int) -> bytes:
         if len(data) > max_bytes:

@@ -122,11 +122,12 @@ class Announcer:
             workdir=self.workdir,
         )
         _log.info(
-            "published %s generation %d (%d bytes, %s)",
+            "published %s generation %d (%d bytes, %s; loaded in %.3fs)",
             name,
             announcement.generation,
             announcement.size,
             announcement.digest,
+            float(getattr(value, "load_seconds", 0.0) or 0.0),
         )
         return announcement
 

@@ -20,6 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import logging
 import math
 import shutil
 import tempfile
@@ -46,6 +47,8 @@ __all__ = [
     "prune_generations",
     "publish_snapshot",
 ]
+
+_log = logging.getLogger("pineapple.fleet")
 
 ANNOUNCEMENT_MAX_BYTES = 64 * 1024
 _OBJECT_PREFIX = "snapshots"
@@ -204,6 +207,7 @@ def publish_snapshot(
             f"resource {name}: generation {generation} is not above the announced"
             f" {current.generation} in {store.url}"
         )
+    started = time.monotonic()
     stage = Path(tempfile.mkdtemp(prefix=".publish-", dir=workdir))
     try:
         stem = stage / "snapshot"
@@ -211,9 +215,11 @@ def publish_snapshot(
         bundle = stage / "bundle"
         write_bundle(files, stem, bundle, max_bytes=store.limits.max_snapshot_bytes)
         local = digest_of(bundle, name=name, max_bytes=store.limits.max_snapshot_bytes)
+        bundled = time.monotonic()
         info = store.put_object(object_name(name, generation, local.digest), bundle)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    uploaded = time.monotonic()
     announcement = Announcement(
         name=name,
         type=type_name,
@@ -230,6 +236,16 @@ def publish_snapshot(
     except RevisionConflictError:
         store.delete_object(info.name)
         raise
+    _log.info(
+        "%s generation %d: written and bundled in %.3fs, uploaded in %.3fs (%d bytes),"
+        " announced in %.3fs",
+        name,
+        generation,
+        bundled - started,
+        uploaded - bundled,
+        info.size,
+        time.monotonic() - uploaded,
+    )
     prune_generations(store, name, store.limits.keep_generations)
     return announcement
 

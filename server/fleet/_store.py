@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from .._config import DEFAULT_STORE_TIMEOUT, FleetSettings
 from ._errors import FleetError
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "BUCKET_HISTORY",
     "CONFIG",
     "CONFIG_KEY",
+    "DEFAULT_STORE_TIMEOUT",
     "LEASES",
     "MAX_RECORD_BYTES",
     "OBJECTS",
@@ -129,11 +131,11 @@ class ObjectInfo:
 class FleetLimits:
     """The fleet's bounds (each has a ``serve``/``publish`` flag and a row in docs/limits.md)."""
 
-    max_snapshot_bytes: int = 4 * 1024**3
+    max_snapshot_bytes: int = FleetSettings.max_snapshot_bytes
     """``--fleet-max-snapshot-bytes``: a snapshot bundle larger than this is refused."""
-    download_timeout: float = 300.0
+    download_timeout: float = FleetSettings.download_timeout
     """``--fleet-download-timeout``: seconds an object's upload or download may take."""
-    keep_generations: int = 3
+    keep_generations: int = FleetSettings.keep_generations
     """``--fleet-keep-generations``: generations kept per resource (store and pod cache)."""
     max_bucket_bytes: int = 32 * 1024**3
     """``--fleet-max-bucket-bytes``: bytes a bucket may hold (the object bucket above all)."""

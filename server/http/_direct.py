@@ -4,53 +4,43 @@ uvicorn hands every request to the ASGI app: a scope dict, a request-response
 cycle with its event, a task on the loop, a ``receive`` and two ``send``
 messages whose headers it checks one by one. For a small ``/execute`` whose
 engine does no blocking I/O none of that does anything: the body is read
-whole by the parser, the engine runs inline on the loop anyway. So
-:class:`DirectProtocol`, at the bottom of the protocol every connection of
-``pineapple serve`` runs (``server/http/_connections.py``), answers such a request
-from the parser's own callbacks: it keeps the body as the parser delivers
-it, and when the message is complete runs
-:meth:`~server.http._execute.ExecuteEndpoint.answer_inline` (the same body count,
-snapshot borrow, deadline, responder and 500 as the ASGI endpoint). The
-status line, uvicorn's default headers, the endpoint's two headers and the
-body, byte for byte what the ASGI path sends, leave in one write at the end
-of the loop's turn with the turn's other answers (``server/http/_answer_batch.py``:
+whole by the parser, the engine runs inline on the loop anyway. So the edge's
+protocol (``server/http/_protocol.py``) answers such a request from the
+parser's own callbacks: it keeps the body as the parser delivers it, and when
+the message is complete asks the endpoint for the answer's status and bytes
+(:meth:`~server.http._execute.ExecuteEndpoint.answer`: the answer maker the
+ASGI endpoint runs too, with the same body count, snapshot borrow, deadline,
+responder and 500). :func:`frame` puts the status line, uvicorn's default
+headers and the endpoint's two headers in front, byte for byte what uvicorn
+sends for the ASGI path; the answer leaves in one write at the end of the
+loop's turn with the turn's other answers (``server/http/_answer_batch.py``:
 held at most about half a millisecond, 64 KiB a turn; an answer with
 ``Connection: close`` is written at once).
 
 A request is answered directly when, at its headers: it is ``POST`` to
-``/execute`` or ``/execute/{group}`` (a query string allowed; no
-percent-escape, fragment or absolute form), it has a ``Content-Length`` of at
-most ``Config.inline_body_bytes`` (or no body) and no ``Transfer-Encoding``,
-no ``Expect: 100-continue`` and no upgrade; no other request of its
-connection is under way, its writer is not paused (a client that does not
-read gets no more answers written than under uvicorn) and the connection cap
-is not reached (uvicorn's 503 stays uvicorn's); the app has no user
-middleware (``_App``), and uvicorn serves no ``root_path``. Every other
-request, and a direct one whose serving snapshot turns out to block
-(``answer_inline`` gives None), goes to the ASGI app as before: the scope is
-built then, by uvicorn's own code, and the body handed over whole.
+``/execute`` or ``/execute/{group}`` (:func:`direct_path`: a query string
+allowed; no percent-escape, fragment or absolute form), it has a
+``Content-Length`` of at most ``Config.inline_body_bytes`` (or no body) and no
+``Transfer-Encoding``, no ``Expect: 100-continue`` and no upgrade
+(:func:`direct_headers`); no other request of its connection is under way,
+its writer is not paused (a client that does not read gets no more answers
+written than under uvicorn) and the connection cap is not reached (uvicorn's
+503 stays uvicorn's); the app has no user middleware (``_App``), and uvicorn
+serves no ``root_path``. Every other request, and a direct one whose serving
+snapshot turns out to block (``answer`` gives None), goes to the ASGI app as
+before: the scope is built then, by uvicorn's own code, and the body handed
+over whole.
 
-What stays: the read deadlines (``server/http/_read_timeouts.py`` sees a direct
-request under way, and may answer it 408), drain and the write deadline
-(``server/http/_connections.py``), uvicorn's keep-alive timer and request count
-(``on_response_complete``), the ``/execute`` metrics and the access log
-(``--access-log``: :func:`server.http._access_log.log_request`).
-
-uvicorn internals relied on, beside those of ``_read_timeouts`` and
-``_connections``: ``on_message_begin`` building ``scope`` and resetting
-``url``, ``headers`` and ``expect_100_continue``; ``on_headers_complete``,
-``on_body`` and ``on_message_complete`` taking a request to the app;
-``on_response_complete``; ``STATUS_LINE``; ``parser``, ``root_path``,
-``tasks``, ``connections``, ``flow.write_paused``; and, as the protocol's
-own writes and closes outside a response (each writes the held answers
-first), ``send_400_response``, ``handle_websocket_upgrade``,
-``timeout_keep_alive_handler`` and ``shutdown``.
+What stays: the read deadlines (a direct request under way may be answered
+408), drain and the write deadline, uvicorn's keep-alive time (one
+:class:`KeepAliveTimer` per connection) and request count, the ``/execute``
+metrics and the access log (``--access-log``: :func:`DirectRoute.answered`).
 
 Guarantees:
 - Event loop only (parser callbacks), no lock. A direct request holds nothing
   but its body between its callbacks (at most ``inline_body_bytes``, as
   framed by ``Content-Length``); its body count and snapshot borrow live and
-  end inside ``answer_inline``, so a connection lost mid-body leaks nothing.
+  end inside ``answer``, so a connection lost mid-body leaks nothing.
 - Answers keep the connection's order: a direct request starts only when no
   earlier one is under way, and ends within its last callback; its answer,
   if held, is written before anything else the connection writes or closes
@@ -60,21 +50,20 @@ Guarantees:
 
 from __future__ import annotations
 
-import time
+import asyncio
 from asyncio import TimerHandle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import Protocol
 
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
 from ._access_log import log_request
 from ._answer_batch import AnswerBatch
 from ._execute import ExecuteEndpoint
+from ._read_timeouts import TIMER_EARLY
 
-__all__ = ["TIMER_EARLY", "DirectProtocol", "DirectRoute"]
-
-_monotonic = time.monotonic
+__all__ = ["DirectRoute", "KeepAliveTimer", "direct_headers", "direct_path", "frame"]
 
 _PATH = b"/execute"
 _SUBPATH = b"/execute/"
@@ -100,240 +89,106 @@ class DirectRoute:
     batch: AnswerBatch = field(default_factory=AnswerBatch, compare=False)
     """The answers held to the end of the loop's turn (one event loop's connections)."""
 
+    def answered(
+        self, status: int, seconds: float, client: tuple[str, int] | None, path: str
+    ) -> None:
+        """Count (and with ``--access-log`` log) one direct answer."""
+        self.execute.observe(status, seconds)
+        if self.access_log:
+            log_request(client, "POST", path, status, seconds * 1000)
 
-class DirectProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol answering small ``POST /execute`` requests itself.
 
-    ``direct`` (bound by ``server/_connections.serving_protocol``) None: uvicorn's
-    protocol unchanged.
+def direct_path(target: bytes) -> bytes | None:
+    """The path of a request target answered directly (``/execute[/group][?query]``);
+    None for any other (or one the app's router must decode)."""
+    path = target.partition(b"?")[0]
+    if path != _PATH and not path.startswith(_SUBPATH):
+        return None
+    if _PERCENT in path or _HASH in target or not path.isascii():
+        return None
+    return path
+
+
+def direct_headers(headers: list[tuple[bytes, bytes]], inline_bytes: int) -> bool | None:
+    """Whether a request with ``headers`` carries a ``Connection`` header, when it is
+    answered directly (its body at most ``inline_bytes``); None: the app answers it."""
+    length = 0
+    connection = False
+    for name, value in headers:  # bounded: the headers the parser took
+        if name == b"content-length":  # one, all digits: llhttp answers 400 otherwise
+            length = int(value)
+        elif name in _TO_APP:
+            return None
+        elif name == b"connection":
+            connection = True
+    if length > inline_bytes:
+        return None
+    return connection
+
+
+def frame(
+    status: int, out: bytes, keep_alive: bool, default_headers: list[tuple[bytes, bytes]]
+) -> bytes:
+    """The whole answer on the wire: the bytes uvicorn sends for the ASGI endpoint's
+    ``status`` and ``out`` (its two headers after uvicorn's default ones)."""
+    return b"".join(
+        (
+            STATUS_LINE[status],
+            _default_headers(default_headers),
+            _CONTENT % len(out),
+            _END_KEEP if keep_alive else _END_CLOSE,
+            out,
+        )
+    )
+
+
+class KeepAliveTimer:
+    """After direct answers: idle until the next request, at most uvicorn's keep-alive time.
+
+    uvicorn arms a timer per answer; one timer per connection does here: it
+    fires at the keep-alive time after the answer that armed it, and then
+    re-arms for the latest answer, ends (a request has begun since: its
+    answer arms again) or calls ``on_idle`` (uvicorn's handler: a close).
     """
 
-    direct: ClassVar[DirectRoute | None] = None
-    _direct_path: str | None = None
-    """The path of the direct request under way (its headers are in); None: none."""
-    _direct_chunks: list[bytes]
-    _direct_keep_alive = True
-    _direct_started = 0.0
-    """When the direct request's headers were complete (monotonic): its deadline, its latency."""
-    _scoped = True
-    """Whether uvicorn's ``scope`` of the current request is built."""
-    _idle_since = 0.0
-    """Loop time of the latest direct answer; 0: a request has begun since."""
-    _idle_timer: TimerHandle | None = None
+    __slots__ = ("_loop", "_on_idle", "_seconds", "_since", "_timer")
 
-    # -- parser callbacks -------------------------------------------------------------------
+    def __init__(
+        self, seconds: float, loop: asyncio.AbstractEventLoop, on_idle: Callable[[], None]
+    ) -> None:
+        self._seconds = seconds
+        self._loop = loop
+        self._on_idle = on_idle
+        self._since = 0.0
+        """Loop time of the latest direct answer; 0: a request has begun since."""
+        self._timer: TimerHandle | None = None
 
-    def on_message_begin(self) -> None:
-        if self.direct is None:
-            super().on_message_begin()
-            return
-        # The scope waits for the headers: a direct request never needs it. What
-        # uvicorn's on_url/on_header fill in is reset here as uvicorn would.
-        self._idle_since = 0.0
-        self.url = b""
-        self.expect_100_continue = False
-        self.headers = []
-        self._scoped = False
+    def idle(self) -> None:
+        """A direct answer was made: the connection is idle from now."""
+        self._since = now = self._loop.time()
+        if self._timer is None:
+            self._timer = self._loop.call_at(now + self._seconds, self._over)
 
-    def on_headers_complete(self) -> None:
-        if not self._take_directly():
-            self.write_held()  # the app's answer comes after those held
-            self._build_scope()
-            super().on_headers_complete()
+    def busy(self) -> None:
+        """A request has begun."""
+        self._since = 0.0
 
-    def on_body(self, body: bytes) -> None:
-        if self._direct_path is None:
-            super().on_body(body)
-        else:
-            self._direct_chunks.append(body)  # bounded: Content-Length, checked at the headers
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def on_message_complete(self) -> None:
-        path = self._direct_path
-        if path is None:
-            super().on_message_complete()
-            return
-        self._direct_path = None
-        route = self.direct
-        assert route is not None  # a direct request exists only with a route
-        chunks = self._direct_chunks
-        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        started = self._direct_started
-        batch = route.batch
-        batch.before_run()
-        answer = route.execute.answer_inline(body, path, started)
-        if answer is None:
-            self.write_held()  # the app's answer comes after those held
-            self._to_app(body)
-            return
-        status, out = answer
-        keep_alive = self._direct_keep_alive
-        whole = b"".join(
-            (
-                STATUS_LINE[status],
-                _default_headers(self.server_state.default_headers),
-                _CONTENT % len(out),
-                _END_KEEP if keep_alive else _END_CLOSE,
-                out,
-            )
-        )
-        self.server_state.total_requests += 1
-        now = _monotonic()
-        transport = self.transport
-        if keep_alive:
-            self._idle()
-            if not batch.hold(transport, whole, self.loop, started, now):
-                transport.write(whole)
-        else:
-            self.write_held()
-            transport.write(whole)
-            transport.close()
-        seconds = now - started
-        route.execute.observe(status, seconds)
-        if route.access_log:
-            log_request(self.client, "POST", path, status, seconds * 1000)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-        super().connection_lost(exc)
-
-    # -- what writes or closes before the held answers are written ---------------------------
-
-    def send_400_response(self, msg: str) -> None:
-        self.write_held()
-        super().send_400_response(msg)
-
-    def handle_websocket_upgrade(self) -> None:
-        self.write_held()
-        super().handle_websocket_upgrade()
-
-    def timeout_keep_alive_handler(self) -> None:
-        self.write_held()
-        super().timeout_keep_alive_handler()
-
-    def shutdown(self) -> None:
-        self.write_held()
-        super().shutdown()
-
-    # -- for the layers above ----------------------------------------------------------------
-
-    def _at_connection_cap(self) -> bool:
-        """uvicorn's own test for its 503: open connections or tasks at ``limit_concurrency``."""
-        limit = self.limit_concurrency
-        return limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
-
-    def _direct_under_way(self) -> bool:
-        """Whether a direct request has its headers and not yet its answer."""
-        return self._direct_path is not None
-
-    def write_held(self) -> None:
-        """Write the answers held to the end of the loop's turn now
-        (``server/http/_answer_batch.py``), before this connection writes or closes with
-        anything else."""
-        route = self.direct
-        if route is not None:
-            route.batch.write()
-
-    def _close_direct_after_answer(self) -> None:
-        """Answer the direct request under way (if any) with ``Connection: close``."""
-        self._direct_keep_alive = False
-
-    # -- deciding, and handing a request to the app -----------------------------------------
-
-    def _take_directly(self) -> bool:
-        """Whether the request whose headers just completed is answered here (see the module)."""
-        route = self.direct
-        if route is None:
-            return False
-        target: bytes = self.url
-        path = target.partition(b"?")[0]
-        if path != _PATH and not path.startswith(_SUBPATH):
-            return False
-        cycle = self.cycle  # None before the first request; else the latest one's
-        if (
-            self.parser.get_method() != b"POST"
-            or self.expect_100_continue
-            or _PERCENT in path
-            or _HASH in target
-            or not path.isascii()
-            or route.app.user_middleware
-            or self.root_path
-            or (cycle is not None and not cycle.response_complete)  # uvicorn queues it
-            or self.flow.write_paused
-            or self.transport.is_closing()
-            or self._at_connection_cap()  # uvicorn's 503 stays uvicorn's
-        ):
-            return False
-        length = 0
-        connection = False
-        for name, value in self.headers:  # bounded: the headers the parser took
-            if name == b"content-length":  # one, all digits: llhttp answers 400 otherwise
-                length = int(value)
-            elif name in _TO_APP:
-                return False
-            elif name == b"connection":
-                connection = True
-        if length > route.execute.inline_bytes:
-            return False
-        parser = self.parser
-        keep_alive = parser.should_keep_alive()
-        if keep_alive and connection:  # HTTP/1.0 keeps a connection only when asked; uvicorn never
-            keep_alive = parser.get_http_version() != "1.0"
-        self._direct_path = path.decode("ascii")
-        self._direct_chunks = []
-        self._direct_keep_alive = keep_alive
-        self._direct_started = _monotonic()
-        return True
-
-    def _build_scope(self) -> None:
-        """uvicorn's scope of the current request, by uvicorn's own ``on_message_begin``."""
-        if self._scoped:
-            return
-        url, headers, expect = self.url, self.headers, self.expect_100_continue
-        HttpToolsProtocol.on_message_begin(self)
-        self.url, self.expect_100_continue = url, expect
-        self.headers.extend(headers)  # the very list in scope["headers"]
-        self._scoped = True
-
-    def _to_app(self, body: bytes) -> None:
-        """Give a complete direct request to the ASGI app, as uvicorn would have."""
-        self._build_scope()
-        HttpToolsProtocol.on_headers_complete(self)  # a cycle and its task (or uvicorn's 503)
-        if not self._direct_keep_alive:
-            self.cycle.keep_alive = False
-        if body:
-            HttpToolsProtocol.on_body(self, body)
-        HttpToolsProtocol.on_message_complete(self)
-
-    # -- the idle time between requests -------------------------------------------------------
-
-    def _idle(self) -> None:
-        """After a direct answer: idle until the next request, at most uvicorn's keep-alive time.
-
-        uvicorn arms a timer per answer; one timer per connection does here: it
-        fires at the keep-alive time after the answer that armed it, and then
-        re-arms for the latest answer, ends (a request has begun since: its
-        answer arms again) or closes the connection (as uvicorn's does).
-        """
-        self._idle_since = now = self.loop.time()
-        if self._idle_timer is None:
-            self._idle_timer = self.loop.call_at(now + self.timeout_keep_alive, self._idle_over)
-
-    def _idle_over(self) -> None:
-        self._idle_timer = None
-        since = self._idle_since
+    def _over(self) -> None:
+        self._timer = None
+        since = self._since
         if not since:
             return
-        due = since + self.timeout_keep_alive
-        if due > self.loop.time() + TIMER_EARLY:
-            self._idle_timer = self.loop.call_at(due, self._idle_over)
+        due = since + self._seconds
+        if due > self._loop.time() + TIMER_EARLY:
+            self._timer = self._loop.call_at(due, self._over)
         else:
-            self.timeout_keep_alive_handler()
+            self._on_idle()
 
-
-TIMER_EARLY = 0.001
-"""A timer may fire this much before its time (uvloop rounds delays to milliseconds)."""
 
 _PERCENT, _HASH = ord("%"), ord("#")
 """Bytes looked for as ints: ``b"%" in path`` first tries (and fails) to read ``b"%"``

@@ -10,6 +10,13 @@ on a bounded pool of worker threads, release the snapshot, send the bytes.
 The context handed to the engine is built once per snapshot; per request it
 only gains its deadline (``Config.request_timeout_ms`` from the request's
 arrival: one clock read, shared with the latency metric).
+
+One answer maker (``ExecuteEndpoint._make``: the responder's status and bytes,
+or the 500 of a responder that raised) serves both paths: this ASGI app, on
+the loop or on a worker thread, and the HTTP protocol's direct answers
+(``server/http/_protocol.py``), which reach the endpoint through one function,
+:meth:`ExecuteEndpoint.answer`, and frame its status and bytes as uvicorn
+frames this app's.
 """
 
 from __future__ import annotations
@@ -113,24 +120,16 @@ class ExecuteEndpoint:
             return
         else:
             try:
-                snap = self._acquire()
-                if snap is None:
-                    status, out = 503, _NO_CONFIG
-                else:
-                    try:
-                        args = _args(snap, body, scope["path"], started, self._timeout)
-                        # A large body runs off the loop even for a non-blocking engine:
-                        # parsing and copying its items would stall every other request.
-                        if snap.blocking or len(body) > self._inline_bytes:
-                            status, out = await self._off_loop(args)
-                        else:
-                            status, out = self._respond(*args)
-                    except Exception as exc:
-                        status, out = _failed(snap, exc)
-                    finally:
-                        snap.release()
+                path = scope["path"]
+                small = len(body) <= self._inline_bytes
+                answer = self._answer(body, path, started) if small else None
+                if answer is None:
+                    # A large body runs off the loop even for a non-blocking engine:
+                    # parsing and copying its items would stall every other request.
+                    answer = await self._answer_off_loop(body, path, started)
             finally:
                 self._inflight -= len(body)
+            status, out = answer
         await send(
             {
                 "type": "http.response.start",
@@ -146,32 +145,59 @@ class ExecuteEndpoint:
         """The largest body answered on the event loop (``Config.inline_body_bytes``)."""
         return self._inline_bytes
 
-    def answer_inline(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
-        """Answer a complete ``POST`` body on the event loop, now; None when it must not.
+    def answer(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
+        """The status and bytes answering a complete ``POST`` body, made on the event loop
+        now; None when they must not be (the serving engine may block).
 
-        For ``server/http/_direct.py``, which calls it only for bodies of at most
-        ``Config.inline_body_bytes``: None means the serving snapshot's engine
-        may block (the request then goes through this ASGI app instead, which
-        runs it off the loop). The body is counted in progress while it runs.
+        What the HTTP protocol calls (``server/http/_protocol.py``), only for bodies of
+        at most ``Config.inline_body_bytes``: on None the request goes through this ASGI
+        app instead, which makes the same answer off the loop. The body is counted in
+        progress while it runs.
         """
         try:
             self._hold(len(body))
         except _Busy:
             return 503, self._busy
         try:
-            snap = self._acquire()
-            if snap is None:
-                return 503, _NO_CONFIG
-            try:
-                if snap.blocking:
-                    return None
-                return self._respond(*_args(snap, body, path, started, self._timeout))
-            except Exception as exc:
-                return _failed(snap, exc)
-            finally:
-                snap.release()
+            return self._answer(body, path, started)
         finally:
             self._inflight -= len(body)
+
+    def _answer(self, body: bytes, path: str, started: float) -> tuple[int, bytes] | None:
+        """Borrow the serving snapshot and make the answer on the loop (None: it blocks)."""
+        snap = self._acquire()
+        if snap is None:
+            return 503, _NO_CONFIG
+        try:
+            if snap.blocking:
+                return None
+            return self._make(snap, body, path, started)
+        finally:
+            snap.release()
+
+    async def _answer_off_loop(self, body: bytes, path: str, started: float) -> tuple[int, bytes]:
+        """Borrow the serving snapshot and make the answer on the bounded worker-thread pool."""
+        snap = self._acquire()
+        if snap is None:
+            return 503, _NO_CONFIG
+        try:
+            limiter = self._limiter
+            if limiter is None:
+                limiter = self._limiter = CapacityLimiter(self._threads)
+            answer: tuple[int, bytes] = await anyio.to_thread.run_sync(
+                self._make, snap, body, path, started, limiter=limiter
+            )
+            return answer
+        finally:
+            snap.release()
+
+    def _make(self, snap: Snapshot, body: bytes, path: str, started: float) -> tuple[int, bytes]:
+        """The one answer maker of both paths: the responder's status and bytes, or the 500
+        of a responder that raised. Any thread: it reads only the borrowed snapshot."""
+        try:
+            return self._respond(*_args(snap, body, path, started, self._timeout))
+        except Exception as exc:
+            return _failed(snap, exc)
 
     def _hold(self, size: int) -> None:
         """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
@@ -183,16 +209,6 @@ class ExecuteEndpoint:
 
     def _bodies(self) -> int:
         return self._inflight
-
-    async def _off_loop(self, args: tuple[object, ...]) -> tuple[int, bytes]:
-        """Run the responder on the bounded worker-thread pool."""
-        limiter = self._limiter
-        if limiter is None:
-            limiter = self._limiter = CapacityLimiter(self._threads)
-        result: tuple[int, bytes] = await anyio.to_thread.run_sync(
-            self._respond, *args, limiter=limiter
-        )
-        return result
 
     async def _read_rest(self, first: bytes, receive: Receive) -> bytes:
         """The rest of a body sent in several messages (413 past the limit)."""

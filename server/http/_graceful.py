@@ -68,7 +68,6 @@ class GracefulServer(uvicorn.Server):
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        self._drain.connections = self.server_state.connections
         await super().startup(sockets)
         self._loop = asyncio.get_running_loop()
 

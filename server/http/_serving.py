@@ -28,8 +28,9 @@ from .._logmask import install_log_mask, remove_log_mask
 from .._service import Service
 from ._access_log import AccessLog
 from ._app import create_app, direct_route
-from ._connections import ConnectionRules, Drain, serving_protocol
+from ._connections import ConnectionRules, Drain
 from ._graceful import GracefulServer
+from ._protocol import edge_protocol
 from ._read_timeouts import ReadTimeouts
 
 __all__ = ["EXIT_GRACE_SECONDS", "bind", "exit_within", "serve", "uvicorn_config"]
@@ -147,7 +148,7 @@ def uvicorn_config(config: Config, service: Service, drain: Drain) -> uvicorn.Co
     direct = direct_route(app, access_log=config.access_log)
     return uvicorn.Config(
         AccessLog(app) if config.access_log else app,
-        http=serving_protocol(timeouts, rules, drain, direct),
+        http=edge_protocol(timeouts, rules, drain, direct),
         lifespan="on",
         # The peer is never rewritten from proxy headers (not even with env
         # FORWARDED_ALLOW_IPS): _admin reads X-Forwarded-For from --trust-proxy peers only.
@@ -159,7 +160,7 @@ def uvicorn_config(config: Config, service: Service, drain: Drain) -> uvicorn.Co
         # uvicorn types it int, but only hands it to loop.call_later: milliseconds hold.
         timeout_keep_alive=config.idle_timeout_ms / 1000,  # type: ignore[arg-type]
         # uvicorn answers 503 once open connections (the asking one included) reach the
-        # limit: + 1 serves exactly max_connections of them (probes: always, _connections).
+        # limit: + 1 serves exactly max_connections of them (probes: always, _protocol).
         limit_concurrency=config.max_connections + 1 if config.max_connections > 0 else None,
     )
 

@@ -1,18 +1,18 @@
 """The uvicorn releases the HTTP edge was written for, checked when a server starts.
 
 The edge subclasses uvicorn's server and its httptools protocol and relies on
-their private parts, which any release may change: ``_direct.py``,
-``_read_timeouts.py``, ``_connections.py`` and ``_graceful.py`` each list
-what they use. ``pyproject.toml`` pins :data:`UVICORN_RANGE`; an install
+their private parts, which any release may change: ``_protocol.py`` (the one
+protocol class) and ``_graceful.py`` list what they use. ``pyproject.toml``
+pins :data:`UVICORN_RANGE`; an install
 that got another version anyway (``pip install --no-deps``, a constraints
 file, a vendored copy) would serve with an edge that may drop answers or
 timers silently, so :func:`check_uvicorn` refuses to start, naming the
 installed version and the range (``pineapple serve`` exits 1). It also
 checks that the methods the edge overrides or calls still exist.
 
-Moving the range: run ``tests/server`` (``test_direct``, ``test_read_timeouts``,
-``test_connections``, ``test_graceful_shutdown``, ``test_half_close``) on the
-new release, then change :data:`UVICORN_RANGE` and ``pyproject.toml``
+Moving the range: run ``tests/server`` (``test_protocol``, ``test_direct``,
+``test_read_timeouts``, ``test_connections``, ``test_graceful_shutdown``,
+``test_half_close``) on the new release, then change :data:`UVICORN_RANGE` and ``pyproject.toml``
 together (``tests/server/http/test_uvicorn_range.py`` checks that they agree).
 """
 
@@ -53,7 +53,8 @@ PROTOCOL_METHODS = (
     "pause_writing",
     "resume_writing",
 )
-"""``HttpToolsProtocol`` methods the edge overrides or calls."""
+"""``HttpToolsProtocol`` methods the edge overrides or relies on (``_protocol.py``'s
+``OVERRIDDEN`` and ``KEPT``: ``tests/server/http/test_protocol.py`` checks they agree)."""
 
 SERVER_METHODS = ("startup", "shutdown", "handle_exit", "on_tick", "run")
 """``uvicorn.Server`` methods ``GracefulServer`` overrides or calls."""

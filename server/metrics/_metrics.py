@@ -1,9 +1,10 @@
 """Prometheus metrics of one server, in a ``CollectorRegistry`` of its own.
 
 Counters and histograms are updated where things happen (requests, reloads,
-refreshes); per-resource gauges (version, generation, age, last success) are
-read from the current snapshot's Manager at scrape time, so they always
-describe the resources that are serving. ``process_*`` (CPU, memory, file
+refreshes); per-resource gauges (conditions, version, generation, age, last
+success), the serving config and its last reload are read at scrape time from
+what this process decides (``_state_metrics``), so they always describe what
+serves. ``process_*`` (CPU, memory, file
 descriptors) come from the client library's process collector.
 
 With a :class:`~server.metrics._pod_metrics.PodMetrics` (a process of ``serve
@@ -41,6 +42,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pineapple import resource
 from pineapple.engine import stats_dict
 from pineapple.resource.lowlevel import LATENCY_BUCKETS, RefreshResult
 
@@ -50,7 +52,8 @@ from ._gometrics import EngineTotals, GoCollector, HttpStats
 from ._pod_metrics import FLUSH_SECONDS, PodMetrics
 from ._probe_metrics import probe_families
 from ._request_metrics import RequestFamilies
-from ._served import Served
+from ._served import ConfigState, Decided, Served
+from ._state_metrics import StateCollector
 
 __all__ = ["CONTENT_TYPE", "ServerMetrics"]
 
@@ -95,6 +98,9 @@ _FAMILIES: tuple[_Family, ...] = (
     _Family("validation_failures", _C, "pineapple_resource_validation_failures",
             "New resource values refused before the swap, by resource and check "
             "(a validator's name, or memory_budget).", ("resource", "check")),
+    _Family("worker_restarts", _C, "pineapple_worker_restarts",
+            "Worker processes of --workers N started again after they exited or were killed "
+            "for their silence (0 in one process)."),
     _Family("read_timeouts", _C, "pineapple_http_read_timeouts",
             "Connections closed because a request's headers (timeout=header) or the whole "
             "request (timeout=read) did not arrive in time.", ("timeout",)),
@@ -105,19 +111,12 @@ _FAMILIES: tuple[_Family, ...] = (
             "Config reload duration in seconds.", (), _GO_RELOAD_BUCKETS),
 )  # fmt: skip
 
-_LABELS = ("resource", "type")
-_GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    # name, help, labels: read from the serving snapshot at scrape time
-    ("pineapple_resource_version", "Successful swaps of the resource's value (starts at 1).",
-     _LABELS),
-    ("pineapple_resource_generation", "Changes of the resource's config entry.", _LABELS),
-    ("pineapple_resource_age_seconds", "Seconds since the current value was loaded.", _LABELS),
-    ("pineapple_resource_last_success_timestamp_seconds",
-     "When the resource was last fetched successfully (Unix seconds).", _LABELS),
-    ("pineapple_resource_ready", "1 when the resource has a value to lend.", _LABELS),
-    ("pineapple_config_loaded_timestamp_seconds",
-     "When the serving config was loaded, labelled by its content hash.", ("content_hash",)),
-)  # fmt: skip
+_CONFIG_LOADED = (
+    "pineapple_config_loaded_timestamp_seconds",
+    "When the serving config was loaded, labelled by its content hash.",
+)
+
+_RELOAD_RESULTS = ("ok", "unchanged", "error")
 
 
 class ServerMetrics:
@@ -127,7 +126,15 @@ class ServerMetrics:
     client metrics are thread-safe; ``_last_success`` is guarded by a lock).
     """
 
-    def __init__(self, current: Callable[[], Served | None], pod: PodMetrics | None = None) -> None:
+    def __init__(
+        self,
+        current: Callable[[], Served | None],
+        pod: PodMetrics | None = None,
+        decided: Decided | None = None,
+    ) -> None:
+        """``decided``: what this process decides for the pod (see ``_state_metrics``);
+        None: the serving snapshot's resources (but, in a worker, those another process
+        fetches) and, unless a worker, its config."""
         self._current = current
         self.pod = pod
         """The pod's metrics directory (``serve --workers N``); None: this process alone."""
@@ -142,6 +149,9 @@ class ServerMetrics:
         self.refresh_duration: Histogram = made["refresh_duration"]
         self.validation_failures: Counter = made["validation_failures"]
         self.read_timeouts: Counter = made["read_timeouts"]
+        self.worker_restarts: Counter = made["worker_restarts"]
+        for result in _RELOAD_RESULTS:  # every result shows from the first scrape (0)
+            self.reloads.labels(result)
         self.go_reloads: Counter = made["go_reloads"]
         self.go_reload_errors: Counter = made["go_reload_errors"]
         self.go_reload_duration: Histogram = made["go_reload_duration"]
@@ -151,8 +161,11 @@ class ServerMetrics:
         self.reload_error_count = 0
         self.last_reload_duration_ns = 0
         self._last_success: dict[str, float] = {}
+        self._last_reload: tuple[str, float] | None = None
         self._lock = threading.Lock()
-        self.registry.register(_SnapshotCollector(current, self.last_success))
+        state = decided if decided is not None else self._served_decided()
+        self.registry.register(StateCollector(current, state, self.last_success, self.last_reload))
+        self.registry.register(_SnapshotCollector(current))
         self.registry.register(GoCollector(current, self.engines, self.http))
         ProcessCollector(registry=self.registry)  # process_*: CPU, memory, descriptors
         self.flush_health = _FlushHealth(pid=None if pod is None else pod.pid)
@@ -161,6 +174,28 @@ class ServerMetrics:
         self._health.register(self.flush_health)
         self._last_merge = b""
         """The pod's last merged exposition (served when a merge fails)."""
+
+    def _served_decided(self) -> Decided:
+        """What a process that serves decides: the resources of its snapshot that no other
+        process fetches, and its config unless it is a worker (its supervisor decides)."""
+        pod = self.pod
+
+        def statuses() -> list[resource.ResourceStatus]:
+            snap = self._current()
+            if snap is None:
+                return []
+            mine = snap.manager.status()
+            if pod is None:
+                return mine
+            return [st for st in mine if not pod.fetched_elsewhere(st.type)]
+
+        def config() -> ConfigState | None:
+            snap = self._current()
+            if snap is None or (pod is not None and not pod.decides):
+                return None
+            return ConfigState(snap.serial, snap.info.content_hash, snap.info.loaded_at)
+
+        return Decided(statuses, config)
 
     # -- ManagerMetrics -----------------------------------------------------------------
 
@@ -185,6 +220,12 @@ class ServerMetrics:
         if self.pod is not None and self.pod.fetched_elsewhere(type_name):
             return  # refused where it was fetched, and counted there
         self.validation_failures.labels(name, check).inc()
+
+    def last_reload(self) -> tuple[str, float] | None:
+        """The result of the last reload this process counted and when it ended (None: none
+        since the start)."""
+        with self._lock:
+            return self._last_reload
 
     def last_success(self, name: str) -> float | None:
         """When ``name`` was last fetched successfully by any snapshot (Unix seconds)."""
@@ -212,6 +253,8 @@ class ServerMetrics:
         if self.pod is not None and not self.pod.decides:
             return
         self.reloads.labels(result).inc()
+        with self._lock:
+            self._last_reload = (result, time.time())
         if seconds is not None and result != "unchanged":
             self.reload_duration.observe(seconds)
         if result == "ok":
@@ -359,42 +402,21 @@ class _FlushHealth(Collector):
 
 
 class _SnapshotCollector(Collector):
-    """Per-resource gauges of the serving snapshot, read at scrape time."""
+    """What every serving process shows of its own snapshot, read at scrape time: the
+    config it loaded, and the probes and clients of its values."""
 
-    def __init__(
-        self,
-        current: Callable[[], Served | None],
-        last_success: Callable[[str], float | None],
-    ) -> None:
+    def __init__(self, current: Callable[[], Served | None]) -> None:
         self._current = current
-        self._last_success = last_success
 
     def describe(self) -> Iterator[Metric]:
         return iter(())  # dynamic: not checked for duplicates at registration
 
     def collect(self) -> Iterator[Metric]:
-        version, generation, age, success, ready, config = (
-            GaugeMetricFamily(name, help_text, labels=list(labels))
-            for name, help_text, labels in _GAUGES
-        )
+        config = GaugeMetricFamily(*_CONFIG_LOADED, labels=["content_hash"])
         snap = self._current()
         if snap is not None:
-            now = time.time()
             config.add_metric([snap.info.content_hash[:16]], snap.info.loaded_at)
-            for st in snap.manager.status():
-                labels = [st.name, st.type or "unknown"]
-                version.add_metric(labels, st.version)
-                generation.add_metric(labels, st.generation)
-                ready.add_metric(labels, 1.0 if st.ready else 0.0)
-                if st.loaded_at is not None:
-                    age.add_metric(labels, max(0.0, now - st.loaded_at))
-                last = max(
-                    (t for t in (st.loaded_at, self._last_success(st.name)) if t is not None),
-                    default=None,
-                )
-                if last is not None:
-                    success.add_metric(labels, last)
-        yield from (version, generation, age, success, ready, config)
+        yield config
         if snap is not None:
             yield from probe_families(snap.manager)
             yield from client_families(snap.manager)

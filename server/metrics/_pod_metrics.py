@@ -4,11 +4,13 @@ Each process (the supervisor and every worker) keeps counting the way one
 process does (plain counters on the event loop for ``/execute``, the client
 library's metrics elsewhere) and *flushes* a copy of what its registry
 collects into files of its own, in ``prometheus_client``'s multiprocess
-format (``counter_<pid>.db``, ``histogram_<pid>.db``, ``gauge_liveall_<pid>.db``)
+format (``counter_<pid>.db``, ``histogram_<pid>.db``, ``gauge_<mode>_<pid>.db``)
 plus ``stats_<pid>.json`` for ``/stats``. A scrape of any worker flushes that
 worker, then merges every file with ``prometheus_client``'s
 ``MultiProcessCollector``: counters and histograms are summed over the
-processes, a gauge is shown once per process with a ``pid`` label.
+processes; a gauge is merged as ``GAUGE_MODES`` says (a family of the pod's
+state, which one process decides, once for the pod) or else shown once per
+process with a ``pid`` label.
 
 A process flushes every ``FLUSH_SECONDS`` (a worker on its event loop, the
 supervisor on its supervision loop) and at each of its own scrapes, so one
@@ -57,7 +59,14 @@ from prometheus_client.registry import Collector
 
 from .._atomic_file import write_atomically
 
-__all__ = ["FLUSH_SECONDS", "LOCK_SECONDS", "MAX_STATS_BYTES", "PodMetrics", "merge_stats"]
+__all__ = [
+    "FLUSH_SECONDS",
+    "GAUGE_MODES",
+    "LOCK_SECONDS",
+    "MAX_STATS_BYTES",
+    "PodMetrics",
+    "merge_stats",
+]
 
 FLUSH_SECONDS = 0.5
 """How often each process copies its metrics into the directory."""
@@ -67,7 +76,30 @@ MAX_STATS_BYTES = 4 * 1024 * 1024
 """A ``stats_*.json`` larger than this is not one we wrote; it is skipped."""
 
 _SUMMED = ("counter", "histogram", "summary")
-"""Metric types summed over processes; every other type is a per-process gauge."""
+"""Metric types summed over processes; every other type is a gauge."""
+_PER_PROCESS = "liveall"
+"""The mode of a gauge family not in ``GAUGE_MODES``: one series per process (``pid``)."""
+GAUGE_MODES: dict[str, str] = {
+    # The pod's state (server/metrics/_state_metrics.py): one process decides each series
+    # (a shared resource and the config: the supervisor), so no pid label.
+    "pineapple_resource_condition": "livemax",  # a status some process has
+    "pineapple_resource_version": "livemax",
+    "pineapple_resource_generation": "livemax",
+    "pineapple_resource_age_seconds": "livemax",  # the oldest value served
+    "pineapple_resource_last_success_timestamp_seconds": "livemin",
+    "pineapple_resource_ready": "livemin",  # 0 if any process has nothing to lend
+    "pineapple_config_generation": "livemax",
+    "pineapple_config_last_reload_success": "livemin",
+    "pineapple_config_last_reload_timestamp_seconds": "livemax",
+    "pineapple_http_requests_in_flight": "livesum",
+    "pineapple_build_info": "livemax",
+    "pineapple_workers": "livemax",
+    "pineapple_workers_serving": "livemax",
+}
+"""How a gauge family merges over the pod's processes (``prometheus_client``'s
+multiprocess modes: ``livemax``, ``livemin``, ``livesum`` drop the ``pid``
+label); every other gauge is shown per process."""
+_MODES = (_PER_PROCESS, *sorted(set(GAUGE_MODES.values())))
 _DEAD = "dead"
 _INT = struct.Struct("i")
 _TWO_DOUBLES = struct.Struct("dd")
@@ -112,13 +144,17 @@ class PodMetrics:
 
     def flush(self, families: Iterable[Metric], stats: Mapping[str, Any] | None = None) -> None:
         """Replace this process's files with ``families`` (what its registry collects)."""
-        rows: dict[str, list[tuple[_Key, float]]] = {typ: [] for typ in (*_SUMMED, "gauge")}
+        rows: dict[str, list[tuple[_Key, float]]] = {
+            typ: [] for typ in (*_SUMMED, *(f"gauge_{mode}" for mode in _MODES))
+        }
         for metric in families:  # bounded: the families this code defines
-            typ = metric.type if metric.type in _SUMMED else "gauge"
+            if metric.type in _SUMMED:
+                typ = metric.type
+            else:
+                typ = f"gauge_{GAUGE_MODES.get(metric.name, _PER_PROCESS)}"
             rows[typ].extend(_entries(metric))
         for typ, entries in rows.items():
-            name = f"gauge_liveall_{self.pid}.db" if typ == "gauge" else f"{typ}_{self.pid}.db"
-            _write_db(self.path / name, entries, self._keys)
+            _write_db(self.path / f"{typ}_{self.pid}.db", entries, self._keys)
         if stats is not None:
             write_atomically(self.path / f"stats_{self.pid}.json", orjson.dumps(stats))
 
@@ -164,9 +200,9 @@ class PodMetrics:
     def retire(self, pid: int) -> bool:
         """Fold the files of dead process ``pid`` into the archive; whether it had any."""
         mine = [self.path / f"{typ}_{pid}.db" for typ in _SUMMED]
-        gauges = self.path / f"gauge_liveall_{pid}.db"
+        gauges = [self.path / f"gauge_{mode}_{pid}.db" for mode in _MODES]
         stats = self.path / f"stats_{pid}.json"
-        if not any(p.exists() for p in (*mine, gauges, stats)):
+        if not any(p.exists() for p in (*mine, *gauges, stats)):
             return False
         with self._locked(fcntl.LOCK_EX):
             before = _totals(self._merged())
@@ -184,7 +220,7 @@ class PodMetrics:
                 archive = self.path / f"stats_{_DEAD}.json"
                 total = merge_stats(_read_stats(archive), _read_stats(stats))
                 write_atomically(archive, orjson.dumps(total))
-            for path in (*mine, gauges, stats):
+            for path in (*mine, *gauges, stats):
                 path.unlink(missing_ok=True)
         return True
 

@@ -8,11 +8,13 @@ probes, clients), the config's identity and the count of borrowers. A
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from pineapple import resource
 
-__all__ = ["Served", "ServedConfig"]
+__all__ = ["ConfigState", "Decided", "Served", "ServedConfig"]
 
 
 class ServedConfig(Protocol):
@@ -39,3 +41,34 @@ class Served(Protocol):
 
     @property
     def refs(self) -> int: ...
+
+    @property
+    def serial(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ConfigState:
+    """The serving config where a process decides it: its generation (one process: the
+    snapshot's serial; a pod: the supervisor's config generation), its content hash and
+    when it was accepted (Unix seconds)."""
+
+    generation: int
+    content_hash: str
+    accepted_at: float
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What one process decides for the pod, as the metrics read it at scrape time.
+
+    ``statuses``: the resources whose state this process decides (one process:
+    all; a worker of ``--workers N``: its per-worker ones; the supervisor: the
+    shared ones, which it fetches). ``config``: the serving config where this
+    process decides it (None in a worker: its supervisor decides). So every
+    series of the pod's state comes from one process, whichever worker answers.
+    """
+
+    statuses: Callable[[], Sequence[resource.ResourceStatus]]
+    config: Callable[[], ConfigState | None]
+    workers: Callable[[], tuple[int, int]] | None = None
+    """The supervisor's: worker processes wanted and serving now (None elsewhere)."""

@@ -42,6 +42,13 @@ def test_a_pod_without_config_serves_the_fleets_and_follows_it(
                 return None if record is None else orjson.loads(record.value)["config_revision"]
 
             wait_until("the heartbeat names the revision", lambda: beat_revision() == revision)
+            source = pod.get("/config").json()["config_source"]  # the fleet config's revision
+            assert source == {
+                "kind": "fleet",
+                "store": fleet.url,
+                "revision": revision,
+                "stale": None,
+            }, source
 
             bad = fleet.config("bad")
             bad["pipeline_config"]["operators"]["static"]["type_name"] = "no_such_operator"
@@ -55,6 +62,7 @@ def test_a_pod_without_config_serves_the_fleets_and_follows_it(
             assert error["step"] == "engine" and "no_such_operator" in error["error"], error
             assert pod.tag() == "second"  # the running config keeps serving
             assert beat_revision() == revision  # and it is still the one the pod says it serves
+            assert pod.get("/config").json()["config_source"]["revision"] == revision
             fleet.put_config(fleet.config("third"))
             wait_until("the next good revision served", lambda: pod.tag() == "third", FOLLOW_WITHIN)
 

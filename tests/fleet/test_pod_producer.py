@@ -13,8 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ._nats import nats_cluster
 from ._pods import IN_BOTH_MODES, Fleet, wait_until
-from ._producer import Publisher, announcement, write_config
+from ._producer import ROWS, Publisher, Source, announcement, write_config
+from ._producer import source as source  # the fixture
 
 pytestmark = [pytest.mark.timeout(240), IN_BOTH_MODES]
 
@@ -51,3 +53,40 @@ def test_a_pod_serves_what_the_producer_publishes_and_follows_it(
                 assert pod.status()["source"] == "fleet"
                 fleet.source.write_bytes(_rows(2))  # the producer reads it, the pod never
                 wait_until("the pod serves the change", lambda: pod.serves(2), FOLLOW_WITHIN)
+
+
+def test_a_mariadb_table_the_producer_reads_into_arrow_serves_on_every_pod(
+    tmp_path: Path, mode: tuple[str, ...], source: Source
+) -> None:
+    """``feed_data`` with ``loader: "arrow"`` at the producer (connectorx, the mapped snapshot
+    written by its loader child), over a real NATS JetStream: the pod (no config of its
+    own, one process and ``--workers 2``) serves the table's rows, then the change."""
+    config = source.config()
+    config["resource_config"]["feed"]["params"]["loader"] = "arrow"
+    producer_config = tmp_path / "producer.json"
+    write_config(producer_config, config)
+    with (
+        nats_cluster(tmp_path / "nats") as nats,
+        Fleet(tmp_path / "fleet", url=nats.url) as fleet,
+        Publisher(producer_config, fleet.url),
+    ):
+        wait_until(
+            "generation 1 announced",
+            lambda: announcement(fleet.store, "feed") is not None,
+            FOLLOW_WITHIN,
+        )
+        with fleet.pod(mode, own_config=False) as pod:
+
+            def ids() -> list[int]:
+                return [int(item["id"]) for item in pod.answer()]
+
+            assert ids() == list(range(ROWS))
+            response = pod.get("/resources/feed")
+            assert response.json()["status"]["source"] == "fleet"
+            source.bump(5, ROWS)  # five rows more, the version moved: one change
+            wait_until(
+                "the pod serves the change",
+                lambda: all(ids() == list(range(ROWS + 5)) for _ in range(4)),
+                FOLLOW_WITHIN,
+            )
+            assert (a := announcement(fleet.store, "feed")) is not None and a.generation == 2

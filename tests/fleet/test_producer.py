@@ -33,11 +33,14 @@ from ._producer import source as source  # the fixture
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
+@pytest.mark.parametrize("loader", ["thread", "arrow"])
 def test_one_publish_and_one_full_read_per_change_and_none_when_unchanged(
-    store: FleetStore, store_url: str, tmp_path: Path, source: Source
+    store: FleetStore, store_url: str, tmp_path: Path, source: Source, loader: str
 ) -> None:
     config = tmp_path / "config.json"
-    data = write_config(config, source.config())
+    entry = source.config()
+    entry["resource_config"]["feed"]["params"]["loader"] = loader
+    data = write_config(config, entry)
     with userstat_on(source.conn):
         before = rows_read(source.conn, source.table)
         checks = rows_read(source.conn, source.version)

@@ -105,12 +105,38 @@ def test_force_accepts_a_refused_value_and_logs_it(caplog: pytest.LogCaptureFixt
     rm.stop()
 
 
-def test_not_modified_after_a_refusal_keeps_valid_false() -> None:
-    rm = _started(Scripted(rows(2), rows(0), NOT_MODIFIED), {"min_rows": 1})
-    with pytest.raises(ValidationRefusedError):
+def test_not_modified_after_a_refusal_keeps_the_refusal_until_a_value_is_accepted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A version_query whose answer did not change after a refusal: the source still
+    # holds the refused data. Nothing "recovered", nothing was confirmed.
+    good = rows(3, "good")
+    rm = _started(Scripted(good, rows(0), NOT_MODIFIED, NOT_MODIFIED, rows(4)), {"min_rows": 1})
+    with pytest.raises(ValidationRefusedError, match="min_rows"):
         rm.refresh("feed")
-    assert rm.refresh("feed") == "not_modified"
-    assert _valid(rm)[0] == "False"
+    refused = rm.status_of("feed")
+    confirmed = rm._slot("feed").confirmed_at  # what Fresh ages from
+    with caplog.at_level(logging.INFO, logger="pineapple.resource"):
+        for failures in (2, 3):
+            with pytest.raises(ValidationRefusedError, match="min_rows"):
+                rm.refresh("feed")  # NOT_MODIFIED: the same refused data
+            status = rm.status_of("feed")
+            assert status.consecutive_failures == failures
+            assert status.last_error == refused.last_error
+            assert _valid(rm)[:2] == ("False", "Refused")
+            assert status.last_attempt_at is not None and confirmed is not None
+            assert status.last_attempt_at > confirmed
+            assert rm._slot("feed").confirmed_at == confirmed  # not confirmed anew
+    assert _served(rm) is good
+    logged = [r.getMessage() for r in caplog.records]
+    assert not any("recovered" in line for line in logged), logged
+    assert sum("still holds the refused data" in line for line in logged) == 2
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pineapple.resource"):
+        assert rm.refresh("feed") == "swapped"  # a value is accepted: the refusal ends
+    assert _valid(rm)[:2] == ("True", "Passed")
+    assert rm.status_of("feed").consecutive_failures == 0
+    assert any("recovered after 3" in r.getMessage() for r in caplog.records)
     rm.stop()
 
 

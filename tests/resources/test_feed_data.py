@@ -156,7 +156,7 @@ def test_missing_sqlite_file_fails_start_naming_the_resource(tmp_path: Path) -> 
         ({"sqlite_path": "x", "index_colums": ["a"]}, "unknown parameter 'index_colums'"),
         (
             {"mysql_dsn": "u:p@tcp(h:3306)/d", "loader": "fork"},
-            "parameter 'loader': must be 'process' or 'thread', not 'fork'",
+            "parameter 'loader': must be 'process', 'thread' or 'arrow', not 'fork'",
         ),
     ],
 )

@@ -137,7 +137,7 @@ def test_rollback_serves_the_previous_rows_without_touching_the_database(
     assert server.status()["has_previous"]
     with mysql_conn.cursor() as cur:
         cur.execute(f"DROP TABLE `{mysql_table}`")  # any read of the database would now fail
-    done = admin_cli(server, "rollback", "feed")
+    done = admin_cli(server, "rollback", "feed", "-o", "json")
     assert done.returncode == 0, done.stderr
     assert orjson.loads(done.stdout)["result"] == "rolled_back"
     server.items_become([{"id": i, "score": 1.0} for i in range(5)])

@@ -84,7 +84,7 @@ from pineapple.resource.lowlevel import (
 
 from ..._build import Builder
 from ..._build_error import BuildError
-from ..._config import Config, Wiring
+from ..._config import Config, Wiring, source_view
 from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ..._request_sample import SampledRequest
@@ -133,6 +133,8 @@ class ConfigAuthority(ReloadPolicy):
         """The store keys of the shared entries the publisher holds."""
         self.generation = 0
         """The config generation every worker serves or is switching to."""
+        self.accepted_at: float | None = None
+        """When that generation was accepted (Unix seconds)."""
         self.attempts = 0
         """Recorded reload outcomes (as a one-process ``Reloader`` counts them)."""
         self.last_error: ReloadOutcome | None = None
@@ -283,6 +285,7 @@ class ConfigAuthority(ReloadPolicy):
                 raise
             old, self.publisher = self.publisher, manager
             self._accepted_hash, self.generation, self._named = digest, generation, named
+            self.accepted_at = time.time()
             self._previous, self._accepted = self._accepted, (data, digest)
             self._serving_per_worker, self._serving_engine = per_worker, engine
             if old is not None:
@@ -320,6 +323,13 @@ class ConfigAuthority(ReloadPolicy):
         hand = self.publisher is None and self.config.resources is not None  # built at start
         rebuilt = self._serving_engine is not None and self._serving_engine != engine
         return carried if hand or rebuilt or len(carried) < len(per_worker) else None
+
+    def serving_config(self) -> tuple[str, int, float] | None:
+        """The content hash, generation and acceptance time of the serving config."""
+        serving, accepted_at = self._serving(), self.accepted_at
+        if serving is None or accepted_at is None:
+            return None
+        return serving[0], serving[1], accepted_at
 
     def _serves(self, serial: int) -> str:
         return f"generation {serial}; {self.config.workers} workers follow"
@@ -479,6 +489,7 @@ class ConfigAuthority(ReloadPolicy):
             "last_reload_error": self.last_error.to_dict() if self.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
             "stale": stale_sources(publisher) if publisher is not None else {},
+            "config_source": source_view(self.wiring.config_source),
         }
         statuses = [st.to_dict() for st in publisher.status()] if publisher is not None else []
         return {"config": config, "resources": statuses}

@@ -63,13 +63,16 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from types import FrameType
+from typing import Any
 
 from pineapple import PineappleError
+from pineapple.resource import ResourceStatus
 
 from ..._config import Config, Wiring
 from ..._watcher import ConfigWatcher
 from ...metrics._metrics import ServerMetrics
 from ...metrics._pod_metrics import PodMetrics
+from ...metrics._served import ConfigState, Decided
 from .._control import CONTROL_SOCKET, ControlServer
 from .._liveness import LIVENESS_TIMEOUT_SECONDS, BeatClock
 from .._store_format import METRICS_DIR
@@ -147,8 +150,10 @@ class Supervisor:
         self.workers: list[_Worker] = []
         self.stopping = threading.Event()
         self.pod_metrics = PodMetrics.create(self.store.path / METRICS_DIR)
-        self.metrics = ServerMetrics(lambda: None, self.pod_metrics)
-        """The supervisor's own: its fetches, reloads and process_* (flushed every sweep)."""
+        decided = Decided(self._shared_statuses, self._serving_config, self._worker_counts)
+        self.metrics = ServerMetrics(lambda: None, self.pod_metrics, decided)
+        """The supervisor's own: its fetches, reloads, the state of what it decides (the
+        shared resources, the config, the workers) and process_* (flushed every sweep)."""
         self.authority = ConfigAuthority(config, self.store, self.stopping, self.metrics, wiring)
         self._context = multiprocessing.get_context("spawn")
         self._failures: dict[int, int] = {}
@@ -159,7 +164,40 @@ class Supervisor:
         self._lone_kill_at = 0.0
         """Monotonic time before which no silent worker is killed while none other serves."""
         self._watcher: ConfigWatcher | None = None
-        self._control = ControlServer(self.store.path / CONTROL_SOCKET, self.authority.handle)
+        self._flush_lock = threading.Lock()
+        """Serialises the flushes of the supervisor's metrics (its loop, the control channel)."""
+        self._control = ControlServer(self.store.path / CONTROL_SOCKET, self._decide)
+
+    def _decide(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A worker's control request, answered by the authority; the supervisor's metrics are
+        flushed before the answer, so a scrape after it shows what was decided (as the
+        pod's status is posted)."""
+        try:
+            return self.authority.handle(request)
+        finally:
+            self._flush_metrics()
+
+    def _flush_metrics(self) -> None:
+        with self._flush_lock:
+            self.metrics.flush()  # never raises: a failure is counted and logged
+
+    def _shared_statuses(self) -> list[ResourceStatus]:
+        publisher = self.authority.publisher
+        return [] if publisher is None else publisher.status()
+
+    def _serving_config(self) -> ConfigState | None:
+        serving = self.authority.serving_config()
+        if serving is None:
+            return None
+        content_hash, generation, accepted_at = serving
+        return ConfigState(generation, content_hash, accepted_at)
+
+    def _worker_counts(self) -> tuple[int, int]:
+        """Workers wanted, and those serving (beating, not killed); read on a scrape's
+        flush (this loop's thread, or a route's: a list copy is enough)."""
+        workers = list(self.workers)
+        serving = sum(1 for w in workers if not w.killed and w.beats.serving)
+        return self.config.workers, serving
 
     def _spawn(self, index: int) -> _Worker:
         reader, writer = self._context.Pipe(duplex=False)
@@ -314,6 +352,7 @@ class Supervisor:
                 continue
             del self._due[index]
             self.workers.append(worker)
+            self.metrics.worker_restarts.inc()
 
     def _sweep(self) -> None:
         """Remove the shared snapshots no config names and no worker needs any more."""
@@ -337,7 +376,7 @@ class Supervisor:
             w.proc.pid for w in self.workers if w.proc.pid is not None and w.proc.exitcode is None
         }
         try:
-            self.metrics.flush()
+            self._flush_metrics()
             for pid in self.pod_metrics.pids() - live:  # bounded: the processes started
                 self.pod_metrics.retire(pid)
         except (OSError, TimeoutError, ValueError) as exc:

@@ -158,7 +158,7 @@ class SupervisorLink:
         pod = self.pod.config()
         shared = self.describe()
         shared["worker_last_reload"] = body["last_reload"]  # this worker's switch
-        for key in ("reload_attempts", "last_reload", "last_reload_error"):
+        for key in ("reload_attempts", "last_reload", "last_reload_error", "config_source"):
             body[key] = pod.get(key)
         body["shared"] = shared
         return body
@@ -177,6 +177,9 @@ class SupervisorLink:
         stale = {**body.get("stale", {}), **(pod.get("stale") or {})}
         if stale:  # what the supervisor shares and could not confirm (a fleet store down)
             body["stale"] = stale
+        config_stale = (pod.get("config_source") or {}).get("stale")
+        if config_stale:  # the supervisor's config serves from the fleet cache
+            body["config_stale"] = config_stale
         return code, body
 
     def _shares(self, name: str) -> bool:

@@ -59,7 +59,7 @@ def test_one_action_reaches_every_server_and_reports_each(
     replicas: list[Serve], refused_addr: str
 ) -> None:
     a, b = (_addr(s) for s in replicas)
-    pinned = _admin("pin", "feed", "--addr", a, "--addr", b)
+    pinned = _admin("pin", "feed", "--addr", a, "--addr", b, "-o", "json")
     assert pinned.returncode == 0, pinned.stderr
     lines = pinned.stdout.splitlines()
     assert [line.split(": ", 1)[0] for line in lines] == [a, b]
@@ -82,7 +82,7 @@ def test_one_action_reaches_every_server_and_reports_each(
 
 
 def test_one_address_prints_the_bare_answer(replicas: list[Serve]) -> None:
-    done = _admin("pin", "feed", "--addr", _addr(replicas[0]))
+    done = _admin("pin", "feed", "--addr", _addr(replicas[0]), "-o", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"] == "pinned"
     assert [_pinned(s) for s in replicas] == ["True", "False"]

@@ -50,6 +50,8 @@ def test_a_token_with_a_trailing_newline_opens_the_admin_routes_and_the_cli(
         "feed",
         "--addr",
         server.addr,
+        "-o",
+        "json",
         env=cli_env({"PINEAPPLE_ADMIN_TOKEN": TOKEN + "\n"}),
         timeout=WAIT,
     )

@@ -1,4 +1,5 @@
-"""The uvicorn internals ``server/http/_connections.py`` and ``server/http/_graceful.py`` rely on.
+"""The uvicorn internals the connection rules (``server/http/_connections.py``, applied by
+``server/http/_protocol.py``) and ``server/http/_graceful.py`` rely on.
 
 uvicorn is not pinned: these fail loudly when a release renames what the
 drain, the write deadline, the probes' room or the shutdown sequence use.
@@ -11,7 +12,7 @@ import inspect
 import uvicorn
 from uvicorn.protocols.http import flow_control, httptools_impl
 
-from server.http._connections import PROBE_PATHS, ServingProtocol
+from server.http._connections import PROBE_PATHS, is_probe
 
 
 def test_uvicorn_internals_the_connection_rules_rely_on() -> None:
@@ -44,12 +45,8 @@ def test_uvicorn_internals_the_graceful_server_relies_on() -> None:
 
 
 def test_probe_paths_match_with_a_query_and_nothing_else() -> None:
-    class _Probe(ServingProtocol):
-        def __init__(self, url: bytes) -> None:  # no connection: only the matcher
-            self.url = url
-
     assert PROBE_PATHS == (b"/healthz", b"/readyz")
     for url in (b"/healthz", b"/readyz", b"/healthz?x=1", b"/readyz?"):
-        assert _Probe(url)._is_probe(), url
+        assert is_probe(url), url
     for url in (b"/healthzz", b"/readyz/x", b"/execute", b"/", b"/HEALTHZ"):
-        assert not _Probe(url)._is_probe(), url
+        assert not is_probe(url), url

@@ -1,5 +1,5 @@
-"""``server/http/_read_timeouts.py`` in-process: what it relies on in uvicorn, and when it
-answers 408.
+"""``server/http/_read_timeouts.py`` in-process (as the edge's protocol runs it): what it
+relies on in uvicorn, and when it answers 408.
 
 The first test fails loudly when uvicorn changes an internal the protocol uses
 (uvicorn is not pinned). The others drive the protocol on a real event loop
@@ -21,13 +21,9 @@ from uvicorn.protocols.http import httptools_impl
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.server import ServerState
 
-from server.http._connections import Drain, ServingProtocol
-from server.http._read_timeouts import (
-    ReadTimeoutProtocol,
-    ReadTimeouts,
-    TimeoutKind,
-    protocol_class,
-)
+from server.http._connections import ConnectionRules, Drain
+from server.http._protocol import EdgeProtocol, edge_protocol
+from server.http._read_timeouts import ReadDeadline, ReadTimeouts, TimeoutKind
 
 from ..fakes import FakeTransport
 
@@ -48,10 +44,22 @@ def test_uvicorn_internals_the_protocol_relies_on() -> None:
     assert ServerState().default_headers == []
 
 
-def test_both_timeouts_at_zero_is_uvicorns_own_protocol() -> None:
-    assert protocol_class(ReadTimeouts(0, 0)) is httptools_impl.HttpToolsProtocol
-    bound = protocol_class(ReadTimeouts(1.0, 0))
-    assert issubclass(bound, ReadTimeoutProtocol)
+def test_both_timeouts_at_zero_arm_no_timer() -> None:
+    async def scenario() -> tuple[object, object]:
+        loop = asyncio.get_running_loop()
+        off = ReadDeadline(ReadTimeouts(0, 0), loop, lambda kind: None)
+        on = ReadDeadline(ReadTimeouts(1.0, 0), loop, lambda kind: None)
+        for deadline in (off, on):
+            deadline.start()
+            deadline.begin()
+        timers = off.timer, on.timer
+        on.cancel()
+        return timers
+
+    off, on = asyncio.run(scenario())
+    assert off is None and on is not None
+    bound = edge_protocol(ReadTimeouts(1.0, 0), ConnectionRules(), Drain())
+    assert issubclass(bound, EdgeProtocol)
     assert bound.limits == ReadTimeouts(1.0, 0)
 
 
@@ -73,18 +81,18 @@ async def _answer(scope: Any, receive: Any, send: Any) -> None:
     await _respond(send)
 
 
-def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[ReadTimeoutProtocol, FakeTransport]:
+def _connect(app: Any, timeouts: ReadTimeouts) -> tuple[EdgeProtocol, FakeTransport]:
     config = uvicorn.Config(app, lifespan="off", log_config=None, server_header=False)
-    cls = protocol_class(timeouts)
-    protocol = cls(config=config, server_state=ServerState(), app_state={})  # type: ignore[call-arg]
-    assert isinstance(protocol, ReadTimeoutProtocol)
+    cls = edge_protocol(timeouts, ConnectionRules(), Drain())
+    protocol = cls(config=config, server_state=ServerState(), app_state={})
+    assert isinstance(protocol, EdgeProtocol)
     transport = FakeTransport()
     transport.set_protocol(protocol)
     protocol.connection_made(transport)
     return protocol, transport
 
 
-async def _finish(protocol: ReadTimeoutProtocol) -> None:
+async def _finish(protocol: EdgeProtocol) -> None:
     protocol.connection_lost(None)
     await asyncio.gather(*protocol.tasks)
 
@@ -131,15 +139,15 @@ def test_a_started_response_is_closed_without_408() -> None:
 def test_keep_alive_requests_share_one_timer() -> None:
     async def scenario() -> None:
         protocol, transport = _connect(_answer, ReadTimeouts(5.0, 10.0))
-        timer = protocol._timer
+        timer = protocol._reads.timer
         assert timer is not None  # armed at accept
         for _ in range(3):
             protocol.data_received(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
-            assert protocol._started is None  # complete: no deadline runs
+            assert protocol._reads.started is None  # complete: no deadline runs
             await asyncio.gather(*protocol.tasks)
         protocol.data_received(b"GET / HTTP/1.1\r\n")
-        assert protocol._started is not None
-        assert protocol._timer is timer  # no timer operation per request
+        assert protocol._reads.started is not None
+        assert protocol._reads.timer is timer  # no timer operation per request
         assert not transport.closed.is_set()
         await _finish(protocol)
         assert timer.cancelled()  # with the connection
@@ -147,7 +155,7 @@ def test_keep_alive_requests_share_one_timer() -> None:
     asyncio.run(scenario())
 
 
-async def _cut_after(protocol: ReadTimeoutProtocol, transport: FakeTransport, data: bytes) -> float:
+async def _cut_after(protocol: EdgeProtocol, transport: FakeTransport, data: bytes) -> float:
     """Send ``data``; seconds until the protocol closes the connection."""
     started = protocol.loop.time()
     protocol.data_received(data)
@@ -198,7 +206,7 @@ def test_config_reaches_uvicorn() -> None:
     assert settings.timeout_keep_alive == 1.5
     assert settings.limit_concurrency == 8  # uvicorn counts the asking connection
     bound = settings.http
-    assert isinstance(bound, type) and issubclass(bound, ServingProtocol)
+    assert isinstance(bound, type) and issubclass(bound, EdgeProtocol)
     assert (bound.limits.header_seconds, bound.limits.read_seconds) == (10.0, 30.0)
     assert bound.connection_rules.write_seconds == 30.0
     off = Config(
@@ -210,6 +218,6 @@ def test_config_reaches_uvicorn() -> None:
     )
     settings = _uvicorn_config(off, Service(off), Drain())
     bound = settings.http
-    assert isinstance(bound, type) and issubclass(bound, ServingProtocol)  # drain: always
+    assert isinstance(bound, type) and issubclass(bound, EdgeProtocol)  # drain: always
     assert not bound.limits.enabled and bound.connection_rules.write_seconds == 0
     assert settings.limit_concurrency is None

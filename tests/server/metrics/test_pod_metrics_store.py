@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pineapple.resource import ResourceStatus
+from pineapple.resource.lowlevel import Condition
 from server.metrics._metrics import ServerMetrics
 from server.metrics._pod_metrics import PodMetrics, merge_stats
+from server.metrics._served import ConfigState, Decided
 
 DURATIONS = "pineapple_http_request_duration_seconds"
 
@@ -81,6 +84,7 @@ def test_a_dead_process_is_folded_without_changing_any_total(tmp_path: Path) -> 
     live_files = [
         "counter_2000.db",
         "gauge_liveall_2000.db",
+        "gauge_livemax_2000.db",  # build_info: the pod's, once
         "histogram_2000.db",
         "stats_2000.json",
     ]
@@ -139,3 +143,50 @@ def test_stats_sum_counts_and_keep_the_highest_of_a_highest() -> None:
         "avg_duration_ns": 200,
     }
     assert merged["server"] == {"reload_count": 3, "last_reload_duration_ns": 5}
+
+
+def _status(name: str, type_: str, valid: str, ready: bool = True) -> ResourceStatus:
+    conditions = (
+        Condition("Ready", "True" if ready else "False"),
+        Condition("Valid", valid),  # type: ignore[arg-type]
+    )
+    return ResourceStatus(name, type_, 600, 3, 1, 1.0, 2.0, None, 0, conditions)
+
+
+def test_the_pods_state_shows_once_from_the_process_that_decides_it(tmp_path: Path) -> None:
+    # The supervisor decides the shared "feed" and the config; each worker its own "redis".
+    decided = {
+        1000: Decided(lambda: [_status("feed", "feed_data", "False")],
+                      lambda: ConfigState(7, "ab" * 32, 5.0)),
+        1001: Decided(lambda: [_status("redis", "redis_connection", "True")], lambda: None),
+        1002: Decided(lambda: [_status("redis", "redis_connection", "Unknown", ready=False)],
+                      lambda: None),
+    }  # fmt: skip
+    pod = PodMetrics.create(tmp_path)
+    processes = [
+        ServerMetrics(lambda: None, PodMetrics(tmp_path, pid, decides=pid == 1000), state)
+        for pid, state in decided.items()
+    ]
+    processes[0].observe_reload("error", 0.1)
+    for process in processes:
+        process.flush()
+    families = {f.name: f for f in text_string_to_metric_families(pod.render().decode())}
+    conditions = {
+        (s.labels["resource"], s.labels["condition"], s.labels["status"]): s.value
+        for s in families["pineapple_resource_condition"].samples
+    }
+    assert all("pid" not in s.labels for s in families["pineapple_resource_condition"].samples)
+    assert conditions[("feed", "Valid", "False")] == 1.0
+    assert conditions[("feed", "Valid", "True")] == 0.0
+    # A per-worker resource: 1 for each status some worker has.
+    assert conditions[("redis", "Valid", "True")] == 1.0
+    assert conditions[("redis", "Valid", "Unknown")] == 1.0
+    assert conditions[("redis", "Valid", "False")] == 0.0
+    ready = {s.labels["resource"]: s.value for s in families["pineapple_resource_ready"].samples}
+    assert ready == {"feed": 1.0, "redis": 0.0}  # the least ready worker
+    (generation,) = families["pineapple_config_generation"].samples
+    assert (generation.value, generation.labels) == (7.0, {"revision": "ab" * 6})
+    (success,) = families["pineapple_config_last_reload_success"].samples
+    assert success.value == 0.0
+    (build,) = families["pineapple_build_info"].samples  # three processes, one series
+    assert build.labels["server_compiled"] in ("true", "false")
