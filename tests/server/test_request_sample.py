@@ -3,6 +3,7 @@ its workers' samples over their channel, and a config's ``warmup_requests``."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import server
 from server._build_error import BuildError
 from server._replay import MAX_WARMUP_REQUESTS, warmup_requests
 from server._request_sample import RequestSample, decode_sample, sampling
+from server.cli._cli import add_serve_command, serve_command
 from server.workers._sample_channel import SampleServer, collect_sample
 
 
@@ -111,3 +113,18 @@ def test_warmup_requests_are_read_from_the_config_and_checked() -> None:
     many = b'{"warmup_requests": [' + b",".join([b"{}"] * (MAX_WARMUP_REQUESTS + 1)) + b"]}"
     with pytest.raises(BuildError, match="more than"):
         warmup_requests(many)
+
+
+def test_the_replay_flags_reach_the_config_and_refuse_negatives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser(prog="pineapple")
+    add_serve_command(parser.add_subparsers())
+    args = parser.parse_args(
+        ["serve", "c.json", "--replay-sample-requests", "8", "--replay-seconds", "0.5"]
+    )
+    assert (args.replay_sample_requests, args.replay_seconds) == (8, 0.5)
+    assert args.replay_sample_bytes == server.Config.replay_sample_bytes
+    bad = parser.parse_args(["serve", "c.json", "--replay-sample-seconds", "-1"])
+    assert serve_command(bad) == 2
+    assert "--replay-sample-seconds must be >= 0" in capsys.readouterr().err

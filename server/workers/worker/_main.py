@@ -229,7 +229,9 @@ def trial_main(
         snap = builder.build(data, carry_over=donor)
         outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
         if outcome.get("ok") and sample is not None:  # the pod's sample, then it may serve
-            responder = default_responder(config.max_items, None, config.max_answer_bytes)
+            responder = config.wiring.responder or default_responder(
+                config.max_items, None, config.max_answer_bytes
+            )
             report = CandidateReplay(config, responder, lambda: list(sample))(snap, data)
             outcome["report"] = report
     except BuildError as exc:  # bounded: MAX_ERROR_BYTES, a replay's report a few KiB
