@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 import server
+from server import _request_sample
 from server._build_error import BuildError
 from server._replay import MAX_WARMUP_REQUESTS, warmup_requests
-from server._request_sample import RequestSample, decode_sample, sampling
+from server._request_sample import MIN_INTERVAL_SECONDS, RequestSample, decode_sample, sampling
 from server.cli._cli import add_serve_command, serve_command
 from server.workers._sample_channel import SampleServer, collect_sample
 
 
-def test_the_sample_keeps_the_newest_requests_within_count_and_bytes() -> None:
+def test_the_sample_keeps_the_newest_requests_within_count_and_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     sample = RequestSample(max_requests=3, max_bytes=10, max_age=60.0)
+    monkeypatch.setattr(_request_sample, "MIN_INTERVAL_SECONDS", -1e9)
     for n in range(5):
         sample.record(f"r{n}".encode())
     assert [r.body for r in sample.requests()] == [b"r2", b"r3", b"r4"]
@@ -31,7 +34,7 @@ def test_the_sample_keeps_the_newest_requests_within_count_and_bytes() -> None:
 
 def test_the_sample_forgets_requests_past_its_age(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
-    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(_request_sample, "_monotonic", lambda: now[0])
     sample = RequestSample(max_requests=10, max_bytes=100, max_age=5.0)
     sample.record(b"old")
     now[0] += 4.0
@@ -41,17 +44,24 @@ def test_the_sample_forgets_requests_past_its_age(monkeypatch: pytest.MonkeyPatc
     assert [(r.body, age) for r, age in decode_sample(sample.encode())] == [(b"new", 2.0)]
 
 
-def test_only_answered_requests_are_recorded() -> None:
+def test_only_answered_requests_are_recorded_at_most_one_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(_request_sample, "_monotonic", lambda: now[0])
     sample = RequestSample(10, 1000, 60.0)
-    statuses = iter([200, 500, 200])
+    statuses = iter([200, 500, 200, 200])
 
     def responder(engine: object, ctx: object, body: bytes, *group: str) -> tuple[int, bytes]:
         return next(statuses), b"{}"
 
     respond = sampling(responder, sample)
     respond(None, None, b"a")
-    respond(None, None, b"b")
+    now[0] += MIN_INTERVAL_SECONDS
+    respond(None, None, b"b")  # 500: not kept
+    now[0] += MIN_INTERVAL_SECONDS
     respond(None, None, b"c", "other")
+    respond(None, None, b"d")  # within the interval of the last one kept
     assert [(r.body, r.group) for r in sample.requests()] == [(b"a", None), (b"c", "other")]
     assert not RequestSample(0, 1000, 60.0).enabled
 
@@ -68,7 +78,7 @@ def test_the_pod_sample_is_the_newest_of_every_worker_within_the_bounds(
         servers.append(SampleServer(tmp_path, sample))
     monkeypatch.undo()
     now = [1000.0]
-    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(_request_sample, "_monotonic", lambda: now[0])
     for n in range(3):  # a0 b0 a1 b1 a2 b2, a second apart
         first.record(f"a{n}".encode())
         now[0] += 1.0
