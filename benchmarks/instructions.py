@@ -24,35 +24,50 @@ from concurrent.futures import ThreadPoolExecutor
 from .native import FIXTURES
 from .serving import fixtures_dir
 
-__all__ = ["count", "main"]
+__all__ = ["LONG", "SHORT", "TIMEOUT", "child", "child_environment", "count", "main"]
 
 SHORT, LONG = 20, 120
 TIMEOUT = 900.0
 _REFS = re.compile(rb"I\s+refs:\s+([\d,]+)")
 
 
-def _child(fixture: str, runs: int) -> None:
-    """Load the fixture's engine, warm it up, then run its request ``runs`` times."""
+def child(fixture: str, runs: int) -> None:
+    """Load the fixture's engine, warm it up, then run its request ``runs`` times.
+
+    ``realistic_*`` fixtures build on the benchmark stubs without their
+    latency (``pineapple.operators.bench``) and run without resources (the
+    Redis operators' borrow fails and degrades, as documented).
+    """
     import orjson
 
     from pineapple import Context, builtins
     from pineapple.engine import Engine
+    from pineapple.operators.bench import bench_operator_registry
 
     bench = fixtures_dir() / "benchmarks"
-    engine = Engine(
-        (bench / f"{fixture}_config.json").read_bytes(), registry=builtins.operator_registry()
+    registry = (
+        bench_operator_registry(latency=False)
+        if fixture.startswith("realistic_")
+        else builtins.operator_registry()
     )
+    engine = Engine((bench / f"{fixture}_config.json").read_bytes(), registry=registry)
     request = orjson.loads((bench / f"{fixture}_request.json").read_bytes())
     ctx = Context()
     for _ in range(10 + runs):  # bounded: runs
         engine.run(ctx, request)
 
 
-def _refs(fixture: str, runs: int, pure: bool) -> int:
+def child_environment(pure: bool) -> dict[str, str]:
+    """A child's environment: ``PYTHONHASHSEED=0``, the compiled core or the pure one."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("PINEAPPLE_PURE_PYTHON", None)
     if pure:
         env["PINEAPPLE_PURE_PYTHON"] = "1"
+    return env
+
+
+def _refs(fixture: str, runs: int, pure: bool) -> int:
+    env = child_environment(pure)
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -84,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=2, metavar=("FIXTURE", "RUNS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.child[0], int(args.child[1]))
+        child(args.child[0], int(args.child[1]))
         return 0
     if shutil.which("valgrind") is None:
         print("valgrind is not installed", file=sys.stderr)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pineapple import Context, resource
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
@@ -26,8 +26,12 @@ from pineapple.resource.lowlevel import close_now
 
 from ._admin import clean_admin_token
 from ._config_read import read_config_file
+from ._registries import resource_registry
 from ._secret_files import SecretFiles
 from .metrics._pod_metrics import PodMetrics
+
+if TYPE_CHECKING:  # a type only: the sample's module reads this one's Responder
+    from ._request_sample import RequestSample
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -155,7 +159,7 @@ class Wiring:
     """
 
     registry: resource.Registry | None = None
-    """The resource types builds look up (None: ``builtins.resource_registry()``)."""
+    """The resource types builds look up (None: the built-in ones; ``Config.resource_types``)."""
     engine_factory: EngineFactory | None = None
     """Builds each snapshot's engine from the config's bytes (None: the Pine engine)."""
     responder: Responder | None = None
@@ -168,6 +172,10 @@ class Wiring:
     pod_metrics: PodMetrics | None = None
     """Where this process's metrics join every other process's (a worker of ``--workers
     N``); None: ``/metrics`` and ``/stats`` show this process alone."""
+    request_sample: RequestSample | None = None
+    """Where ``/execute`` records the requests a reload replays (a worker of ``--workers
+    N`` serves it to its supervisor, and replays nothing itself); None: the process's own,
+    which its reloads replay (``server/_replay.py``)."""
 
     def read_config(self, path: Path, max_bytes: int) -> bytes:
         """The config's bytes: from ``config_source`` when set, else the file at ``path``."""
@@ -321,8 +329,16 @@ class Config:
     fleet: FleetSettings | None = None
     """A pod in a fleet (``--fleet``): shared resources and, without a config file, the
     config itself come from the fleet store (None: a pod of its own)."""
+    bench_stubs: bool = False
+    """Build on the benchmark registries: the public engines' ``pine_bench`` stub
+    operators and resource types over the built-ins (``--bench-stubs``; benchmarks only)."""
     wiring: Wiring = field(default_factory=lambda: Wiring())
     """What the code that assembles this server plugs in (see :class:`Wiring`)."""
+
+    def resource_types(self) -> resource.Registry:
+        """The resource types builds look up: ``wiring.registry``, else the built-in
+        ones (with the benchmark stubs over them under ``bench_stubs``)."""
+        return self.wiring.registry or resource_registry(self.bench_stubs)
 
     @property
     def path(self) -> Path:

@@ -11,7 +11,8 @@ which process model runs:
   own Manager, the one that fetches what it shares; so a worker's answer is
   the single-process answer, about the pod.
 
-The choice is made once, where a worker is assembled (``Service.decisions``).
+The choice is made once, where a worker is assembled (its ``Role``, given to
+its ``Service`` at construction).
 
 Every refusal is a :class:`Refused`: an HTTP status from :data:`STATUS_OF_ERROR`
 (one table, keyed by the exception class), the redacted message, and the
@@ -189,19 +190,21 @@ class LocalDecisions:
         config_path: Path,
         draining: Callable[[], bool],
     ) -> None:
-        self._holder = holder
-        self._reloader = reloader
+        self.holder = holder
+        """The serving snapshot's holder."""
+        self.reloader = reloader
+        """This process's reloads."""
         self._path = config_path
         self._draining = draining
 
     def _borrow(self) -> Snapshot:
-        snap = self._holder.acquire()
+        snap = self.holder.acquire()
         if snap is None:
             raise Refused(503, "no config is being served")
         return snap
 
     def reload(self, trigger: Trigger, force: bool) -> dict[str, Any]:
-        return self._reloader.reload(trigger, force=force).to_dict()
+        return self.reloader.reload(trigger, force=force).to_dict()
 
     def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
         snap = self._borrow()
@@ -243,8 +246,8 @@ class LocalDecisions:
             raise Refused(http_status(exc), str(exc)) from None
 
     def config(self) -> dict[str, Any]:
-        snap = self._holder.current
-        reloader = self._reloader
+        snap = self.holder.current
+        reloader = self.reloader
         return {
             "pineapple_version": pineapple.__version__,
             "config": snap.info.to_dict() if snap is not None else None,
@@ -261,11 +264,11 @@ class LocalDecisions:
     def readiness(self) -> tuple[int, dict[str, Any]]:
         if self._draining():
             return 503, {"status": "draining"}
-        snap = self._holder.current
+        snap = self.holder.current
         if snap is None:
             return 503, {"status": "not loaded"}
         code, body = readiness_of(snap.manager, snap.serial)
-        stale = (source_view(self._reloader.config_source) or {}).get("stale")
+        stale = (source_view(self.reloader.config_source) or {}).get("stale")
         if code == 200 and stale:  # the config itself serves from a cache (a fleet store down)
             body["config_stale"] = stale
         return code, body

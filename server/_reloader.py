@@ -1,10 +1,12 @@
-"""The reloader: turns "the config may have changed" into a new snapshot, or into nothing.
+"""The reloader: one process's reloads, the policy over a snapshot target.
 
 Every trigger (the watcher, the poll backstop, SIGHUP, ``POST /admin/reload``)
 calls :meth:`Reloader.reload`, which decides as ``server/_reload_policy.py``
-says: a reload reads the file, skips it when the content hash equals the
-serving snapshot's, builds a new snapshot carrying over unchanged resource
-entries from the serving Manager, and swaps it in.
+says; its target (:class:`SnapshotTarget`) reads the file, parses it once,
+builds a new snapshot carrying over unchanged resource entries from the
+serving Manager, and swaps it in. A worker of ``--workers N`` is one process
+too: its follower hands :meth:`Reloader.apply` the bytes the supervisor
+accepted, decided there.
 
 Guarantees:
 - Reloads are serialised by the policy's lock, so two triggers never build
@@ -38,109 +40,63 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
+
+from pineapple.resource.lowlevel import LoadedConfig
 
 from ._build import Builder
 from ._build_error import BuildError
 from ._config import Config, ConfigSource
-from ._reload_policy import ReloadOutcome, ReloadPolicy, applied
+from ._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from ._snapshot import Snapshot, SnapshotHolder
 from .metrics._metrics import ServerMetrics
 
-__all__ = ["Reloader"]
+__all__ = ["Reloader", "SnapshotTarget"]
 
 _log = logging.getLogger("pineapple.server")
 
 
-class Reloader(ReloadPolicy):
-    """Loads the first snapshot and every later one (see module docs)."""
+class SnapshotTarget:
+    """One process's :class:`~server._reload_policy.ReloadTarget`: build a snapshot, swap it in."""
 
     def __init__(
         self, config: Config, holder: SnapshotHolder, builder: Builder, metrics: ServerMetrics
     ) -> None:
-        super().__init__(config.start_timeout)
         self._config = config
         self._holder = holder
         self._builder = builder
         self._metrics = metrics
         self._publish = threading.Lock()
-        self._changed = threading.Condition()
-        self._closed = False
-        self.attempts = 0
-        self.last_error: ReloadOutcome | None = None
-        self.listeners: list[Callable[[ReloadOutcome], None]] = []
+        self.closed = False
+        """Set by :meth:`cancel`: nothing is swapped in after it."""
         self.replay: Callable[[Snapshot, bytes], dict[str, Any] | None] | None = None
         """Asked before a reload swaps its snapshot in (``server/_replay.py``); raises to refuse."""
+        self.replay_report: dict[str, Any] | None = None
+        """What :attr:`replay` found for the snapshot swapped in last."""
 
-    def load_initial(self) -> Snapshot:
-        """Build and publish the first snapshot; :class:`BuildError` if any step fails."""
-        with self._reload_lock:
-            started = time.monotonic()
-            data = self._read()
-            snap = self._builder.build(data)
-            self._metrics.track_engine(snap.engine)
-            self._holder.swap(snap)
-            self._record(
-                applied("start", started, snap.info.content_hash, snap.serial), count=False
-            )
-            return snap
-
-    def cancel(self) -> None:
-        """Refuse every later reload and cancel the build in progress (any thread; no wait)."""
-        with self._publish:
-            self._closed = True
-        self._builder.cancel()
-
-    def close(self) -> None:
-        """Refuse every later reload; cancels one in progress and waits (at most
-        ``start_timeout`` s) for its thread to let go."""
-        self.cancel()
-        if self._reload_lock.acquire(timeout=self._wait):
-            self._reload_lock.release()
-        else:
-            _log.warning("a config reload still runs after %gs; not waiting longer", self._wait)
-
-    def wait_for(self, predicate: Callable[[ReloadOutcome], bool], timeout: float) -> bool:
-        """Wait until the latest outcome satisfies ``predicate`` (tests, tooling)."""
-        with self._changed:
-            return self._changed.wait_for(
-                lambda: self.last is not None and predicate(self.last), timeout
-            )
-
-    @property
-    def config_source(self) -> ConfigSource | None:
-        """Where the config's bytes come from when not from the file (None: the file)."""
-        return self._config.wiring.config_source
-
-    # -- the policy's steps -----------------------------------------------------------------
-
-    def _read(self) -> bytes:
+    def read(self) -> bytes:
         """The config's bytes: from ``config_source`` when set, else from the file."""
         return self._config.wiring.read_config(self._config.path, self._config.max_config_bytes)
 
-    def _closing(self) -> bool:
-        return self._closed
+    def check(self, data: bytes) -> LoadedConfig:
+        """``data`` parsed once: the build is the check (it fails before anything swaps)."""
+        return self._builder.load(data)
 
-    def _serving(self) -> tuple[str, int] | None:
-        current = self._holder.current
-        return None if current is None else (current.info.content_hash, current.serial)
-
-    def _apply(self, data: bytes, digest: str) -> int | None:
+    def apply(self, config: LoadedConfig) -> int | None:
         current = self._holder.current
         try:
             snap = self._builder.build(
-                data, carry_over=None if current is None else current.manager
+                config, carry_over=None if current is None else current.manager
             )
         except BuildError:
-            if self._closed:
+            if self.closed:
                 return None  # cancelled by shutdown: "shutting down", not a bad config
             raise
         try:
             self.replay_report = None  # the candidate answers recent requests first
             if self.replay is not None and current is not None:
-                self.replay_report = self.replay(snap, data)
+                self.replay_report = self.replay(snap, config.data)
         except BaseException:
             snap.retire()
             raise
@@ -149,39 +105,107 @@ class Reloader(ReloadPolicy):
             return None
         return snap.serial
 
-    def _publish_unless_closed(self, snap: Snapshot) -> bool:
-        """Swap ``snap`` in unless :meth:`close` has run; whether it was."""
+    def describe(self, serial: int | None) -> str:
+        if serial is None:
+            return "failed, the previous config keeps serving"
+        return f"snapshot {serial} serving"
+
+    def cancel(self) -> None:
+        """Swap nothing in any more and cancel the build in progress (any thread; no wait)."""
         with self._publish:
-            if self._closed:
+            self.closed = True
+        self._builder.cancel()
+
+    def _publish_unless_closed(self, snap: Snapshot) -> bool:
+        """Swap ``snap`` in unless :meth:`cancel` has run; whether it was."""
+        with self._publish:
+            if self.closed:
                 return False
             self._metrics.track_engine(snap.engine)
             self._holder.swap(snap)
             return True
 
-    def _serves(self, serial: int) -> str:
-        return f"snapshot {serial} serving"
 
-    def _kept(self) -> tuple[str, int | None]:
-        return "failed, the previous config keeps serving", None
+class Reloader:
+    """Loads the first snapshot and every later one (see module docs)."""
 
-    def _refused(self, outcome: ReloadOutcome) -> ReloadOutcome:
-        return self._record(outcome)
+    def __init__(
+        self, config: Config, holder: SnapshotHolder, builder: Builder, metrics: ServerMetrics
+    ) -> None:
+        self._holder = holder
+        self._metrics = metrics
+        self._config_source = config.wiring.config_source
+        self.target = SnapshotTarget(config, holder, builder, metrics)
+        self.policy = ReloadPolicy(
+            self.target,
+            wait=config.start_timeout,
+            closing=lambda: self.target.closed,
+            on_count=self._observe,
+            records_refusals=True,
+        )
 
-    def _record(
-        self, outcome: ReloadOutcome, *, count: bool = True, quiet: bool = False
-    ) -> ReloadOutcome:
-        if count and not quiet:
+    # -- what the policy keeps --------------------------------------------------------------
+
+    @property
+    def last(self) -> ReloadOutcome | None:
+        """The latest recorded outcome."""
+        return self.policy.last
+
+    @property
+    def last_error(self) -> ReloadOutcome | None:
+        """The latest recorded ``error`` outcome."""
+        return self.policy.last_error
+
+    @property
+    def attempts(self) -> int:
+        """Recorded outcomes (the start's included)."""
+        return self.policy.attempts
+
+    @property
+    def config_source(self) -> ConfigSource | None:
+        """Where the config's bytes come from when not from the file (None: the file)."""
+        return self._config_source
+
+    @property
+    def listeners(self) -> list[Callable[[ReloadOutcome], None]]:
+        """Called with every outcome, quiet ones too."""
+        return self.policy.listeners
+
+    # -- triggers ---------------------------------------------------------------------------
+
+    def load_initial(self, data: bytes | None = None) -> Snapshot:
+        """Build and publish the first snapshot (of ``data`` when given, else of what
+        :meth:`SnapshotTarget.read` reads); :class:`BuildError` if any step fails."""
+        self.policy.start(data)
+        snap = self._holder.current
+        assert snap is not None  # swapped in by the start, under the policy's lock
+        return snap
+
+    def reload(self, trigger: Trigger, *, force: bool = False) -> ReloadOutcome:
+        """Apply the config if it changed (see :meth:`ReloadPolicy.reload`)."""
+        return self.policy.reload(trigger, force=force)
+
+    def apply(self, data: bytes, trigger: Trigger = "supervisor") -> ReloadOutcome:
+        """Build and swap in ``data``, decided elsewhere (see :meth:`ReloadPolicy.apply`)."""
+        return self.policy.apply(data, trigger)
+
+    def cancel(self) -> None:
+        """Refuse every later reload and cancel the build in progress (any thread; no wait)."""
+        self.target.cancel()
+
+    def close(self) -> None:
+        """Refuse every later reload; cancels one in progress and waits (at most
+        ``start_timeout`` s) for its thread to let go."""
+        self.cancel()
+        if not self.policy.settle():
+            _log.warning(
+                "a config reload still runs after %gs; not waiting longer", self.policy.wait
+            )
+
+    def wait_for(self, predicate: Callable[[ReloadOutcome], bool], timeout: float) -> bool:
+        """Wait until the latest outcome satisfies ``predicate`` (tests, tooling)."""
+        return self.policy.wait_for(predicate, timeout)
+
+    def _observe(self, outcome: ReloadOutcome) -> None:
+        if outcome.trigger != "start":  # the first load is not a reload
             self._metrics.observe_reload(outcome.result, outcome.duration)
-        with self._changed:
-            if not quiet:
-                self.attempts += 1
-                self.last = outcome
-                if outcome.result == "error":
-                    self.last_error = outcome
-            self._changed.notify_all()
-        for listener in list(self.listeners):
-            try:
-                listener(outcome)
-            except Exception:
-                _log.exception("a reload listener failed")
-        return outcome

@@ -3,10 +3,10 @@
 One process: start the service (read -> Engine -> resources -> start ->
 deps), bind the port, serve (``server/http/_serving.py``). Any failure before
 listening returns exit code 1 with the reason logged, and leaves nothing
-running. ``workers > 1``: the parent validates the config, binds the port
-once and becomes the supervisor of that many worker processes sharing the
-socket (``server/workers/``): it loads the data resources once and the
-workers map them.
+running. ``workers > 1``: the parent binds the port once and becomes the
+supervisor of that many worker processes sharing the socket
+(``server/workers/``): it reads, parses and validates the config once, loads
+the data resources once, and the workers map them.
 
 A pod in a fleet (``config.fleet``): the fleet's parts are assembled here
 once (``server/fleet/_pod.py``), and the process that fetches shared
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from pineapple import PineappleError, builtins, resource
+from pineapple import PineappleError, resource
 
 from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
@@ -86,24 +86,23 @@ def _run(config: Config, pod: FleetPod | None) -> int:
 
 
 def _base(config: Config) -> resource.Registry:
-    return config.wiring.registry or builtins.resource_registry()
+    return config.resource_types()
 
 
 def _run_workers(config: Config, pod: FleetPod | None) -> int:
-    # A fleet pod's supervisor alone reads the fleet (its own wiring); workers map from it.
-    wiring = None if pod is None else pod.wiring(config, _base(config))
     try:
-        names = check(config if wiring is None else dataclasses.replace(config, wiring=wiring))
+        import_plugins(config.plugins)
     except BuildError as exc:
         _log.error("not serving %s: %s", config.path, exc)
         return 1
+    # A fleet pod's supervisor alone reads the fleet (its own wiring); workers map from it.
+    wiring = None if pod is None else pod.wiring(config, _base(config))
     try:
         sock = bind(config.addr)
     except (OSError, ValueError) as exc:
         _log.error("cannot listen on %s: %s", config.addr, exc)
         return 1
-    _log.info("config ok (%d resources); %d workers", len(names), config.workers)
-    with sock:
+    with sock:  # the supervisor validates the config as it loads it (nothing listens yet)
         if pod is None:
             return run_supervisor(config, sock)
         return run_supervisor(config, sock, wiring, pod.attach_authority)

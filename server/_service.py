@@ -1,15 +1,22 @@
 """``Service``: one server's moving parts, started and stopped in order.
 
 Start: built-ins and plugins -> first snapshot (read -> Engine -> resources -> start ->
-deps) -> watcher. Stop: mark draining (``/readyz`` turns 503) -> stop the
+deps) -> watcher -> the role. Stop: mark draining (``/readyz`` turns 503) -> stop the
 watcher -> refuse reloads -> retire the serving snapshot -> wait until its
-last request has finished and its resources are closed.
+last request has finished and its resources are closed -> stop the role.
+
+A :class:`Role` is what a process does beside serving its snapshot, given
+at construction: a worker of ``--workers N`` gets its decisions (the
+``SupervisorLink``), its follower and the bytes of its first config
+(``server/workers/worker/_role.py``). Without one the process decides alone.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Protocol
 
 from ._admin import Network, parse_trusted_proxies
 from ._build import Builder, default_responder, import_plugins
@@ -23,9 +30,31 @@ from ._snapshot import Snapshot, SnapshotHolder
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
 
-__all__ = ["Service"]
+__all__ = ["Role", "Service"]
 
 _log = logging.getLogger("pineapple.server")
+
+
+class Role(Protocol):
+    """What a :class:`Service` does beside serving: made once, from its ``LocalDecisions``."""
+
+    @property
+    def decisions(self) -> Decisions:
+        """Where routes and signals ask for decisions and statuses."""
+        ...
+
+    @property
+    def first_config(self) -> bytes | None:
+        """The bytes of the first config (None: the service reads them)."""
+        ...
+
+    def start(self) -> None:
+        """Begin, once the first snapshot serves."""
+        ...
+
+    def stop(self) -> None:
+        """End (idempotent), once the service has stopped."""
+        ...
 
 
 class Service:
@@ -35,7 +64,9 @@ class Service:
     >>> service.start()                                  # doctest: +SKIP
     """
 
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self, config: Config, role: Callable[[LocalDecisions], Role] | None = None
+    ) -> None:
         self.config = config
         self.holder = SnapshotHolder()
         self.metrics = ServerMetrics(lambda: self.holder.current, config.wiring.pod_metrics)
@@ -46,14 +77,15 @@ class Service:
         responder = config.wiring.responder or default_responder(
             config.max_items, self.parsed_bytes, config.max_answer_bytes
         )
-        self.sample = RequestSample(
-            config.replay_sample_requests, config.replay_sample_bytes, config.replay_sample_seconds
-        )
-        """Recent answered requests, which a reload's candidate replays (``_replay.py``)."""
-        self.responder: Responder = (
-            sampling(responder, self.sample) if self.sample.enabled else responder
-        )
-        self.reloader.replay = CandidateReplay(config, responder, self.sample.requests)
+        sample = config.wiring.request_sample
+        if sample is None:  # this process's own, which its reloads replay (_replay.py)
+            sample = RequestSample(
+                config.replay_sample_requests,
+                config.replay_sample_bytes,
+                config.replay_sample_seconds,
+            )
+            self.reloader.target.replay = CandidateReplay(config, responder, sample.requests)
+        self.responder: Responder = sampling(responder, sample) if sample.enabled else responder
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
@@ -65,16 +97,18 @@ class Service:
         full ``drain_seconds`` from the call); the server sets it when its drain begins."""
         self.local = LocalDecisions(self.holder, self.reloader, config.path, lambda: self.draining)
         """This process's own decisions and statuses."""
-        self.decisions: Decisions = self.local
+        self.role = None if role is None else role(self.local)
+        """What this process does beside serving (a worker's link and follower), if anything."""
+        self.decisions: Decisions = self.local if self.role is None else self.role.decisions
         """Where routes and signals ask for decisions and statuses (a worker of
-        ``--workers N`` replaces it with its ``SupervisorLink``)."""
+        ``--workers N``: its ``SupervisorLink``)."""
         self.started = False
         self._hand_fetchers_closed = False
 
     def start(self) -> Snapshot:
         """Build and publish the first snapshot, then watch; :class:`BuildError` on failure."""
         import_plugins(self.config.plugins)
-        snap = self.reloader.load_initial()
+        snap = self.reloader.load_initial(None if self.role is None else self.role.first_config)
         if self.config.watch:
             watcher = ConfigWatcher(
                 self.config.path,
@@ -89,6 +123,8 @@ class Service:
                 self.holder.close()
                 raise
             self.watcher = watcher
+        if self.role is not None:
+            self.role.start()
         self.started = True
         _log.info(
             "serving config %s (snapshot %d, %d resources)",
@@ -116,6 +152,8 @@ class Service:
                 max(0, snap.refs),
                 self.config.drain_seconds,
             )
+        if self.role is not None:
+            self.role.stop()
         if not self._hand_fetchers_closed:
             self._hand_fetchers_closed = True
             self.config.close_hand_fetchers()

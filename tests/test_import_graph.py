@@ -186,6 +186,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._engine_extras",
             "server._parse_budget",
             "server._secret_files",
+            "server._registries",
         ),
     ),
     ("metrics", ("server.metrics",)),

@@ -846,6 +846,73 @@ class OperatorMethods(OperatorRecorder):
             ),
         )
 
+    def transform_bench_sleep(
+        self,
+        *,
+        delay_ms: int = 5,
+        name: str | None = None,
+        sources: Sequence[str] | None = None,
+        common_input: Sequence[str] | None = None,
+        common_output: Sequence[str] | None = None,
+        item_input: Sequence[str] | None = None,
+        item_output: Sequence[str] | None = None,
+        common_defaults: Mapping[str, Any] | None = None,
+        item_defaults: Mapping[str, Any] | None = None,
+        strict_common: Sequence[str] | None = None,
+        strict_item: Sequence[str] | None = None,
+        data_parallel: int | None = None,
+        debug: bool | None = None,
+        recall: bool | None = None,
+        consumes_row_set: bool | None = None,
+        additive_writes_row_set: bool | None = None,
+        mutates_row_set: bool | None = None,
+    ) -> Self:
+        """Benchmark-only I/O-simulating operator: sleeps delay_ms per invocation.
+
+        Operator type ``transform_bench_sleep`` (transform, blocking I/O).
+
+        Args:
+            delay_ms: Milliseconds to sleep per invocation. (int, default 5)
+            name: the operator's name in the config (default: type and a hash).
+            sources: names of earlier operators this one reads the items of.
+            common_input: common fields the operator reads.
+            common_output: common fields the operator writes.
+            item_input: item fields the operator reads.
+            item_output: item fields the operator writes.
+            common_defaults: defaults of missing common inputs.
+            item_defaults: defaults of missing item inputs.
+            strict_common: common inputs that must be present (else an error).
+            strict_item: item inputs that must be present (else an error).
+            data_parallel: shards to run a transform on in parallel (> 1).
+            debug: log the operator's inputs and outputs.
+            recall: accepted and ignored, as in Apple (the type says if it recalls).
+            consumes_row_set: True: the operator reads the whole item set.
+            additive_writes_row_set: True: the operator appends items.
+            mutates_row_set: True: the operator removes or reorders items.
+        """
+        return self._record(
+            make_call(
+                "transform_bench_sleep",
+                {"delay_ms": delay_ms},
+                name=name,
+                sources=sources,
+                common_input=common_input,
+                common_output=common_output,
+                item_input=item_input,
+                item_output=item_output,
+                common_defaults=common_defaults,
+                item_defaults=item_defaults,
+                strict_common=strict_common,
+                strict_item=strict_item,
+                data_parallel=data_parallel,
+                debug=debug,
+                recall=recall,
+                consumes_row_set=consumes_row_set,
+                additive_writes_row_set=additive_writes_row_set,
+                mutates_row_set=mutates_row_set,
+            ),
+        )
+
     def transform_by_lua(
         self,
         *,

@@ -28,6 +28,7 @@ _MODULES = (
     "reorder_sort",
     "reorder_topn_boost",
     "transform_bench_cpu",
+    "transform_bench_sleep",
     "transform_by_lua",
     "transform_by_remote_pineapple",
     "transform_copy",

@@ -200,6 +200,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "and the fields of the event), for the supervisor and every worker",
     )
     parser.add_argument(
+        "--bench-stubs",
+        action="store_true",
+        help="benchmarks only: build on the public engines' stub operators and resource "
+        "types (pine_bench) over the built-ins",
+    )
+    parser.add_argument(
         "--access-log",
         action="store_true",
         help="log one line per HTTP request: peer, method, path without its query, "
@@ -400,6 +406,7 @@ def serve_command(args: argparse.Namespace) -> int:
             max_config_bytes=args.max_config_bytes,
             resource_memory_budget_bytes=args.resource_memory_budget_bytes,
             trust_proxy=trusted,
+            bench_stubs=args.bench_stubs,
             secrets_dir=args.secrets_dir,
         )
     )

@@ -25,16 +25,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pineapple import Context, PineappleError, builtins, resource
+from pineapple import Context, PineappleError, resource
 from pineapple._json_object import JSONObjectError, loads_object
 from pineapple.commands import Subparsers, add_subcommand
-from pineapple.engine import Engine, OperatorRegistry
+from pineapple.engine import Engine
 from pineapple.engine.http import go_json
 
 from .._build import import_plugins
 from .._build_error import BuildError
 from .._config import Config
 from .._config_read import read_config_file
+from .._registries import operator_registry, resource_registry
 from ._go_flags import RUN_FLAGS, add_go_spelling_hints
 from ._json_indent import indent_json
 
@@ -96,7 +97,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, request_required: bool
     parser.add_argument(
         "--bench-stubs",
         action="store_true",
-        help="build on the benchmark registry (the public engines' stub operators)",
+        help="build on the benchmark registries (the public engines' stub operators and "
+        "resource types)",
     )
 
 
@@ -136,10 +138,11 @@ def run_once(args: argparse.Namespace) -> bytes:
         raw = _read_input(args.static_resources, args.max_request_bytes, "static resources")
         static = _parse_object(raw, "static resources")
     try:
-        engine = Engine(config, registry=_registry(args.bench_stubs))
+        engine = Engine(config, registry=operator_registry(args.bench_stubs))
     except PineappleError as exc:
         raise RunError(f"error creating engine: {exc}") from None
-    with engine, _resources(config, static, Path(args.config).parent, args.prog) as provider:
+    base_dir = Path(args.config).parent
+    with engine, _resources(config, static, base_dir, args.prog, args.bench_stubs) as provider:
         ctx = resource.with_resources(Context(), provider) if provider is not None else Context()
         if args.timeout_ms:
             ctx = ctx.with_timeout(args.timeout_ms / 1000)
@@ -160,23 +163,15 @@ def run_once(args: argparse.Namespace) -> bytes:
     return indent_json(go_json(response)) + b"\n"
 
 
-def _registry(bench: bool) -> OperatorRegistry:
-    if not bench:
-        return builtins.operator_registry()
-    from pineapple.operators.bench import bench_operator_registry
-
-    return bench_operator_registry()
-
-
 @contextmanager
 def _resources(
-    config: bytes, static: dict[str, Any] | None, base_dir: Path, prog: str
+    config: bytes, static: dict[str, Any] | None, base_dir: Path, prog: str, bench: bool
 ) -> Iterator[resource.ResourceProvider | None]:
     """The provider of the run: the static values, or a started Manager (stopped after)."""
     if static is not None:
         yield resource.Static(static)
         return
-    manager = resource.Manager(builtins.resource_registry())
+    manager = resource.Manager(resource_registry(bench))
     try:
         try:
             manager.load_from_root_config(config, base_dir=base_dir)

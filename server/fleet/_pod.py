@@ -115,7 +115,7 @@ class FleetPod:
             publisher = authority.publisher
             return [] if publisher is None else _fleet_names(publisher)
 
-        authority.listeners.append(self._on_reload)
+        authority.policy.listeners.append(self._on_reload)
         self._follow(refresh, names, lambda: authority.reload("watch"))
 
     def _follow(

@@ -6,8 +6,9 @@ publishes what it accepted into the fleet store, which every pod follows.
 
 - Only the leader publishes (``_leadership.py``): a replica first takes the
   lease; a standby waits and takes over when the leader's lease lapses.
-- Its config authority (:class:`ProducerAuthority`, the reload policy of
-  ``server/_reload_policy.py``) validates CONFIG as ``serve`` does (engine,
+- Its config authority (:class:`ProducerAuthority`, the target of the one
+  reload policy, ``server/_reload_policy.py``) parses CONFIG once and
+  validates it as ``serve`` does (engine,
   resources, dependencies), then starts a publisher Manager of the entries
   whose type has a fleet codec (``server/workers/_publisher.py``): validators,
   memory budget, ``NOT_MODIFIED`` and carry-over apply as in a pod, and an
@@ -53,12 +54,12 @@ from pathlib import Path
 from types import FrameType
 
 from pineapple import resource
-from pineapple.resource.lowlevel import MemoryBudget
+from pineapple.resource.lowlevel import LoadedConfig, MemoryBudget
 
 from .._build import Builder
 from .._config import Config
 from .._config_read import read_config_file
-from .._reload_policy import ReloadOutcome, ReloadPolicy
+from .._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
 from .._watcher import ConfigWatcher
 from ..workers._publisher import start_publisher
 from ._leadership import Leadership, retry_seconds
@@ -80,13 +81,13 @@ def producer_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class ProducerAuthority(ReloadPolicy):
-    """The producer's config: validated, its shared resources published, then its bytes."""
+class ProducerAuthority:
+    """The producer's config: validated, its shared resources published, then its bytes;
+    the target of its reload :attr:`policy` (read, check, apply, describe)."""
 
     def __init__(
         self, config: Config, store: FleetStore, announcer: Announcer, leading: Leadership
     ) -> None:
-        super().__init__(config.start_timeout)
         self.config = config
         self.store = store
         self.announcer = announcer
@@ -94,13 +95,23 @@ class ProducerAuthority(ReloadPolicy):
         self.publisher: resource.Manager | None = None
         self.revision = 0
         """The fleet config revision of the config this producer produces."""
-        self._accepted_hash: str | None = None
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self.closing = threading.Event()
         """Set when the producer stops or loses its lease: a reload then applies nothing."""
         self._starting: resource.Manager | None = None
         """The Manager a reload is starting (its first fetches), for :meth:`cancel`."""
         self._starting_lock = threading.Lock()
+        self.policy = ReloadPolicy(
+            self,
+            wait=config.start_timeout,
+            closing=lambda: self.closing.is_set() or not self.leading.held(),
+            names_kept=True,
+        )
+        """Decides every reload (``server/_reload_policy.py``)."""
+
+    def reload(self, trigger: Trigger, *, force: bool = False) -> ReloadOutcome:
+        """Apply CONFIG if it changed (see :meth:`ReloadPolicy.reload`)."""
+        return self.policy.reload(trigger, force=force)
 
     def loaded(self) -> bool:
         """Whether a config was accepted (its publisher Manager runs)."""
@@ -120,13 +131,9 @@ class ProducerAuthority(ReloadPolicy):
         """Stop the publisher Manager (cancels a load in flight); forget the config."""
         self.cancel()
         # Bounded: a cancelled reload ends at once, any reload within its start timeout.
-        locked = self._reload_lock.acquire(timeout=self._wait * 2)
-        try:
+        with self.policy.exclusive(self.policy.wait * 2):
             publisher, self.publisher = self.publisher, None
-            self._accepted_hash = None
-        finally:
-            if locked:
-                self._reload_lock.release()
+            self.policy.forget()
         if publisher is not None:
             publisher.stop()
 
@@ -145,28 +152,25 @@ class ProducerAuthority(ReloadPolicy):
                 self._starting = None
 
     def _base(self) -> resource.Registry:
-        from pineapple import builtins
 
-        return self.config.wiring.registry or builtins.resource_registry()
+        return self.config.resource_types()
 
-    # -- the policy's steps -------------------------------------------------------------
+    # -- the policy's target ------------------------------------------------------------
 
-    def _read(self) -> bytes:
+    def read(self) -> bytes:
+        """CONFIG's bytes."""
         return read_config_file(self.config.path, self.config.max_config_bytes)
 
-    def _closing(self) -> bool:
-        return self.closing.is_set() or not self.leading.held()
-
-    def _serving(self) -> tuple[str, int] | None:
-        if self._accepted_hash is None:
-            return None
-        return self._accepted_hash, self.revision
-
-    def _apply(self, data: bytes, digest: str) -> int | None:
-        """Validate ``data``, publish its shared resources, then its bytes; the revision."""
+    def check(self, data: bytes) -> LoadedConfig:
+        """``data`` parsed once, then validated: engine, resources, dependencies (no fetch)."""
         builder = Builder(self.config)
-        builder.check(data)  # engine, resources, dependencies: no fetch
         loaded = builder.load(data)
+        builder.check(loaded)
+        return loaded
+
+    def apply(self, config: LoadedConfig) -> int | None:
+        """Publish the shared resources of ``config`` (checked), then its bytes; the revision."""
+        loaded = config
         registry = fleet_publishing_registry(self._base(), self.announcer)
         manager = start_publisher(
             registry,
@@ -178,15 +182,15 @@ class ProducerAuthority(ReloadPolicy):
             starting=self._start,
         )
         try:
-            if self._closing():
+            if self.closing.is_set() or not self.leading.held():
                 manager.stop()
                 return None
-            revision = self._publish_config(data)
+            revision = self._publish_config(config.data)
         except Exception:
             manager.stop()
             raise
         old, self.publisher = self.publisher, manager
-        self._accepted_hash, self.revision = digest, revision
+        self.revision = revision
         if old is not None:
             old.stop()
         return revision
@@ -204,23 +208,12 @@ class ProducerAuthority(ReloadPolicy):
         _log.info("published the fleet config as revision %d (%d bytes)", revision, len(data))
         return revision
 
-    def _serves(self, serial: int) -> str:
-        return f"the fleet's config revision {serial}"
-
-    def _kept(self) -> tuple[str, int | None]:
+    def describe(self, serial: int | None) -> str:
+        if serial is not None:
+            return f"the fleet's config revision {serial}"
         if not self.revision:
-            return "refused, the producer produces nothing yet", None
-        return f"refused, the producer keeps producing config revision {self.revision}", (
-            self.revision
-        )
-
-    def _record(self, outcome: ReloadOutcome, *, quiet: bool = False) -> ReloadOutcome:
-        if not quiet:
-            self.last = outcome
-        return outcome
-
-    def _refused(self, outcome: ReloadOutcome) -> ReloadOutcome:
-        return outcome
+            return "refused, the producer produces nothing yet"
+        return f"refused, the producer keeps producing config revision {self.revision}"
 
 
 class Producer:

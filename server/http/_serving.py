@@ -24,8 +24,9 @@ from pineapple import PineappleError
 from .._build_error import BuildError
 from .._config import Config, parse_addr
 from .._config_read import example_request, read_config_file
+from .._decisions import LocalDecisions
 from .._logmask import install_log_mask, remove_log_mask
-from .._service import Service
+from .._service import Role, Service
 from ._access_log import AccessLog
 from ._app import create_app, direct_route
 from ._connections import ConnectionRules, Drain
@@ -85,10 +86,15 @@ class _Server(GracefulServer):
 
 
 def serve(
-    config: Config, sock: socket.socket, attach: Callable[[Service], None] | None = None
+    config: Config,
+    sock: socket.socket,
+    attach: Callable[[Service], None] | None = None,
+    *,
+    role: Callable[[LocalDecisions], Role] | None = None,
 ) -> int:
-    """Serve on ``sock`` until shutdown; ``attach`` runs once the service has started."""
-    service = Service(config)
+    """Serve on ``sock`` until shutdown; ``attach`` runs once the service has started (a
+    fleet pod follows it); ``role``: what the service is given at construction (a worker's)."""
+    service = Service(config, role)
     mask = install_log_mask(service.holder)  # log lines never show the config's secrets
     try:
         return _serve_service(config, service, sock, attach)

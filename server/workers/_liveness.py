@@ -71,11 +71,16 @@ class Heartbeat:
     def __init__(self, conn: Connection, healthy: Callable[[], bool]) -> None:
         self._conn = conn
         self.healthy = healthy
-        """Replaced once the worker serves (the follower's health)."""
+        """Whether to beat (the start bound; once serving, the follower's health)."""
         self.serving = False
         """Set once the worker serves: its beats say so."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pineapple-heartbeat", daemon=True)
+
+    def serve_while(self, healthy: Callable[[], bool]) -> None:
+        """The worker serves: beat as serving while ``healthy()``."""
+        self.healthy = healthy
+        self.serving = True
 
     def start(self) -> None:
         """Beat now, then every ``HEARTBEAT_SECONDS``."""

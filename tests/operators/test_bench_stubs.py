@@ -8,15 +8,18 @@ from typing import Any
 
 import pytest
 
-from pineapple import Context, DeadlineExceededError, RegistryError
+from pineapple import Context, DeadlineExceededError, RegistryError, resource
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
 from pineapple.operators.bench import (
     FEED_ITEMS,
     STUB_NAMES,
+    STUB_RESOURCE_NAMES,
     LatencySampler,
     bench_operator_registry,
+    bench_resource_registry,
     parse_bench_profile,
 )
+from pineapple.resource.lowlevel import default_registry
 
 IO = {"p50": [1.0, 1.5], "p99": [5.0, 7.0], "type": "io"}
 
@@ -55,6 +58,59 @@ def test_recall_adds_the_synthetic_feed() -> None:
     }
     _, out = _run("recall_feed_data", {"bench_item_count": 4}, [])
     assert [row["id"] for row in out.added_items] == [1, 2, 3, 4]
+
+
+def test_the_two_go_resource_stubs_are_provided_over_the_built_in_types() -> None:
+    assert STUB_RESOURCE_NAMES == ("datahub_producer", "feed_data")
+    reg = bench_resource_registry()
+    for name in STUB_RESOURCE_NAMES:
+        schema = reg.get(name)
+        assert schema is not None and schema.description.startswith("Benchmark stub")
+    builtin = {s.name for s in default_registry().all()}
+    assert {"static", "redis_connection"} <= builtin
+    assert builtin | set(STUB_RESOURCE_NAMES) == {s.name for s in reg.all()}
+    real = default_registry().get("feed_data")  # the default registry keeps the real one
+    assert real is not None and not real.description.startswith("Benchmark stub")
+    assert default_registry().get("datahub_producer") is None
+
+
+def test_resource_stubs_load_the_realistic_resource_config() -> None:
+    config = {
+        "resource_config": {
+            "feed_data": {
+                "type": "feed_data",
+                "interval": 600,
+                "params": {"mysql_dsn": "bench:bench@tcp(127.0.0.1:3306)/bench"},
+            },
+            "dh": {
+                "type": "datahub_producer",
+                "interval": 0,
+                "params": {"ak_id": "x", "ak_secret": "hunter2", "max_retry": 3, "topic": "t"},
+            },
+        }
+    }
+    manager = resource.Manager(bench_resource_registry())
+    manager.load_from_root_config(config)
+    manager.start()
+    try:
+        for name, expected in (("dh", "nop"), ("feed_data", None)):
+            handle = manager.get(name)
+            assert handle is not None
+            with handle as value:
+                if expected is not None:
+                    assert value == expected
+                else:  # the recall stub's feed, as the Go stub fetches it
+                    assert len(value) == FEED_ITEMS
+                    assert value[0] == {
+                        "id": 1,
+                        "item_id": "10000",
+                        "type": 1,
+                        "score": 1000,
+                        "created_at": "2026-01-01T00:00:00Z",
+                    }
+        assert "hunter2" not in repr([s.summary for s in manager.status()])
+    finally:
+        manager.stop()
 
 
 def test_recall_item_count_is_bounded() -> None:

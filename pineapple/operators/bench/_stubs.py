@@ -18,11 +18,9 @@ from ..._params import ParamSpec, ParamType
 from ...engine import Operator, OperatorInput, OperatorOutput, OperatorSchema
 from ..reorder_topn_boost import ReorderTopnBoost
 from ._latency import LatencySampler, parse_bench_profile
+from ._resources import FEED_ITEMS, feed_items
 
-__all__ = ["FEED_ITEMS", "STUBS"]
-
-FEED_ITEMS = 3000
-"""Items the ``recall_feed_data`` stub adds when ``bench_item_count`` is not given."""
+__all__ = ["STUBS"]
 
 _MAX_FEED_ITEMS = 1_000_000
 """Most items one stub recall may add (``bench_item_count`` above it is refused)."""
@@ -108,16 +106,7 @@ class RecallFeedDataStub(_Stub):
                 f"recall_feed_data (bench stub): bench_item_count must be in "
                 f"[0, {_MAX_FEED_ITEMS}], got {count!r}"
             )
-        self.items = [
-            {
-                "id": i + 1,
-                "item_id": str(10000 + i),
-                "type": i % 3 + 1,
-                "score": 1000 - i,
-                "created_at": "2026-01-01T00:00:00Z",
-            }
-            for i in range(int(count))
-        ]
+        self.items = feed_items(int(count))
 
     def work(self, inp: OperatorInput, out: OperatorOutput) -> None:
         out.add_items([dict(row) for row in self.items])

@@ -1,10 +1,11 @@
 """``ConfigAuthority``: under ``--workers N``, the supervisor's one place that decides.
 
 A config change (file watch, SIGHUP, ``POST /admin/reload`` in any worker) is
-decided here alone, as ``server/_reload_policy.py`` says: the authority reads
-the file, validates the bytes (engine, resources, dependencies), fetches and
-publishes their data resources, then publishes the bytes themselves as the
-next config generation in the store's manifest. Every worker's follower sees
+decided here alone, by the one reload policy (``server/_reload_policy.py``)
+over the authority as its target: the authority reads the file, parses it
+once and validates it (engine, resources, dependencies: ``check``), fetches
+and publishes its data resources, then publishes the bytes themselves as the
+next config generation in the store's manifest (``apply``). Every worker's follower sees
 it within one poll and rebuilds from exactly those bytes (never from the
 file); a bad config is logged once, here, and publishes nothing, so no worker
 switches. Each outcome is kept in the manifest (``_reload``) for every
@@ -26,10 +27,13 @@ second on the board's thread (``server/workers/_pod_status.py``).
 
 Guarantees:
 - Only the publisher Manager's refresh threads and the reload path write the
-  store's data. The policy's ``_reload_lock`` serialises reloads, pins,
-  unpins and rollbacks (each waits at most ``start_timeout`` for it), so a
+  store's data. The policy's lock (``ReloadPolicy.exclusive``) serialises
+  reloads, pins, unpins and rollbacks (each waits at most ``start_timeout``
+  for it), so a
   pin lands on the publisher that the next reload carries over (an unchanged
   entry keeps it, a changed one starts unpinned).
+- One reload parses its bytes once (``check``, read by ``apply``: the
+  publisher, the per-worker fingerprints, the engine's, the trial plan).
 - A config generation is published only after its data resources were, and,
   when it holds a per-worker resource, after a trial process built all of it
   as a worker does (``server/workers/supervisor/_trial.py``): a generation no worker can build is
@@ -66,8 +70,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -79,7 +82,6 @@ from pineapple.resource.lowlevel import (
     MemoryBudget,
     RefreshResult,
     SnapshotWriteError,
-    load_config,
 )
 
 from ..._build import Builder
@@ -105,8 +107,9 @@ _MAX_NAME_BYTES = 256
 _log = logging.getLogger("pineapple.server")
 
 
-class ConfigAuthority(ReloadPolicy):
-    """Owns the config, its generations and the publisher Manager of ``store``."""
+class ConfigAuthority:
+    """Owns the config, its generations and the publisher Manager of ``store``; the
+    target of its reload :attr:`policy` (read, check, apply, describe)."""
 
     def __init__(
         self,
@@ -116,34 +119,28 @@ class ConfigAuthority(ReloadPolicy):
         metrics: ServerMetrics | None = None,
         wiring: Wiring | None = None,
     ) -> None:
-        super().__init__(config.start_timeout)
         self.config = config
         self.wiring = wiring if wiring is not None else config.wiring
         """What this process builds with (a fleet pod's: never given to workers)."""
-        self.listeners: list[Callable[[ReloadOutcome], None]] = []
-        """Called with every outcome (a fleet pod keeps the fleet config it accepted)."""
         self.store = store
         self.metrics = metrics
         """The supervisor's metrics: its fetches, refusals and reloads (the pod's)."""
         self.stopping = stopping
         """Set by the supervisor when it shuts down."""
         self.publisher: resource.Manager | None = None
-        self._accepted_hash: str | None = None
         self._named: set[str] = set()
         """The store keys of the shared entries the publisher holds."""
         self.generation = 0
         """The config generation every worker serves or is switching to."""
         self.accepted_at: float | None = None
         """When that generation was accepted (Unix seconds)."""
-        self.attempts = 0
-        """Recorded reload outcomes (as a one-process ``Reloader`` counts them)."""
-        self.last_error: ReloadOutcome | None = None
-        """The latest recorded ``error`` outcome."""
         # One budget for every publisher, as one process has one for every snapshot.
         self._budget = MemoryBudget(config.resource_memory_budget_bytes or None)
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
         self._accepted: tuple[bytes, str] | None = None
+        self.replay_report: dict[str, Any] | None = None
+        """What the last accepted config's warm-up replay found (``server/_replay.py``)."""
         """The bytes and hash of the config accepted last."""
         self._previous: tuple[bytes, str] | None = None
         """Those of the config accepted before it (None: none, or it was a rollback)."""
@@ -156,13 +153,24 @@ class ConfigAuthority(ReloadPolicy):
         """The newest generation a worker could not build (one rollback thread each)."""
         self.board = StatusBoard(store.path / STATUS_FILE, self.pod_status)
         """Where the pod's status is posted for the workers (``_pod_status``)."""
+        self.policy = ReloadPolicy(
+            self,
+            wait=config.start_timeout,
+            closing=stopping.is_set,
+            on_count=self._count,
+            on_record=self._show,
+            names_kept=True,
+        )
+        """Decides every reload (``server/_reload_policy.py``); its listeners see each outcome
+        (a fleet pod keeps the fleet config it accepted)."""
 
     def load_initial(self) -> None:
         """Read, validate and publish the config (generation 1); raises when any step fails."""
-        with self._reload_lock:
-            data = self._read()
-            if self._apply(data, hashlib.sha256(data).hexdigest()) is None:
-                raise BuildError("start", "the supervisor was stopped while it started")
+        self.policy.start(record=False)
+
+    def reload(self, trigger: Trigger, *, force: bool = False) -> ReloadOutcome:
+        """Decide a config change (the watcher, SIGHUP, a worker's admin): see the policy."""
+        return self.policy.reload(trigger, force=force)
 
     def cancel(self) -> None:
         """Cancel the publisher a reload is starting (after ``stopping`` was set; no wait)."""
@@ -179,12 +187,7 @@ class ConfigAuthority(ReloadPolicy):
     # -- data ---------------------------------------------------------------------------
 
     def _base(self) -> resource.Registry:
-        return self.wiring.registry or resource.lowlevel.default_registry()
-
-    def _loaded(self, data: bytes) -> LoadedConfig:
-        return load_config(
-            data, env=self.config.environ(), source_dir=Path(self.config.path).parent
-        )
+        return self.wiring.registry or self.config.resource_types()
 
     def load(
         self,
@@ -228,34 +231,33 @@ class ConfigAuthority(ReloadPolicy):
             with self._loading_lock:
                 self._loading.discard(manager)
 
-    # -- the policy's steps -------------------------------------------------------------
+    # -- the policy's target ------------------------------------------------------------
 
-    def _read(self) -> bytes:
+    def read(self) -> bytes:
+        """The config's bytes (the file, or a fleet pod's config source)."""
         return self.wiring.read_config(self.config.path, self.config.max_config_bytes)
 
-    def _closing(self) -> bool:
-        return self.stopping.is_set()
+    def check(self, data: bytes) -> LoadedConfig:
+        """``data`` parsed once, then validated: engine, resources, dependencies (no fetch)."""
+        builder = Builder(self.config)
+        loaded = builder.load(data)
+        builder.check(loaded)
+        return loaded
 
-    def _serving(self) -> tuple[str, int] | None:
-        if self._accepted_hash is None:
-            return None
-        return self._accepted_hash, self.generation
-
-    def _apply(self, data: bytes, digest: str) -> int | None:
-        """Validate ``data``, publish its data, then its bytes; the new config generation.
+    def apply(self, config: LoadedConfig) -> int | None:
+        """Publish the data of ``config`` (checked), then its bytes; the new generation.
 
         None when the supervisor began stopping before it could be accepted.
 
         Raises (``BuildError`` and whatever a fetch raises) with nothing published
         but the data snapshots of the new entries, which no manifest config names.
         """
+        loaded, data, digest = config, config.data, config.content_hash
         named: set[str] = set()
         staging = Staging()  # what it fetches for keys that serve waits until it is accepted
         try:
-            Builder(self.config).check(data)  # engine, resources, dependencies: no fetch
             # Unchanged entries keep their value, pin and previous value; a changed
             # entry is fetched anew and unpinned, as in one process.
-            loaded = self._loaded(data)  # parsed once: the publisher and the trial plan read it
             try:
                 manager = self.load(loaded, carry_over=self.publisher, named=named, staging=staging)
             except Exception:
@@ -284,7 +286,7 @@ class ConfigAuthority(ReloadPolicy):
                 manager.stop()
                 raise
             old, self.publisher = self.publisher, manager
-            self._accepted_hash, self.generation, self._named = digest, generation, named
+            self.generation, self._named = generation, named
             self.accepted_at = time.time()
             self._previous, self._accepted = self._accepted, (data, digest)
             self._serving_per_worker, self._serving_engine = per_worker, engine
@@ -300,7 +302,7 @@ class ConfigAuthority(ReloadPolicy):
     def _replayed(self, data: bytes) -> list[SampledRequest] | None:
         """The pod's sample a candidate replays (``_sample_channel.py``); None: no replay
         (the first config, or the supervisor is stopping)."""
-        if self._accepted_hash is None or self.stopping.is_set():
+        if self._accepted is None or self.stopping.is_set():
             return None
         return candidate_requests(self.config, self.store.path, data)
 
@@ -326,41 +328,27 @@ class ConfigAuthority(ReloadPolicy):
 
     def serving_config(self) -> tuple[str, int, float] | None:
         """The content hash, generation and acceptance time of the serving config."""
-        serving, accepted_at = self._serving(), self.accepted_at
+        serving, accepted_at = self.policy.served, self.accepted_at
         if serving is None or accepted_at is None:
             return None
         return serving[0], serving[1], accepted_at
 
-    def _serves(self, serial: int) -> str:
+    def describe(self, serial: int | None) -> str:
+        if serial is None:
+            return f"refused, every worker keeps config generation {self.generation}"
         return f"generation {serial}; {self.config.workers} workers follow"
 
-    def _kept(self) -> tuple[str, int | None]:
-        return f"refused, every worker keeps config generation {self.generation}", self.generation
-
-    def _refused(self, outcome: ReloadOutcome) -> ReloadOutcome:
-        return outcome  # busy or shutting down: an answer to the caller alone
-
-    def _record(self, outcome: ReloadOutcome, *, quiet: bool = False) -> ReloadOutcome:
-        """Keep ``outcome`` and show it to every worker (``_reload`` in the manifest)."""
-        for listener in list(self.listeners):
-            try:
-                listener(outcome)
-            except Exception:
-                _log.exception("a reload listener failed")
-        if quiet:
-            return outcome
-        self.attempts += 1
+    def _count(self, outcome: ReloadOutcome) -> None:
         if self.metrics is not None:
             self.metrics.observe_reload(outcome.result, outcome.duration)
-        self.last = outcome
-        if outcome.result == "error":
-            self.last_error = outcome
+
+    def _show(self, outcome: ReloadOutcome) -> None:
+        """Show a recorded outcome to every worker (``_reload`` in the manifest, the board)."""
         try:
             self.store.amend(RELOAD_ENTRY, outcome.to_dict())
         except SnapshotWriteError as exc:
             _log.warning("cannot record the reload outcome: %s", exc)
         self.board.post()
-        return outcome
 
     # -- the control channel ------------------------------------------------------------
 
@@ -394,12 +382,10 @@ class ConfigAuthority(ReloadPolicy):
         if action == "refresh":  # a fetch may be long: not under the reload lock
             return act(self._shared_publisher(name), action, name, force)
         # Serialised with reloads: a pin lands on the publisher the next reload carries over.
-        if not self._reload_lock.acquire(timeout=self._wait):
-            raise Refused(503, "a config reload is running; try again")
-        try:
+        with self.policy.exclusive() as held:
+            if not held:
+                raise Refused(503, "a config reload is running; try again")
             return act(self._shared_publisher(name), action, name, force)
-        finally:
-            self._reload_lock.release()
 
     def _cannot_build(self, request: dict[str, Any]) -> dict[str, Any]:
         """A worker cannot build a generation: roll back on a thread; answered at once."""
@@ -426,49 +412,51 @@ class ConfigAuthority(ReloadPolicy):
         itself a rollback. The outcome is recorded as a reload ``error`` naming
         the failed generation and the one the pod went back to.
         """
-        if not self._reload_lock.acquire(timeout=self._wait):
-            _log.error("cannot roll back generation %d: a reload runs", generation)
+        with self.policy.exclusive() as held:
+            if not held:
+                _log.error("cannot roll back generation %d: a reload runs", generation)
+                return None
+            return self._roll_back(generation, why)
+
+    def _roll_back(self, generation: int, why: str) -> ReloadOutcome | None:
+        """:meth:`roll_back` with the policy's lock held."""
+        previous, failed = self._previous, self._accepted
+        if generation != self.generation or previous is None or failed is None:
             return None
+        if self.stopping.is_set():
+            return None
+        started = time.monotonic()
         try:
-            previous, failed = self._previous, self._accepted
-            if generation != self.generation or previous is None or failed is None:
-                return None
-            if self.stopping.is_set():
-                return None
-            started = time.monotonic()
-            try:
-                serial = self._apply(*previous)
-            except Exception as exc:  # the pod keeps the generation it has
-                _log.error(
-                    "workers cannot build config generation %d (%s), and going back to the "
-                    "previous config failed: %s",
-                    generation,
-                    why,
-                    exc,
-                )
-                return None
-            if serial is None:
-                return None
-            self._previous = None  # a rollback is not rolled back in turn
-            self._failed_hash = failed[1]  # the watcher does not apply those bytes again
-            error = (
-                f"workers could not build config generation {generation} ({why}); the pod "
-                f"went back to the previous config as generation {serial}"
+            serial = self.policy.apply_held(previous[0])
+        except Exception as exc:  # the pod keeps the generation it has
+            _log.error(
+                "workers cannot build config generation %d (%s), and going back to the "
+                "previous config failed: %s",
+                generation,
+                why,
+                exc,
             )
-            _log.error("config reload refused: %s", error)
-            outcome = ReloadOutcome(
-                "error",
-                "supervisor",
-                time.time(),
-                time.monotonic() - started,
-                failed[1],
-                serial=serial,
-                error=error,
-                step="start",
-            )
-            return self._record(outcome)
-        finally:
-            self._reload_lock.release()
+            return None
+        if serial is None:
+            return None
+        self._previous = None  # a rollback is not rolled back in turn
+        self.policy.refuse_again(failed[1])  # the watcher does not apply those bytes again
+        error = (
+            f"workers could not build config generation {generation} ({why}); the pod "
+            f"went back to the previous config as generation {serial}"
+        )
+        _log.error("config reload refused: %s", error)
+        outcome = ReloadOutcome(
+            "error",
+            "supervisor",
+            time.time(),
+            time.monotonic() - started,
+            failed[1],
+            serial=serial,
+            error=error,
+            step="start",
+        )
+        return self.policy.record(outcome)
 
     def _shared_publisher(self, name: str) -> resource.Manager:
         publisher = self.publisher
@@ -482,11 +470,11 @@ class ConfigAuthority(ReloadPolicy):
         """What the workers show of the supervisor (posted by :attr:`board`): the reload
         record (as one process's ``GET /config``), the publisher's ``halted`` and the
         status of every shared resource (the publisher holds only shared entries)."""
-        publisher = self.publisher
+        publisher, policy = self.publisher, self.policy
         config = {
-            "reload_attempts": self.attempts,
-            "last_reload": self.last.to_dict() if self.last else None,
-            "last_reload_error": self.last_error.to_dict() if self.last_error else None,
+            "reload_attempts": policy.attempts,
+            "last_reload": policy.last.to_dict() if policy.last else None,
+            "last_reload_error": policy.last_error.to_dict() if policy.last_error else None,
             "halted": publisher.halted_reason if publisher is not None else None,
             "stale": stale_sources(publisher) if publisher is not None else {},
             "config_source": source_view(self.wiring.config_source),

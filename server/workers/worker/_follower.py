@@ -8,9 +8,10 @@ refreshes every shared resource of the serving snapshot's Manager, whose
 So a publish reaches every worker within ``poll_seconds`` plus one open.
 
 The same pass follows the config (:class:`ConfigFollow`): when the manifest
-names a config generation newer than the one this worker serves, the worker
-rebuilds from exactly those bytes (its Reloader reads them through
-``SharedConfigSource``).
+names a config generation newer than the one this worker serves, the
+follower reads exactly those bytes from the store and hands them to the
+worker's Reloader (``Reloader.apply``: the supervisor decided, the worker
+does not decide again).
 The supervisor built and validated them first (and a trial worker built
 them within ``--build-timeout-seconds``, ``server/workers/supervisor/_trial.py``),
 so a failure here is this worker's alone (a busier core, a Lua top level
@@ -36,10 +37,11 @@ Guarantees:
   the serving snapshot for the duration (``SnapshotHolder.acquire``), so a
   config reload cannot close that Manager under it.
 - One pass at a time (``_pass``, taken with a timeout of ``pass_timeout``), whether the
-  follower's thread or an admin call (``SupervisorLink.catch_up``) runs it; so
-  ``SharedConfigSource.served`` has a single writer.
+  follower's thread or an admin call (``SupervisorLink``'s catch-up) runs it; so
+  ``ConfigFollow.served`` and ``ConfigFollow.failed`` have a single writer (set
+  at construction to the generation the worker started with, then only by a
+  pass); other threads only read them.
 - Every wait is bounded (``poll_seconds``); ``stop()`` returns within one wait.
-- ``ConfigFollow.failed`` is written within a pass only (one writer).
 - :meth:`following` (read by the worker's heartbeat, ``_liveness``) is False
   once the thread has ended or a pass has run past ``pass_timeout``: then the
   worker stops beating and the supervisor replaces it.
@@ -55,14 +57,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Protocol
 
 from pineapple import PineappleError, resource
 
-from ..._reloader import Reloader
+from ..._build_error import BuildError
+from ..._reload_policy import ReloadOutcome, Trigger
 from ..._snapshot import SnapshotHolder
 from .._store_format import CONFIG_ENTRY, SnapshotMissingError, codec_of
 from ._mapping import MappedStore
-from ._supervisor_link import SharedConfigSource
 
 __all__ = ["FOLLOW_POLL_SECONDS", "ConfigFollow", "Follower"]
 
@@ -77,16 +80,29 @@ def _stop_this_process() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+class Applies(Protocol):
+    """What builds a generation in a worker (its ``Reloader``)."""
+
+    def apply(self, data: bytes, trigger: Trigger = "supervisor") -> ReloadOutcome:
+        """Build and swap in ``data``; the outcome (never raises a build error)."""
+        ...
+
+
 @dataclass
 class ConfigFollow:
-    """How a worker follows config generations: ``reloader`` rebuilds from ``source``.
+    """How a worker follows config generations: ``reloader`` builds the bytes of each
+    newer one, read from ``store``.
 
-    :meth:`follow` runs only within a :class:`Follower` pass, so ``source.served``
-    and ``failed`` have one writer.
+    :meth:`follow` runs only within a :class:`Follower` pass, so ``served`` and
+    ``failed`` have one writer.
     """
 
-    reloader: Reloader
-    source: SharedConfigSource
+    reloader: Applies
+    store: MappedStore
+    served: int
+    """Generation of the config this worker serves (the one it started with, at first)."""
+    max_bytes: int
+    """The largest config read (``--max-config-bytes``)."""
     failed: int = 0
     """The newest accepted generation this worker could not build (it is not tried again)."""
     on_failure: Callable[[int, str], None] = lambda generation, why: None
@@ -98,26 +114,40 @@ class ConfigFollow:
         if entry is None:
             return True
         generation = int(str(entry["generation"]))
-        if generation <= self.source.served or generation == self.failed:
+        if self._done(generation):
             return True
-        outcome = self.reloader.reload("supervisor", force=True)
+        try:  # the newest accepted generation: this one, or one published since
+            generation, data = self.store.read_config(self.max_bytes)
+        except BuildError as exc:
+            self._cannot_build(generation, str(exc))
+            return True
+        if self._done(generation):
+            return True
+        outcome = self.reloader.apply(data, "supervisor")
         if outcome.result == "error":
             if outcome.step is None:  # "shutting down": this worker stops anyway
                 return False
             if outcome.step == "busy":  # not tried: the next pass tries it
                 return True
-            self.failed = generation
-            _log.error(
-                "this worker cannot build config generation %d, which the supervisor accepted "
-                "(%s); it keeps serving generation %d and builds the next one accepted",
-                generation,
-                outcome.error,
-                self.source.served,
-            )
-            self.on_failure(generation, str(outcome.error))
+            self._cannot_build(generation, str(outcome.error))
             return True
-        self.source.served = self.source.last_read
+        self.served = generation
         return True
+
+    def _done(self, generation: int) -> bool:
+        """Whether ``generation`` serves already, or failed here once."""
+        return generation <= self.served or generation == self.failed
+
+    def _cannot_build(self, generation: int, why: str) -> None:
+        self.failed = generation
+        _log.error(
+            "this worker cannot build config generation %d, which the supervisor accepted "
+            "(%s); it keeps serving generation %d and builds the next one accepted",
+            generation,
+            why,
+            self.served,
+        )
+        self.on_failure(generation, why)
 
 
 class Follower:
@@ -163,6 +193,11 @@ class Follower:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._poll * 5 + 1)
+
+    @property
+    def generation(self) -> int:
+        """The config generation this worker serves (0: it follows no config)."""
+        return 0 if self._config is None else self._config.served
 
     def following(self) -> bool:
         """Whether this worker still follows: the thread runs and no pass outlived its bound."""

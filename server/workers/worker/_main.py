@@ -1,9 +1,11 @@
 """A worker process of ``--workers N``: serve with every shared resource mapped from the store.
 
-The worker builds from the config bytes its supervisor accepted
-(``SharedConfigSource``), maps shared snapshots (``mapped_registry``), follows
-new generations and config generations (``Follower``), and forwards admin
-decisions to the supervisor (``SupervisorLink``). See ``server/workers/supervisor/_supervisor.py``.
+The worker builds from the config bytes its supervisor accepted (read from
+the store before its service is made), maps shared snapshots
+(``mapped_registry``), follows new generations and config generations
+(``Follower``), and forwards admin decisions to the supervisor
+(``SupervisorLink``): its ``Service`` is given them at construction
+(``WorkerRole``). See ``server/workers/supervisor/_supervisor.py``.
 
 A *trial* process (:func:`trial_main`) is a worker that builds one candidate
 config exactly as a worker would, answers whether it could, tears it down and
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import socket
@@ -26,25 +29,25 @@ import orjson
 
 from pineapple import resource
 from pineapple._error_text import capped
+from pineapple.resource.lowlevel import LoadedConfig
 
 from ..._build import Builder, default_responder, import_plugins
 from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
+from ..._decisions import LocalDecisions
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
 from ..._replay import CandidateReplay
-from ..._request_sample import SampledRequest
-from ..._service import Service
+from ..._request_sample import RequestSample, SampledRequest
 from ..._snapshot import SnapshotHolder
 from ...http._serving import exit_within, serve
 from ...metrics._pod_metrics import PodMetrics
-from .._control import CONTROL_READ_SECONDS
 from .._liveness import START_SLACK_SECONDS, Heartbeat
 from .._sample_channel import SampleServer
 from .._store_format import METRICS_DIR, codec_of
-from ._follower import ConfigFollow, Follower
 from ._mapping import MappedStore, mapped_registry
-from ._supervisor_link import SharedConfigSource, SupervisorLink
+from ._role import WorkerRole
+from ._supervisor_link import SharedConfigSource
 
 __all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
 
@@ -53,6 +56,8 @@ TRIAL_REPLY_MAX_BYTES = 64 * 1024
 _TRIAL_TEARDOWN_SECONDS = 5.0
 
 _PR_SET_PDEATHSIG = 1
+
+_log = logging.getLogger("pineapple.server")
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -74,7 +79,7 @@ def worker_settings(
     config: Config, store: MappedStore, source: ConfigSource | None = None
 ) -> Config:
     """``config`` as a worker builds it: shared types mapped from ``store``, one process."""
-    base = config.wiring.registry or resource.lowlevel.default_registry()
+    base = config.resource_types()
     wiring = replace(
         config.wiring,
         registry=mapped_registry(base, store),
@@ -108,46 +113,32 @@ def worker_main(
     configure_logging(config.log_level, config.log_format)
     import_plugins(config.plugins)
     store = MappedStore(store_path)
-    source = SharedConfigSource(store)
-    base = config.wiring.registry or resource.lowlevel.default_registry()
-    worker_config = worker_settings(config, store, source)
-    followers: list[Follower] = []
-    samples: list[SampleServer] = []
-
-    def attach(service: Service) -> None:
-        source.served = source.last_read  # the generation service.start() built
-        service.reloader.replay = None  # the supervisor's trial replayed it (_sample_channel)
-        samples.append(SampleServer(Path(store_path), service.sample))
-        samples[-1].start()
-        # A reload may wait start_timeout for the lock, then build (a trial's bound).
-        build = max(config.start_timeout, config.build_timeout_seconds)
-        timeout = config.start_timeout + build + CONTROL_READ_SECONDS
-        link = SupervisorLink(store, source, timeout, service.local, registry=base)
-        follower = Follower(
-            store,
-            service.holder,
-            parent,
-            config=ConfigFollow(service.reloader, source, on_failure=link.cannot_build),
-            # A pass may wait start_timeout for the reload lock, then build; a build that
-            # takes over twice what the trial allowed it counts as stuck (_liveness).
-            pass_timeout=config.start_timeout + 2 * config.build_timeout_seconds,
-            registry=base,
-        )
-        link.catch_up = follower.follow
-        service.decisions = link
-        follower.start()
-        followers.append(follower)
-        heartbeat.healthy = follower.following
-        heartbeat.serving = True
-
+    base = config.resource_types()
+    worker_config = worker_settings(config, store, SharedConfigSource(store))
+    # Its recent requests, which the supervisor collects for a reload's trial to replay.
+    sample = RequestSample(
+        config.replay_sample_requests, config.replay_sample_bytes, config.replay_sample_seconds
+    )
+    worker_config = replace(
+        worker_config, wiring=replace(worker_config.wiring, request_sample=sample)
+    )
+    sampler = SampleServer(Path(store_path), sample)
+    sampler.start()
     try:
-        code = serve(worker_config, sock, attach)
+        try:  # the generation this worker starts with: its follower goes on from it
+            first = store.read_config(config.max_config_bytes)
+        except BuildError as exc:
+            _log.error("not serving %s: %s", config.path, exc)
+            code = 1
+        else:
+
+            def role(local: LocalDecisions) -> WorkerRole:
+                return WorkerRole(config, store, first, local, parent, heartbeat, base)
+
+            code = serve(worker_config, sock, role=role)  # stops the role's follower
     finally:
         heartbeat.stop()
-        for follower in followers:
-            follower.stop()
-        for sampler in samples:
-            sampler.stop()
+        sampler.stop()
     exit_within(code)
     raise SystemExit(code)
 
@@ -157,16 +148,15 @@ class _StandIn:
 
 
 def _stand_ins(
-    builder: Builder, types: resource.Registry, data: bytes, carried: tuple[str, ...]
+    types: resource.Registry, loaded: LoadedConfig, carried: tuple[str, ...]
 ) -> resource.Manager | None:
-    """A started Manager holding a :class:`_StandIn` for each entry of ``data`` in ``carried``.
+    """A started Manager holding a :class:`_StandIn` for each entry of ``loaded`` in ``carried``.
 
     A build with it as ``carry_over`` adopts those entries (same fingerprints)
     instead of fetching them, as a worker's reload adopts its serving values.
     """
     if not carried:
         return None
-    loaded = builder.load(data)
     kept = tuple(e for e in loaded.entries if e.name in carried)
     stand_in = _StandIn()
     registry = resource.Registry()
@@ -212,8 +202,8 @@ def trial_main(
     would raise, already redacted; or a build that took longer than
     ``build_timeout_seconds``, which workers could not finish in time).
     ``sample``: the pod's recent requests, replayed with the config's
-    ``warmup_requests`` once it is built (a reload; None: no replay); a
-    refusal's reply carries the replay's ``report`` (``server/_replay.py``).
+    ``warmup_requests`` once it is built (a reload; None: no replay); the reply
+    carries the replay's ``report`` (``server/_replay.py``).
     """
     _die_with_parent(parent_pid)
     configure_logging(config.log_level, config.log_format)
@@ -224,9 +214,10 @@ def trial_main(
         settings = worker_settings(config, MappedStore(store_path))
         assert settings.wiring.registry is not None
         builder = Builder(settings)
-        donor = _stand_ins(builder, settings.wiring.registry, data, carried)
+        loaded = builder.load(data)  # parsed once: the stand-ins and the build read it
+        donor = _stand_ins(settings.wiring.registry, loaded, carried)
         began = time.monotonic()
-        snap = builder.build(data, carry_over=donor)
+        snap = builder.build(loaded, carry_over=donor)
         outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
         if outcome.get("ok") and sample is not None:  # the pod's sample, then it may serve
             responder = config.wiring.responder or default_responder(

@@ -2,14 +2,17 @@
 
 A worker never reads the config file and never decides anything shared:
 
-- :class:`SharedConfigSource` hands its Reloader the config bytes the
-  supervisor accepted (the ``_config`` entry of the store's manifest), so
-  every worker builds exactly the same bytes;
+- :class:`SharedConfigSource` is its wiring's config source: the config bytes
+  the supervisor accepted (the ``_config`` entry of the store's manifest), so
+  every worker builds exactly the same bytes (its first config and each
+  generation it follows are read from the store, ``_main.py``, ``_follower.py``);
+- :class:`SupervisorChannel` asks the supervisor over the control channel;
 - :class:`SupervisorLink` is the worker's ``Decisions`` (``server/_decisions.py``):
   ``POST /admin/reload``, SIGHUP and the admin actions on shared resources
   (refresh, rollback, pin, unpin) are the supervisor's, asked over the
   control channel; the worker then catches up with what it published before
-  answering, so the answering worker already serves the result. The status
+  answering (the follower's pass, given at construction), so the answering
+  worker already serves the result. The status
   of a shared resource (``/resources``, an admin answer) is the
   supervisor's, plus a ``worker`` block saying what this worker maps. A
   resource that is not shared is this worker's own (:class:`LocalDecisions`).
@@ -18,16 +21,16 @@ A worker never reads the config file and never decides anything shared:
   never asked over the control channel, whose slots are the admin's.
 
 Guarantees:
-- ``served`` and ``last_read`` are written only by the follower's pass
-  (one at a time, under the follower's pass lock) and by the worker's start,
-  before the follower runs; other threads only read them.
+- Nothing here holds state that another thread writes: the generation shown
+  is the follower's (``ConfigFollow.served``, written by its pass alone), the
+  pod's statuses are read from the file the supervisor posts, and every call
+  to the supervisor waits at most ``timeout``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from typing import Any
 
 from pineapple import resource
@@ -38,11 +41,12 @@ from ..._reload_policy import Trigger
 from .._control import CONTROL_SOCKET, ControlError, call, refusal_of
 from .._pod_status import STATUS_FILE, StatusReader
 from .._store_format import CONFIG_ENTRY, RELOAD_ENTRY, codec_of
+from ._follower import Follower
 from ._mapping import MappedStore
 
 _log = logging.getLogger("pineapple.server")
 
-__all__ = ["SharedConfigSource", "SupervisorLink"]
+__all__ = ["SharedConfigSource", "SupervisorChannel", "SupervisorLink"]
 
 
 class SharedConfigSource:
@@ -50,62 +54,31 @@ class SharedConfigSource:
 
     def __init__(self, store: MappedStore) -> None:
         self._store = store
-        self.last_read = 0
-        """Generation of the bytes last handed out."""
-        self.served = 0
-        """Generation of the config this worker serves (0 before its first build)."""
 
     def read(self, max_bytes: int) -> bytes:
         """The newest accepted config's bytes (``ConfigFileError`` when there is none)."""
-        generation, data = self._store.read_config(max_bytes)
-        self.last_read = generation
-        return data
+        return self._store.read_config(max_bytes)[1]
 
 
-class SupervisorLink:
-    """A worker's :class:`~server._decisions.Decisions` (see module docs)."""
+class SupervisorChannel:
+    """A worker's requests to its supervisor over the control channel."""
 
-    def __init__(
-        self,
-        store: MappedStore,
-        source: SharedConfigSource,
-        timeout: float,
-        local: LocalDecisions,
-        registry: resource.Registry | None = None,
-    ) -> None:
-        self._store = store
-        self._registry = registry if registry is not None else resource.lowlevel.default_registry()
-        """The worker's resource types: those with a codec are the shared ones."""
-        self.source = source
+    def __init__(self, store: MappedStore, timeout: float) -> None:
+        self._path = store.path / CONTROL_SOCKET
         self.timeout = timeout
         """Longest wait for the supervisor's answer (a reload may build for a while)."""
-        self.local = local
-        """This worker's own decisions (for what it does not share)."""
-        self.catch_up: Callable[[], None] = lambda: None
-        """Maps what the supervisor published (set to the follower's pass once it runs)."""
-        self.pod = StatusReader(store.path / STATUS_FILE)
-        """The status the supervisor posts (shared resources, reloads, ``halted``)."""
 
-    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The supervisor's answer to ``request`` within ``self.timeout``; :class:`Refused`
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The supervisor's answer to ``request`` within ``timeout``; :class:`Refused`
         when it refused or cannot be asked."""
         try:
-            reply = call(self._store.path / CONTROL_SOCKET, request, self.timeout)
+            reply = call(self._path, request, self.timeout)
         except ControlError as exc:
             raise Refused(503, str(exc)) from None
         refused = refusal_of(reply)
         if refused is not None:
             raise refused
         return reply
-
-    # -- decisions ----------------------------------------------------------------------
-
-    def reload(self, trigger: Trigger, force: bool) -> dict[str, Any]:
-        """Ask the supervisor to reload; its outcome, once this worker serves the result."""
-        outcome = self._call({"op": "reload", "trigger": trigger, "force": force})
-        if outcome.get("result") == "ok":
-            self.catch_up()
-        return {**outcome, "worker": self.describe()}
 
     def cannot_build(self, generation: int, why: str) -> None:
         """Tell the supervisor this worker cannot build ``generation`` (it then rolls back).
@@ -115,21 +88,53 @@ class SupervisorLink:
         """
         request = {"op": "cannot_build", "generation": generation, "error": capped(why)}
         try:
-            self._call(request)  # answered at once: the rollback runs on its own thread
+            self.ask(request)  # answered at once: the rollback runs on its own thread
         except Refused as exc:
             _log.warning("cannot tell the supervisor about generation %d: %s", generation, exc)
+
+
+class SupervisorLink:
+    """A worker's :class:`~server._decisions.Decisions` (see module docs)."""
+
+    def __init__(
+        self,
+        store: MappedStore,
+        channel: SupervisorChannel,
+        local: LocalDecisions,
+        follower: Follower,
+        registry: resource.Registry | None = None,
+    ) -> None:
+        self._store = store
+        self._registry = registry if registry is not None else resource.lowlevel.default_registry()
+        """The worker's resource types: those with a codec are the shared ones."""
+        self.channel = channel
+        self.local = local
+        """This worker's own decisions (for what it does not share)."""
+        self.follower = follower
+        """Maps what the supervisor published (its pass is this worker's catch-up)."""
+        self.pod = StatusReader(store.path / STATUS_FILE)
+        """The status the supervisor posts (shared resources, reloads, ``halted``)."""
+
+    # -- decisions ----------------------------------------------------------------------
+
+    def reload(self, trigger: Trigger, force: bool) -> dict[str, Any]:
+        """Ask the supervisor to reload; its outcome, once this worker serves the result."""
+        outcome = self.channel.ask({"op": "reload", "trigger": trigger, "force": force})
+        if outcome.get("result") == "ok":
+            self.follower.follow()
+        return {**outcome, "worker": self.describe()}
 
     def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
         """A shared resource's action is the supervisor's, then mapped here; others local."""
         if not self._shares(name):
             return self.local.act(action, name, force)
         try:
-            body = self._call({"op": action, "name": name, "force": force})
+            body = self.channel.ask({"op": action, "name": name, "force": force})
         except Refused as exc:
             if exc.resource is not None:
                 exc.resource = self._merged(name, exc.resource)
             raise
-        self.catch_up()
+        self.follower.follow()
         body["status"] = self._merged(name, body["status"])
         return body
 
@@ -204,7 +209,7 @@ class SupervisorLink:
         latest = manifest.get(CONFIG_ENTRY) or {}
         return {
             "pid": os.getpid(),
-            "config_generation": self.source.served,
+            "config_generation": self.follower.generation,
             "latest_config_generation": latest.get("generation"),
             "supervisor_last_reload": manifest.get(RELOAD_ENTRY),
         }

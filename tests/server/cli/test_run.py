@@ -118,6 +118,7 @@ def test_a_realistic_benchmark_config_runs_on_the_bench_stubs() -> None:
     request = config.with_name("realistic_for_you_request.json")
     result = pineapple_run(str(config), "--request", str(request), "--bench-stubs")
     assert result.returncode == 0, result.stderr
+    assert result.stderr == b""  # every resource type (feed_data, datahub_producer) loaded
     assert len(orjson.loads(result.stdout)["items"]) == 10
 
 

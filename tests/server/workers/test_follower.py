@@ -11,68 +11,63 @@ from server._snapshot import SnapshotHolder
 from server.workers.supervisor._publishing import SharedStore
 from server.workers.worker._follower import ConfigFollow, Follower
 from server.workers.worker._mapping import MappedStore
-from server.workers.worker._supervisor_link import SharedConfigSource
 
 
 class FakeReloader:
-    """Reads the config like a worker's Reloader does, and answers ``result``."""
+    """Applies the bytes it is handed as a worker's Reloader does, and answers ``result``."""
 
-    def __init__(self, source: SharedConfigSource, result: str) -> None:
-        self.source = source
+    def __init__(self, result: str) -> None:
         self.result = result
-        self.calls: list[tuple[str, bool]] = []
+        self.calls: list[tuple[str, bytes]] = []
 
-    def reload(self, trigger: Any, *, force: bool = False) -> ReloadOutcome:
-        self.calls.append((trigger, force))
-        self.source.read(1 << 20)
+    def apply(self, data: bytes, trigger: Any = "supervisor") -> ReloadOutcome:
+        self.calls.append((trigger, data))
         error, step = ("boom", "engine") if self.result == "error" else (None, None)
         return ReloadOutcome(self.result, trigger, 0.0, 0.0, "h", error=error, step=step)  # type: ignore[arg-type]
 
 
 def _follower(
-    tmp_path: Path, result: str
-) -> tuple[Follower, SharedStore, SharedConfigSource, FakeReloader]:
+    tmp_path: Path, result: str, served: int = 1
+) -> tuple[Follower, SharedStore, MappedStore, FakeReloader]:
     store = SharedStore.create(tmp_path)
     worker = MappedStore(store.path)
-    source = SharedConfigSource(worker)
-    reloader = FakeReloader(source, result)
+    reloader = FakeReloader(result)
     reader, _writer = multiprocessing.Pipe(duplex=False)
     follower = Follower(
         worker,
         SnapshotHolder(),
         reader,
-        config=ConfigFollow(reloader, source),  # type: ignore[arg-type]
+        config=ConfigFollow(reloader, worker, served=served, max_bytes=1 << 20),
     )
-    return follower, store, source, reloader
+    return follower, store, worker, reloader
 
 
 def test_a_newer_generation_is_built_once_from_the_supervisors_bytes(tmp_path: Path) -> None:
-    follower, store, source, reloader = _follower(tmp_path, "ok")
+    follower, store, worker, reloader = _follower(tmp_path, "ok")  # started with generation 1
     store.publish_config(b'{"a": 1}', "h1")
-    source.read(1 << 20)
-    source.served = 1  # what the worker started with
+    worker.read_config(1 << 20)  # what the worker started with
     follower.follow()
     assert reloader.calls == []  # nothing newer
     store.publish_config(b'{"a": 2}', "h2")
     follower.follow()
     follower.follow()
-    assert reloader.calls == [("supervisor", True)]
-    assert source.served == 2
+    assert reloader.calls == [("supervisor", b'{"a": 2}')]
+    assert follower.generation == 2
     assert not (store.path / "config-1.json").exists()  # unlinked once replaced
 
 
 def test_a_worker_that_cannot_build_an_accepted_config_keeps_serving_its_own(
     tmp_path: Path,
 ) -> None:
-    follower, store, source, reloader = _follower(tmp_path, "error")
+    follower, store, _worker, reloader = _follower(tmp_path, "error")
     store.publish_config(b'{"a": 1}', "h1")
-    source.served = 1
     store.publish_config(b'{"a": 2}', "h2")
     follower.follow()
     follower.follow()  # a later pass (a data publish) does not build generation 2 again
-    assert reloader.calls == [("supervisor", True)]
-    assert source.served == 1  # it keeps serving the generation it has
+    assert reloader.calls == [("supervisor", b'{"a": 2}')]
+    assert follower.generation == 1  # it keeps serving the generation it has
     reloader.result = "ok"
     store.publish_config(b'{"a": 3}', "h3")
     follower.follow()  # the next accepted generation is built
-    assert reloader.calls == [("supervisor", True)] * 2 and source.served == 3
+    assert reloader.calls == [("supervisor", b'{"a": 2}'), ("supervisor", b'{"a": 3}')]
+    assert follower.generation == 3
