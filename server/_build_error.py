@@ -8,27 +8,29 @@ and the control channel, which have caps of their own.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pineapple import PineappleError
 from pineapple._error_text import MAX_ERROR_BYTES, capped
 
 __all__ = ["BuildError", "BuildStep", "CheckError"]
 
-BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps"]
+BuildStep = Literal["read", "plugins", "engine", "resources", "start", "deps", "replay"]
 
 
 class BuildError(PineappleError):
     """A snapshot could not be built; ``step`` says where, the message says why.
 
-    ``reason`` is at most ``MAX_ERROR_BYTES`` (cut, saying how much more there was).
+    ``reason`` is at most ``MAX_ERROR_BYTES`` (cut, saying how much more there was);
+    ``report``: what a refused warm-up replay found (step ``replay``, ``server/_replay.py``).
     """
 
-    def __init__(self, step: BuildStep, message: str) -> None:
+    def __init__(self, step: BuildStep, message: str, report: dict[str, Any] | None = None) -> None:
         reason = capped(message)
         super().__init__(f"{step}: {reason}")
         self.step: BuildStep = step
         self.reason = reason
+        self.report = report
 
 
 class CheckError(BuildError):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pineapple import Context, resource
 from pineapple._config_file import DEFAULT_MAX_CONFIG_BYTES
@@ -30,6 +30,9 @@ from ._registries import resource_registry
 from ._secret_files import SecretFiles
 from ._tracing import TracingSettings
 from .metrics._pod_metrics import PodMetrics
+
+if TYPE_CHECKING:  # a type only: the sample's module reads this one's Responder
+    from ._request_sample import RequestSample
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -170,6 +173,10 @@ class Wiring:
     pod_metrics: PodMetrics | None = None
     """Where this process's metrics join every other process's (a worker of ``--workers
     N``); None: ``/metrics`` and ``/stats`` show this process alone."""
+    request_sample: RequestSample | None = None
+    """Where ``/execute`` records the requests a reload replays (a worker of ``--workers
+    N`` serves it to its supervisor, and replays nothing itself); None: the process's own,
+    which its reloads replay (``server/_replay.py``)."""
 
     def read_config(self, path: Path, max_bytes: int) -> bytes:
         """The config's bytes: from ``config_source`` when set, else the file at ``path``."""
@@ -287,6 +294,16 @@ class Config:
     """``--workers N``: how long a config's build (engine and resources) may take in a
     worker; a reload whose trial build takes longer is refused, and a worker's follow pass
     may take twice as long before it counts as stuck (``--build-timeout-seconds``)."""
+    replay_sample_requests: int = 64
+    """How many recent answered ``/execute`` requests each process keeps for a reload's
+    warm-up replay (``--replay-sample-requests``; 0: none kept)."""
+    replay_sample_bytes: int = 1 << 20
+    """The body bytes that sample may hold in each process (``--replay-sample-bytes``)."""
+    replay_sample_seconds: float = 600.0
+    """The oldest sampled request a replay reads (``--replay-sample-seconds``)."""
+    replay_seconds: float = 5.0
+    """How long a candidate config's warm-up replay may run before it stops
+    (``--replay-seconds``; 0: no replay)."""
     drain_seconds: float = 30.0
     admin_token: str | None = None
     log_level: str = "info"

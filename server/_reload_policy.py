@@ -79,6 +79,8 @@ class ReloadOutcome:
     serial: int | None = None
     error: str | None = None
     step: str | None = None
+    report: dict[str, Any] | None = None
+    """What the candidate's warm-up replay found (``server/_replay.py``), when one ran."""
 
     def __post_init__(self) -> None:
         if self.error is not None:
@@ -95,13 +97,26 @@ class ReloadOutcome:
             "snapshot": self.serial,
             "error": self.error,
             "step": self.step,
+            **({"report": self.report} if self.report is not None else {}),
         }
 
 
-def applied(trigger: Trigger, started: float, content_hash: str, serial: int) -> ReloadOutcome:
+def applied(
+    trigger: Trigger,
+    started: float,
+    content_hash: str,
+    serial: int,
+    report: dict[str, Any] | None = None,
+) -> ReloadOutcome:
     """The ``ok`` outcome of applying ``content_hash`` as ``serial``, timed from ``started``."""
     return ReloadOutcome(
-        "ok", trigger, time.time(), time.monotonic() - started, content_hash, serial=serial
+        "ok",
+        trigger,
+        time.time(),
+        time.monotonic() - started,
+        content_hash,
+        serial=serial,
+        report=report,
     )
 
 
@@ -323,7 +338,9 @@ class ReloadPolicy:
             return self._shutting_down(trigger)
         self.served, self._failed_hash = (digest, serial), None
         _log.info("config %s reloaded (%s): %s", digest[:12], trigger, self.target.describe(serial))
-        return self.record(applied(trigger, started, digest, serial))
+        # A target that replays its candidates (``server/_replay.py``) says what it found.
+        report = getattr(self.target, "replay_report", None)
+        return self.record(applied(trigger, started, digest, serial, report))
 
     def _refused(self, outcome: ReloadOutcome) -> ReloadOutcome:
         """A reload refused before it read anything (busy, shutting down)."""
@@ -348,6 +365,7 @@ class ReloadPolicy:
             serial=serving[1] if self._names_kept and serving is not None else None,
             error=str(exc),
             step=exc.step if isinstance(exc, BuildError) else "start",
+            report=exc.report if isinstance(exc, BuildError) else None,
         )
         kept = self.target.describe(None)
         _log.error("config reload (%s) %s: %s", trigger, kept, outcome.error)  # bounded

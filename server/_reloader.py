@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from pineapple.resource.lowlevel import LoadedConfig
 
@@ -69,6 +70,10 @@ class SnapshotTarget:
         self._publish = threading.Lock()
         self.closed = False
         """Set by :meth:`cancel`: nothing is swapped in after it."""
+        self.replay: Callable[[Snapshot, bytes], dict[str, Any] | None] | None = None
+        """Asked before a reload swaps its snapshot in (``server/_replay.py``); raises to refuse."""
+        self.replay_report: dict[str, Any] | None = None
+        """What :attr:`replay` found for the snapshot swapped in last."""
 
     def read(self) -> bytes:
         """The config's bytes: from ``config_source`` when set, else from the file."""
@@ -87,6 +92,13 @@ class SnapshotTarget:
         except BuildError:
             if self.closed:
                 return None  # cancelled by shutdown: "shutting down", not a bad config
+            raise
+        try:
+            self.replay_report = None  # the candidate answers recent requests first
+            if self.replay is not None and current is not None:
+                self.replay_report = self.replay(snap, config.data)
+        except BaseException:
+            snap.retire()
             raise
         if not self._publish_unless_closed(snap):
             snap.retire()  # built while shutting down: nobody else would retire it

@@ -25,6 +25,8 @@ from ._decisions import Decisions, LocalDecisions
 from ._history_decisions import HistoryDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
+from ._replay import CandidateReplay
+from ._request_sample import RequestSample, sampling
 from ._snapshot import Snapshot, SnapshotHolder
 from ._tracing import open_tracing
 from ._watcher import ConfigWatcher
@@ -81,9 +83,18 @@ class Service:
         self.reloader = Reloader(config, self.holder, self.builder, self.metrics)
         self.parsed_bytes = ParsedBytes(config.max_inflight_body_bytes or None)
         """The parse's share of ``--max-inflight-body-bytes`` (the default responder's)."""
-        self.responder: Responder = config.wiring.responder or default_responder(
+        responder = config.wiring.responder or default_responder(
             config.max_items, self.parsed_bytes, config.max_answer_bytes
         )
+        sample = config.wiring.request_sample
+        if sample is None:  # this process's own, which its reloads replay (_replay.py)
+            sample = RequestSample(
+                config.replay_sample_requests,
+                config.replay_sample_bytes,
+                config.replay_sample_seconds,
+            )
+            self.reloader.target.replay = CandidateReplay(config, responder, sample.requests)
+        self.responder: Responder = sampling(responder, sample) if sample.enabled else responder
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None

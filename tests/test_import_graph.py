@@ -199,6 +199,8 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._config_diff",
             "server._snapshot",
             "server._build",
+            "server._request_sample",
+            "server._replay",
         ),
     ),
     (

@@ -169,6 +169,36 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="--workers N: a reload whose trial build (engine and resources, as a worker "
         "builds it) takes longer is refused; a worker's build may take twice this long",
     )
+    parser.add_argument(
+        "--replay-sample-requests",
+        type=int,
+        default=Config.replay_sample_requests,
+        metavar="N",
+        help="recent answered /execute requests each process keeps for a reload's warm-up "
+        "replay (in memory only; 0: none)",
+    )
+    parser.add_argument(
+        "--replay-sample-bytes",
+        type=int,
+        default=Config.replay_sample_bytes,
+        metavar="BYTES",
+        help="the request body bytes that sample may hold per process",
+    )
+    parser.add_argument(
+        "--replay-sample-seconds",
+        type=float,
+        default=Config.replay_sample_seconds,
+        metavar="S",
+        help="the oldest sampled request a replay reads",
+    )
+    parser.add_argument(
+        "--replay-seconds",
+        type=float,
+        default=Config.replay_seconds,
+        metavar="S",
+        help="how long a candidate config may take answering the sample and its "
+        "warmup_requests before a reload (the rest is skipped; 0: no replay)",
+    )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     add_log_flags(
         parser,
@@ -391,6 +421,10 @@ def serve_command(args: argparse.Namespace) -> int:
         "max_connections",
         "max_inflight_body_bytes",
         "history_max_bytes",
+        "replay_sample_requests",
+        "replay_sample_bytes",
+        "replay_sample_seconds",
+        "replay_seconds",
     ):
         if getattr(args, flag) < 0:
             print(f"{args.prog}: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
@@ -431,6 +465,10 @@ def serve_command(args: argparse.Namespace) -> int:
             drain_seconds=args.drain_seconds,
             shutdown_delay_seconds=args.shutdown_delay_seconds,
             build_timeout_seconds=args.build_timeout_seconds,
+            replay_sample_requests=args.replay_sample_requests,
+            replay_sample_bytes=args.replay_sample_bytes,
+            replay_sample_seconds=args.replay_sample_seconds,
+            replay_seconds=args.replay_seconds,
             write_timeout_ms=args.write_timeout_ms,
             watch=not args.no_watch and args.config is not None,
             log_level=args.log_level,

@@ -89,10 +89,12 @@ from ..._build_error import BuildError
 from ..._config import Config, Wiring, source_view
 from ..._decisions import ACTIONS, Action, Refused, act, stale_sources
 from ..._reload_policy import ReloadOutcome, ReloadPolicy, Trigger
+from ..._request_sample import SampledRequest
 from ...metrics._metrics import ServerMetrics
 from .._control import ControlError
 from .._pod_status import STATUS_FILE, StatusBoard
 from .._publisher import start_publisher
+from .._sample_channel import candidate_requests
 from .._store_format import RELOAD_ENTRY, codec_of
 from ._publishing import SharedStore, publishing_registry
 from ._staging import Staging
@@ -141,6 +143,8 @@ class ConfigAuthority:
         self._serving_per_worker: dict[str, str] = {}
         """``name -> fingerprint`` of the serving config's per-worker entries."""
         self._accepted: tuple[bytes, str] | None = None
+        self.replay_report: dict[str, Any] | None = None
+        """What the last accepted config's warm-up replay found (``server/_replay.py``)."""
         """The bytes and hash of the config accepted last."""
         self._previous: tuple[bytes, str] | None = None
         """Those of the config accepted before it (None: none, or it was a rollback)."""
@@ -279,11 +283,19 @@ class ConfigAuthority:
                 per_worker = self._per_worker(loaded)
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
+                sample = self._replayed(data)
+                self.replay_report = None
+                if carried is None and sample is not None:  # a trial replays it
+                    carried = tuple(per_worker)  # no plan: every per-worker entry unchanged
                 if carried is not None:  # built by a worker first (_trial.py)
                     self.store.retire(self._named | named)  # kept while the trial maps them
-                    if not trial_build(self.config, self.store, data, self.stopping, carried):
+                    replayed: dict[str, Any] = {}
+                    if not trial_build(
+                        self.config, self.store, data, self.stopping, carried, sample, replayed
+                    ):
                         manager.stop()
                         return None  # the supervisor is stopping: nothing is accepted
+                    self.replay_report = replayed or None
                 generation = self.store.publish_config(data, digest, staging)
             except Exception:
                 manager.stop()
@@ -301,6 +313,13 @@ class ConfigAuthority:
             # entries the serving generation does not name go once no worker needs them.
             self.store.retire(self._named)
         return generation
+
+    def _replayed(self, data: bytes) -> list[SampledRequest] | None:
+        """The pod's sample a candidate replays (``_sample_channel.py``); None: no replay
+        (the first config, or the supervisor is stopping)."""
+        if self._accepted is None or self.stopping.is_set():
+            return None
+        return candidate_requests(self.config, self.store.path, data)
 
     def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
         """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""

@@ -28,9 +28,15 @@ checked on its own idle core: a build that takes a trial worker longer than
 ``build_timeout_seconds`` (``--build-timeout-seconds``) is refused, so no
 worker is asked to build what it cannot finish while it serves.
 
+A trial of a reload also replays the pod's recent requests (and the config's
+``warmup_requests``) on the candidate it built (``server/_replay.py``,
+``server/workers/_sample_channel.py``); a candidate that fails one is refused
+(:class:`ReplayRefused`, step ``replay``, with the replay's report).
+
 Bounds: the build is timed inside the trial (from the end of its imports to
 a started snapshot) against ``build_timeout_seconds``; a trial is killed after
-``max(start_timeout, build_timeout_seconds) + TRIAL_SPAWN_SECONDS`` (a new
+``max(start_timeout, build_timeout_seconds) + TRIAL_SPAWN_SECONDS`` (plus
+``replay_seconds`` when it replays; a new
 interpreter's imports take the rest), or within ``_POLL_SECONDS`` once the
 supervisor is stopping (then nothing is decided: the reload answers
 ``shutting down``); its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
@@ -56,6 +62,8 @@ import orjson
 
 from ..._build_error import BuildError, BuildStep
 from ..._config import Config
+from ..._replay import ReplayRefused
+from ..._request_sample import SampledRequest
 from ..worker._main import TRIAL_REPLY_MAX_BYTES, trial_main
 from ._publishing import SharedStore
 
@@ -66,7 +74,9 @@ TRIAL_SPAWN_SECONDS = 30.0
 _POLL_SECONDS = 0.25
 _TEARDOWN_SECONDS = 10.0
 """How long a trial that answered may take to close what it built before it is killed."""
-_STEPS: frozenset[str] = frozenset({"read", "plugins", "engine", "resources", "start", "deps"})
+_STEPS: frozenset[str] = frozenset(
+    {"read", "plugins", "engine", "resources", "start", "deps", "replay"}
+)
 
 _log = logging.getLogger("pineapple.server")
 
@@ -77,18 +87,31 @@ def trial_build(
     data: bytes,
     stopping: threading.Event,
     carried: tuple[str, ...] = (),
+    sample: list[SampledRequest] | None = None,
+    report: dict[str, Any] | None = None,
 ) -> bool:
     """Build ``data`` as a worker would, in a new process; :class:`BuildError` if it cannot.
 
     ``carried``: the per-worker entries every worker carries over unchanged
-    (the trial does not fetch them either). True once it was built; False when
+    (the trial does not fetch them either). ``sample``: requests the candidate must
+    answer once built (``server/_replay.py``; None: no replay), else
+    :class:`ReplayRefused`; what the replay found goes into ``report``. True once it
+    was built; False when
     ``stopping`` was set meanwhile (nothing is decided).
     """
     context = multiprocessing.get_context("spawn")
     reader, writer = context.Pipe(duplex=False)
     proc = context.Process(
         target=trial_main,
-        args=(config, str(store.path), data, writer, os.getpid(), carried),
+        args=(
+            config,
+            str(store.path),
+            data,
+            writer,
+            os.getpid(),
+            carried,
+            None if sample is None else tuple(sample),
+        ),
         name="pineapple-trial",
     )
     started = time.monotonic()
@@ -98,6 +121,7 @@ def trial_build(
         finally:
             writer.close()  # the trial holds the only write end: its exit is end-of-file here
         limit = max(config.start_timeout, config.build_timeout_seconds) + TRIAL_SPAWN_SECONDS
+        limit += config.replay_seconds if sample is not None else 0.0
         reply = _await(proc, reader, limit, stopping)
         if reply is not None:
             proc.join(_TEARDOWN_SECONDS)
@@ -116,8 +140,12 @@ def trial_build(
         "built" if reply.get("ok") else "failed",
         took,
     )
+    if report is not None and isinstance(reply.get("report"), dict):
+        report.update(reply["report"])
     if reply.get("ok") is not True:
         step = str(reply.get("step"))
+        if step == "replay" and isinstance(reply.get("report"), dict):
+            raise ReplayRefused(str(reply["reason"]), reply["report"])
         raise BuildError(cast(BuildStep, step if step in _STEPS else "start"), str(reply["reason"]))
     return True
 

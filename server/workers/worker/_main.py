@@ -23,6 +23,7 @@ import socket
 import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import orjson
 
@@ -30,16 +31,19 @@ from pineapple import resource
 from pineapple._error_text import capped
 from pineapple.resource.lowlevel import LoadedConfig
 
-from ..._build import Builder, import_plugins
+from ..._build import Builder, default_responder, import_plugins
 from ..._build_error import BuildError
 from ..._config import Config, ConfigSource
 from ..._decisions import LocalDecisions
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
+from ..._replay import CandidateReplay
+from ..._request_sample import RequestSample, SampledRequest
 from ..._snapshot import SnapshotHolder
 from ...http._serving import exit_within, serve
 from ...metrics._pod_metrics import PodMetrics
 from .._liveness import START_SLACK_SECONDS, Heartbeat
+from .._sample_channel import SampleServer
 from .._store_format import METRICS_DIR, codec_of
 from ._mapping import MappedStore, mapped_registry
 from ._role import WorkerRole
@@ -111,6 +115,15 @@ def worker_main(
     store = MappedStore(store_path)
     base = config.resource_types()
     worker_config = worker_settings(config, store, SharedConfigSource(store))
+    # Its recent requests, which the supervisor collects for a reload's trial to replay.
+    sample = RequestSample(
+        config.replay_sample_requests, config.replay_sample_bytes, config.replay_sample_seconds
+    )
+    worker_config = replace(
+        worker_config, wiring=replace(worker_config.wiring, request_sample=sample)
+    )
+    sampler = SampleServer(Path(store_path), sample)
+    sampler.start()
     try:
         try:  # the generation this worker starts with: its follower goes on from it
             first = store.read_config(config.max_config_bytes)
@@ -125,6 +138,7 @@ def worker_main(
             code = serve(worker_config, sock, role=role)  # stops the role's follower
     finally:
         heartbeat.stop()
+        sampler.stop()
     exit_within(code)
     raise SystemExit(code)
 
@@ -177,6 +191,7 @@ def trial_main(
     reply: Connection,
     parent_pid: int,
     carried: tuple[str, ...] = (),
+    sample: tuple[SampledRequest, ...] | None = None,
 ) -> None:
     """A trial process: build ``data`` as a worker would, send the outcome, tear down, exit.
 
@@ -186,6 +201,9 @@ def trial_main(
     or ``{"step": ..., "reason": ...}`` (the :class:`BuildError` one process
     would raise, already redacted; or a build that took longer than
     ``build_timeout_seconds``, which workers could not finish in time).
+    ``sample``: the pod's recent requests, replayed with the config's
+    ``warmup_requests`` once it is built (a reload; None: no replay); the reply
+    carries the replay's ``report`` (``server/_replay.py``).
     """
     _die_with_parent(parent_pid)
     configure_logging(config.log_level, config.log_format)
@@ -201,8 +219,14 @@ def trial_main(
         began = time.monotonic()
         snap = builder.build(loaded, carry_over=donor)
         outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
-    except BuildError as exc:
-        outcome = {"step": exc.step, "reason": exc.reason}  # bounded: MAX_ERROR_BYTES
+        if outcome.get("ok") and sample is not None:  # the pod's sample, then it may serve
+            responder = config.wiring.responder or default_responder(
+                config.max_items, None, config.max_answer_bytes
+            )
+            report = CandidateReplay(config, responder, lambda: list(sample))(snap, data)
+            outcome["report"] = report
+    except BuildError as exc:  # bounded: MAX_ERROR_BYTES, a replay's report a few KiB
+        outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report}
     except Exception as exc:  # not a build step's error: still an answer, never a hang
         text = resource.lowlevel.redact(f"{type(exc).__name__}: {exc}")
         outcome = {"step": "start", "reason": capped(text)}
