@@ -97,6 +97,12 @@ def test_a_pod_restarted_while_the_store_is_down_serves_its_cache_then_catches_u
             assert config_stale.endswith(
                 f"; serving config revision {revision} from the pod's cache"
             ), config_stale
+            # With --workers the status is the supervisor's, posted every half second: the
+            # revision it accepted may reach the post after the stale reason did.
+            wait_until(
+                "the cached revision shown",
+                lambda: pod.get("/config").json()["config_source"]["revision"] == revision,
+            )
             source = pod.get("/config").json()["config_source"]
             assert source["revision"] == revision and source["stale"] == config_stale, source
 
