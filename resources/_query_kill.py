@@ -85,8 +85,8 @@ def _why(exc: BaseException, connect_kwargs: dict[str, Any]) -> str:
     return redact(f"{type(exc).__name__}: {exc}", (password,))[:500]
 
 
-def kill_query(connect_kwargs: dict[str, Any], thread_id: int) -> str | None:
-    """``KILL QUERY thread_id`` on a side connection; None if done, else why not."""
+def _side_connection(connect_kwargs: dict[str, Any]) -> pymysql.connections.Connection[Any] | str:
+    """A connection beside the loader's, every step bounded by ``KILL_SECONDS``; or why not."""
     timeout = min(KILL_SECONDS, float(connect_kwargs.get("connect_timeout") or KILL_SECONDS))
     kwargs = {
         **connect_kwargs,
@@ -95,9 +95,16 @@ def kill_query(connect_kwargs: dict[str, Any], thread_id: int) -> str | None:
         "write_timeout": KILL_SECONDS,
     }
     try:
-        conn = pymysql.connect(**kwargs, autocommit=True)
+        return pymysql.connect(**kwargs, autocommit=True)
     except (pymysql.Error, OSError, ValueError) as exc:
         return _why(exc, connect_kwargs)
+
+
+def kill_query(connect_kwargs: dict[str, Any], thread_id: int) -> str | None:
+    """``KILL QUERY thread_id`` on a side connection; None if done, else why not."""
+    conn = _side_connection(connect_kwargs)
+    if isinstance(conn, str):
+        return conn
     try:
         with conn.cursor() as cur:
             cur.execute(f"KILL QUERY {int(thread_id)}")
@@ -117,17 +124,9 @@ def kill_tagged_query(connect_kwargs: dict[str, Any], tag: str) -> str | None:
     """``KILL QUERY`` every server thread whose statement holds ``tag`` (a comment a loader
     put in its query), found in ``information_schema.PROCESSLIST`` on a side connection;
     None if done (or none runs), else why not."""
-    timeout = min(KILL_SECONDS, float(connect_kwargs.get("connect_timeout") or KILL_SECONDS))
-    kwargs = {
-        **connect_kwargs,
-        "connect_timeout": timeout,
-        "read_timeout": KILL_SECONDS,
-        "write_timeout": KILL_SECONDS,
-    }
-    try:
-        conn = pymysql.connect(**kwargs, autocommit=True)
-    except (pymysql.Error, OSError, ValueError) as exc:
-        return _why(exc, connect_kwargs)
+    conn = _side_connection(connect_kwargs)
+    if isinstance(conn, str):
+        return conn
     try:
         with conn.cursor() as cur:
             cur.execute(
