@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,7 +131,17 @@ def test_an_answers_trace_names_the_config_revision_and_each_resources_version(
     (tmp_path / "feed.json").write_text('[{"id": 2, "score": 2.0}]')
     assert server.admin("refresh").json()["result"] == "swapped"
     server.items_become([{"id": 2, "score": 2.0}])
-    after = httpx.post(f"{server.url}/execute", content=TRACED, timeout=30).json()
+    # A new connection may reach the other worker, which maps the new value within its
+    # follow poll: wait (bounded) for an answer that served the new items, and check that
+    # the same answer names the new version.
+    deadline = time.monotonic() + 30
+    while True:
+        after = httpx.post(f"{server.url}/execute", content=TRACED, timeout=30).json()
+        if after["items"] == [{"id": 2, "score": 2.0}]:
+            break
+        assert after["served_by"]["resources"] == ["feed@1"], after  # old items, old name
+        assert time.monotonic() < deadline, after
+        time.sleep(0.05)
     assert after["served_by"] == {"config_revision": revision, "resources": ["feed@2"]}
 
 
