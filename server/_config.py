@@ -304,6 +304,16 @@ class Config:
     replay_seconds: float = 5.0
     """How long a candidate config's warm-up replay may run before it stops
     (``--replay-seconds``; 0: no replay)."""
+    shadow_share: float = 0.1
+    """The share of live ``/execute`` requests a staged candidate also answers, off the
+    response path, unless the stage names its own (``--shadow-share``, 0 to 1)."""
+    shadow_queue: int = 64
+    """The most shadowed requests waiting for the candidate in each process; more are dropped
+    and counted (``--shadow-queue``)."""
+    shadow_examples: int = 20
+    """The most differing requests a stage's summary keeps as examples (``--shadow-examples``)."""
+    shadow_max_seconds: float = 3600.0
+    """How long a candidate stays staged before it is aborted (``--shadow-max-seconds``)."""
     drain_seconds: float = 30.0
     admin_token: str | None = None
     log_level: str = "info"

@@ -63,7 +63,7 @@ __all__ = ["ReloadOutcome", "ReloadPolicy", "ReloadResult", "ReloadTarget", "Tri
 _log = logging.getLogger("pineapple.server")
 
 ReloadResult = Literal["ok", "unchanged", "error"]
-Trigger = Literal["start", "watch", "poll", "signal", "admin", "supervisor"]
+Trigger = Literal["start", "watch", "poll", "signal", "admin", "supervisor", "promote"]
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,9 @@ class ReloadPolicy:
         """The latest recorded ``error`` outcome."""
         self.attempts = 0
         """Recorded outcomes."""
+        self.staged: str | None = None
+        """The content hash of a staged candidate (``server/_stage.py``): the watcher and the
+        poll leave those bytes to its promote or abort (set under :meth:`exclusive`)."""
         self.listeners: list[Callable[[ReloadOutcome], None]] = []
         """Called with every outcome, quiet ones too (a fleet pod keeps the config it accepted)."""
 
@@ -330,6 +333,9 @@ class ReloadPolicy:
             return self.record(outcome, quiet=quiet)
         if trigger in ("watch", "poll") and digest == self._failed_hash and self.last is not None:
             return self.last  # reported once already
+        if trigger in ("watch", "poll") and digest == self.staged:  # a stage decides them
+            outcome = ReloadOutcome("unchanged", trigger, time.time(), 0.0, digest)
+            return self.record(outcome, quiet=True)
         try:
             serial = self.target.apply(self.target.check(data))
         except Exception as exc:  # reported once, here; nothing that serves changed

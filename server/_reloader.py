@@ -84,6 +84,14 @@ class SnapshotTarget:
         return self._builder.load(data)
 
     def apply(self, config: LoadedConfig) -> int | None:
+        snap = self.prepare(config)
+        return None if snap is None else self.publish(snap)
+
+    def prepare(self, config: LoadedConfig) -> Snapshot | None:
+        """Build ``config``'s snapshot (carrying over the serving Manager's unchanged entries)
+        and replay the sample on it, without swapping it in (a stage keeps it as a shadow,
+        ``server/_stage.py``); None when shutdown cancelled the build. Raises with nothing
+        of it left running."""
         current = self._holder.current
         try:
             snap = self._builder.build(
@@ -100,6 +108,10 @@ class SnapshotTarget:
         except BaseException:
             snap.retire()
             raise
+        return snap
+
+    def publish(self, snap: Snapshot) -> int | None:
+        """Swap ``snap`` in; its serial, or None (and ``snap`` retired) after :meth:`cancel`."""
         if not self._publish_unless_closed(snap):
             snap.retire()  # built while shutting down: nobody else would retire it
             return None

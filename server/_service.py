@@ -27,7 +27,9 @@ from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._replay import CandidateReplay
 from ._request_sample import RequestSample, sampling
+from ._shadow import Shadow
 from ._snapshot import Snapshot, SnapshotHolder
+from ._stage import LocalStage, StageDecisions
 from ._tracing import open_tracing
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
@@ -95,6 +97,14 @@ class Service:
             )
             self.reloader.target.replay = CandidateReplay(config, responder, sample.requests)
         self.responder: Responder = sampling(responder, sample) if sample.enabled else responder
+        timeout_ms = config.request_timeout_ms
+        self.shadow = Shadow(
+            responder,  # a candidate's answers are not live ones: never sampled
+            config.shadow_queue,
+            timeout_ms / 1000.0 if timeout_ms > 0 else None,
+            self.metrics.observe_shadow,
+        )
+        """The staged candidate this process shadows (``server/_shadow.py``)."""
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None
@@ -112,6 +122,10 @@ class Service:
         """Where routes and signals ask for decisions and statuses (a worker of
         ``--workers N``: its ``SupervisorLink``)."""
         self.history: HistoryDecisions | None = None if self.role is None else self.role.history
+        self.stages: StageDecisions | None = (
+            LocalStage(config, self.reloader, self.shadow) if self.role is None else None
+        )
+        """Where the stage routes ask (``server/_stage.py``; None: staging is not offered)."""
         """Where the config-history routes ask (None: no history; a worker's comes with its
         role, one process's is set where the server is assembled, ``server/_history_pod.py``)."""
         self.started = False
@@ -152,11 +166,16 @@ class Service:
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None
+        staged = self.shadow.close()  # a staged candidate serves nobody after this
+        if staged is not None:
+            staged.candidate.retire()
         self.reloader.close()
         snap = self.holder.close()
         seconds = self.config.drain_seconds
         if self.drain_deadline is not None:  # what is left of the server's drain
             seconds = max(0.0, self.drain_deadline - time.monotonic())
+        if staged is not None:
+            staged.candidate.wait_closed(seconds)
         if snap is not None and not snap.wait_closed(seconds):
             _log.warning(
                 "snapshot %d still has %d request(s) after %.0fs; not waiting longer",

@@ -201,6 +201,9 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._build",
             "server._request_sample",
             "server._replay",
+            "server._shadow_compare",
+            "server._shadow_summary",
+            "server._shadow",
         ),
     ),
     (
@@ -212,6 +215,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._decisions",
             "server._config_history",
             "server._history_decisions",
+            "server._stage",
             "server._watcher",
             "server._service",
         ),

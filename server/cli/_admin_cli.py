@@ -6,6 +6,9 @@
     pineapple admin rollback|pin|unpin NAME [--addr HOST:PORT]... [-o text|json]
     pineapple admin config rollback REVISION [--addr HOST:PORT]... [-o text|json]
     pineapple admin config unpin [--addr HOST:PORT]... [-o text|json]
+    pineapple admin stage [--share R] [--min-requests N] [--max-error-ratio R]
+                          [--max-changed-ratio R] [--max-p99-growth R] [--addr ...] [-o text|json]
+    pineapple admin promote|abort|candidate [--addr HOST:PORT]... [-o text|json]
 
 ``status`` reads ``GET /config``, ``GET /resources`` and the workers' families
 of ``GET /metrics`` and prints a table as ``kubectl get`` does: the config
@@ -17,6 +20,11 @@ value, and the first condition that needs a look). ``reload`` sends ``POST
 of ``GET /config/history``, or a unique prefix of it): the server serves that
 config again and keeps it, whatever the file says, until ``config unpin``
 (``POST /admin/config/unpin``) hands it back to the file.
+``stage`` sends ``POST /admin/reload?stage=1`` with its settings: the server
+builds the config as a reload would but keeps it as a shadow that answers a
+share of live requests beside the serving one; ``promote`` and ``abort``
+(``POST /admin/config/promote``, ``/abort``) end it, ``candidate`` prints
+``GET /config/candidate`` (how its answers differ).
 People get one line per answer (``server/cli/_admin_view.py``); ``-o json``
 prints the server's JSON answer itself, for scripts (``status``: one JSON
 document of the three answers).
@@ -58,7 +66,7 @@ from pineapple.commands import Subparsers, add_subcommand
 
 from .._admin import AdminTokenError, clean_admin_token
 from .._config import ADMIN_TOKEN_ENV
-from ._admin_view import answer_line, config_line, status_text
+from ._admin_view import answer_line, config_line, stage_line, status_text
 
 __all__ = ["ACTIONS", "MAX_ADDRS", "MAX_ANSWER_BYTES", "add_admin_command", "admin_command"]
 
@@ -71,6 +79,19 @@ MAX_ANSWER_BYTES = 8 << 20
 MAX_ADDRS = 1000
 """Most ``--addr`` one command takes (each is asked in turn, each bounded by ``--timeout``)."""
 DEFAULT_ADDR = "127.0.0.1:8080"
+STAGE_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("share", float, "the share (0 to 1) of live requests the candidate also answers"),
+    ("min_requests", int, "decide automatically once this many requests are compared"),
+    ("max_error_ratio", float, "abort when more requests fail on the candidate only"),
+    ("max_changed_ratio", float, "abort when more answers differ"),
+    ("max_p99_growth", float, "abort when the candidate's p99 grows more (0.2: 20%%)"),
+)
+"""``pineapple admin stage``'s settings: the query parameters of ``/admin/reload?stage=1``."""
+STAGE_ACTIONS = {
+    "promote": ("POST", "/admin/config/promote"),
+    "abort": ("POST", "/admin/config/abort"),
+    "candidate": ("GET", "/config/candidate"),
+}
 
 
 _DESCRIPTION = (
@@ -89,7 +110,8 @@ def add_admin_command(subparsers: Subparsers) -> None:
         dest="admin_action",
         required=True,
         metavar="ACTION",
-        help="status, reload, refresh, rollback, pin, unpin or config (each: --help)",
+        help="status, reload, refresh, rollback, pin, unpin, config, stage, promote, abort or "
+        "candidate (each: --help)",
     )
     status = add_subcommand(actions, "status", admin_status_command)
     _common(status, ("table", "json"))
@@ -122,6 +144,12 @@ def add_admin_command(subparsers: Subparsers) -> None:
     _common(rollback, ("text", "json"))
     unpin = add_subcommand(config_actions, "unpin", admin_config_unpin_command)
     _common(unpin, ("text", "json"))
+    stage = add_subcommand(actions, "stage", admin_stage_command)
+    _common(stage, ("text", "json"))
+    for flag, kind, meaning in STAGE_FLAGS:
+        stage.add_argument(f"--{flag.replace('_', '-')}", type=kind, help=meaning)
+    for name in STAGE_ACTIONS:
+        _common(add_subcommand(actions, name, admin_stage_action_command), ("text", "json"))
 
 
 def _common(parser: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
@@ -229,6 +257,23 @@ def admin_config_unpin_command(args: argparse.Namespace) -> int:
     return _each(args, lambda token, addr: _post(args, token, addr, "/admin/config/unpin"))
 
 
+def admin_stage_command(args: argparse.Namespace) -> int:
+    """Stage the config file's config: built and warmed as a reload would, it answers a share
+    of live requests beside the serving config until promoted or aborted (by hand, or by
+    the thresholds given here once --min-requests are compared)."""
+    given = {f: getattr(args, f) for f, _, _ in STAGE_FLAGS if getattr(args, f) is not None}
+    query = urllib.parse.urlencode({"stage": "1", **given})
+    return _each(args, lambda token, addr: _post(args, token, addr, f"/admin/reload?{query}"))
+
+
+def admin_stage_action_command(args: argparse.Namespace) -> int:
+    """Promote or abort the staged candidate, or print how its answers differ."""
+    method, path = STAGE_ACTIONS[args.admin_action]
+    if method == "POST":
+        return _each(args, lambda token, addr: _post(args, token, addr, path))
+    return _each(args, lambda token, addr: _get(args, token, addr, path))
+
+
 @dataclass(frozen=True)
 class _Said:
     """What one server said: the exit code it earns, and the text for stdout or stderr."""
@@ -304,8 +349,19 @@ def _post(args: argparse.Namespace, token: str | None, addr: str, path: str) -> 
         parsed = text
     if args.admin_action == "config":
         return _Said(code, config_line(status, parsed))
-    what = "config" if args.admin_action == "reload" else args.name
+    if args.admin_action in ("stage", "promote", "abort"):
+        return _Said(code, stage_line(status, parsed))
+    what = getattr(args, "name", "config")
     return _Said(code, answer_line(what, status, parsed))
+
+
+def _get(args: argparse.Namespace, token: str | None, addr: str, path: str) -> _Said:
+    """Read ``path``; its JSON answer as the server said it (both outputs)."""
+    try:
+        status, body = _request(args, token, addr, path, "GET")
+    except _Unreachable as exc:
+        return _unreachable(addr, exc)
+    return _Said(0 if 200 <= status < 300 else 1, body.decode("utf-8", "replace"))
 
 
 def _status_of(args: argparse.Namespace, token: str | None, addr: str) -> _Said:

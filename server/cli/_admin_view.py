@@ -12,7 +12,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["CONDITIONS", "MESSAGE_CHARS", "age", "answer_line", "config_line", "status_text"]
+__all__ = [
+    "CONDITIONS",
+    "MESSAGE_CHARS",
+    "age",
+    "answer_line",
+    "config_line",
+    "stage_line",
+    "status_text",
+]
 
 CONDITIONS = ("Ready", "Fresh", "Valid", "Pinned")
 """The conditions the table has a column for (``Reachable`` shows in MESSAGE when False)."""
@@ -177,3 +185,16 @@ def config_line(status: int, body: Any) -> str:
     if result == "not_pinned":
         return "config: not pinned, the file's config serves"
     return f"config: {result}{then}"
+
+
+def stage_line(status: int, body: Any) -> str:
+    """One line for an answer of ``admin stage|promote|abort``: the candidate's revision and
+    what happened to it; a refusal or a failed build as :func:`answer_line` says them."""
+    if not isinstance(body, Mapping) or not 200 <= status < 300 or body.get("result") == "error":
+        return answer_line("config", status, body)
+    result = body.get("result")
+    if result == "staged":
+        staged = body.get("candidate")
+        staged = staged if isinstance(staged, Mapping) else {}
+        return f"config: staged {staged.get('revision')} (share {staged.get('share')})"
+    return f"config: {result} {body.get('revision')} ({body.get('by')}: {body.get('reason')})"

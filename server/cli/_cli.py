@@ -199,6 +199,35 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long a candidate config may take answering the sample and its "
         "warmup_requests before a reload (the rest is skipped; 0: no replay)",
     )
+    parser.add_argument(
+        "--shadow-share",
+        type=float,
+        default=Config.shadow_share,
+        metavar="RATIO",
+        help="the share (0 to 1) of live /execute requests a staged candidate also answers, "
+        "off the response path (a stage's ?share= overrides it)",
+    )
+    parser.add_argument(
+        "--shadow-queue",
+        type=int,
+        default=Config.shadow_queue,
+        metavar="N",
+        help="shadowed requests waiting for the candidate per process; more are dropped",
+    )
+    parser.add_argument(
+        "--shadow-examples",
+        type=int,
+        default=Config.shadow_examples,
+        metavar="N",
+        help="differing requests a stage's summary keeps as examples",
+    )
+    parser.add_argument(
+        "--shadow-max-seconds",
+        type=float,
+        default=Config.shadow_max_seconds,
+        metavar="S",
+        help="how long a candidate stays staged before it is aborted",
+    )
     parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     add_log_flags(
         parser,
@@ -425,12 +454,22 @@ def serve_command(args: argparse.Namespace) -> int:
         "replay_sample_bytes",
         "replay_sample_seconds",
         "replay_seconds",
+        "shadow_examples",
     ):
         if getattr(args, flag) < 0:
             print(f"{args.prog}: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
             return 2
     if args.history_max_count < 1:
         print("pineapple serve: --history-max-count must be at least 1", file=sys.stderr)
+        return 2
+    if not 0.0 <= args.shadow_share <= 1.0:
+        print(f"{args.prog}: --shadow-share must be between 0 and 1", file=sys.stderr)
+        return 2
+    if args.shadow_queue < 1 or not args.shadow_max_seconds > 0:
+        print(
+            f"{args.prog}: --shadow-queue must be at least 1 and --shadow-max-seconds > 0",
+            file=sys.stderr,
+        )
         return 2
     if not args.build_timeout_seconds > 0:
         print(f"{args.prog}: --build-timeout-seconds must be > 0", file=sys.stderr)
@@ -469,6 +508,10 @@ def serve_command(args: argparse.Namespace) -> int:
             replay_sample_bytes=args.replay_sample_bytes,
             replay_sample_seconds=args.replay_sample_seconds,
             replay_seconds=args.replay_seconds,
+            shadow_share=args.shadow_share,
+            shadow_queue=args.shadow_queue,
+            shadow_examples=args.shadow_examples,
+            shadow_max_seconds=args.shadow_max_seconds,
             write_timeout_ms=args.write_timeout_ms,
             watch=not args.no_watch and args.config is not None,
             log_level=args.log_level,

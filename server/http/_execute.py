@@ -81,6 +81,8 @@ class ExecuteEndpoint:
         self.observe = service.metrics.observe_execute
         """Count one answered ``/execute``: its status and seconds (both paths)."""
         self._respond = service.responder
+        self._shadow = service.shadow
+        """A staged candidate's shadow: with nothing staged, one attribute test a request."""
         config = service.config
         self._limit = config.max_body_bytes
         self._threads = config.execute_threads
@@ -227,7 +229,10 @@ class ExecuteEndpoint:
         log = None
         try:
             args, log = _args(snap, body, path, started, self._timeout, self.log_borrows)
-            status, out = self._respond(*args)
+            if self._shadow.stage is None:
+                status, out = self._respond(*args)
+            else:  # a share also answered by the candidate, after this answer is made
+                status, out = self._shadow.answered(self._respond, args)
         except Exception as exc:
             status, out = _failed(snap, exc, rid)
         return status, out, _served(snap, log)

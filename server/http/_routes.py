@@ -11,8 +11,9 @@ its hash).
 
 The pieces: ``observed`` (count and time a route), ``admin_only`` (the admin
 check), ``decided`` (a decision off the event loop, a refusal as its
-status); ``Decided`` (the routes that ask ``decisions``), ``Views`` (the
-routes that read the snapshot or the metrics); ``routes`` (the table).
+status, ``_decided.py``); ``Decided`` (the routes that ask ``decisions``),
+``Views`` (the routes that read the snapshot or the metrics), ``Staged``
+(the stage routes, ``_stage_routes.py``); ``routes`` (the table).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio.to_thread
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -37,6 +37,9 @@ from .._history_decisions import HistoryDecisions
 from .._service import Service
 from ..metrics._metrics import CONTENT_TYPE, ServerMetrics
 from ._dag_view import DagView
+from ._decided import JSONResponse as JSONResponse
+from ._decided import decided as decided
+from ._stage_routes import Staged
 
 __all__ = [
     "Decided",
@@ -51,15 +54,6 @@ __all__ = [
 ]
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-class JSONResponse(Response):
-    """A JSON response rendered with orjson."""
-
-    media_type = "application/json"
-
-    def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _error(code: int, message: str, **extra: Any) -> JSONResponse:
@@ -98,18 +92,6 @@ def admin_only(service: Service, handler: Handler) -> Handler:
     return guarded
 
 
-async def decided(call: Callable[[], dict[str, Any]], failed: int = 200) -> Response:
-    """``call()`` off the event loop; a :class:`Refused` becomes its status and body.
-
-    ``failed``: the status of an answer whose ``result`` is ``error`` (a reload).
-    """
-    try:
-        body = await anyio.to_thread.run_sync(call)
-    except Refused as exc:
-        return JSONResponse(exc.to_dict(), exc.status)
-    return JSONResponse(body, failed if body.get("result") == "error" else 200)
-
-
 async def healthz(request: Request) -> Response:
     """Liveness: the process answers (``/healthz``, ``/health``)."""
     return JSONResponse({"status": "ok"})
@@ -124,9 +106,6 @@ class Decided:
     async def readyz(self, request: Request) -> Response:
         code, body = await anyio.to_thread.run_sync(self._decisions.readiness)
         return JSONResponse(body, code)
-
-    async def config(self, request: Request) -> Response:
-        return await decided(self._decisions.config)
 
     async def resources(self, request: Request) -> Response:
         return await decided(self._decisions.resources)
@@ -240,6 +219,7 @@ class Views:
 def routes(service: Service) -> list[Route]:
     """The routes of ``service`` (``/execute`` is added by the app): the table, nothing else."""
     asked, views, kept = Decided(service.decisions), Views(service), Remembered(service)
+    staged = Staged(service)
 
     def get(path: str, handler: Handler) -> Route:
         return Route(path, observed(service.metrics, path, handler), methods=["GET"])
@@ -251,12 +231,15 @@ def routes(service: Service) -> list[Route]:
     return [
         get("/healthz", healthz),
         get("/readyz", asked.readyz),
-        get("/config", asked.config),
+        get("/config", staged.config(service.decisions.config)),
+        get("/config/candidate", staged.candidate),
         get("/config/history", kept.history),
         get("/config/diff", kept.diff),
         get("/resources", asked.resources),
         get("/resources/{name}", asked.resource),
-        admin("/admin/reload", asked.reload),
+        admin("/admin/reload", staged.reload(asked.reload)),
+        admin("/admin/config/promote", staged.promote),
+        admin("/admin/config/abort", staged.abort),
         admin("/admin/config/rollback/{revision}", kept.rollback),
         admin("/admin/config/unpin", kept.unpin),
         *(admin(f"/admin/resources/{{name}}/{a}", asked.acting(a)) for a in ACTIONS),

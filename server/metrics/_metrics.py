@@ -104,6 +104,10 @@ _FAMILIES: tuple[_Family, ...] = (
     _Family("read_timeouts", _C, "pineapple_http_read_timeouts",
             "Connections closed because a request's headers (timeout=header) or the whole "
             "request (timeout=read) did not arrive in time.", ("timeout",)),
+    _Family("shadow_requests", _C, "pineapple_shadow_requests",
+            "Live /execute requests offered to a staged candidate, by outcome: same, changed, "
+            "error (the candidate failed where the live config answered), both_failed, or "
+            "dropped (its queue was full).", ("outcome",)),
     # The Go engine's families (pine_*), beside ours: see server/metrics/_gometrics.py.
     _Family("go_reloads", _C, "pine_config_reload", "Total successful config reloads."),
     _Family("go_reload_errors", _C, "pine_config_reload_errors", "Total failed config reloads."),
@@ -150,6 +154,7 @@ class ServerMetrics:
         self.validation_failures: Counter = made["validation_failures"]
         self.read_timeouts: Counter = made["read_timeouts"]
         self.worker_restarts: Counter = made["worker_restarts"]
+        self.shadow_requests: Counter = made["shadow_requests"]
         for result in _RELOAD_RESULTS:  # every result shows from the first scrape (0)
             self.reloads.labels(result)
         self.go_reloads: Counter = made["go_reloads"]
@@ -243,6 +248,10 @@ class ServerMetrics:
         """One request to any other route (on the event loop)."""
         self.requests.observe(route, method, status, seconds)
         self.http.record(method, route, status, seconds)
+
+    def observe_shadow(self, outcome: str) -> None:
+        """One request offered to a staged candidate ended with ``outcome`` (its thread)."""
+        self.shadow_requests.labels(outcome).inc()
 
     def observe_read_timeout(self, kind: str) -> None:
         """A connection was closed by its read deadline (``kind``: ``header`` or ``read``)."""

@@ -1,0 +1,277 @@
+"""Stage, then promote: a candidate config serves as a shadow until it is promoted or aborted.
+
+``POST /admin/reload?stage=1`` (``pineapple admin stage``) reads, builds and
+warms the config as a reload does (the warm-up replay included), but keeps
+the candidate as a shadow (``server/_shadow.py``) instead of swapping it in.
+``POST /admin/config/promote`` swaps it in exactly as a reload would (the
+outcome's trigger, and the history's, is ``promote``);
+``POST /admin/config/abort`` retires it (its resources closed once its last
+shadowed request ends). With ``min_requests`` named at stage time the
+decision is automatic (:class:`~server._shadow_summary.Thresholds`). The
+decision, who made it and why are kept (``last_decision``) and shown by
+``GET /config/candidate`` and ``GET /config``.
+
+The rules:
+- One candidate at a time: staging while one is staged is refused (409).
+- Bytes equal to what serves are not staged (409).
+- While staged, the watcher and the poll leave the staged bytes alone (the
+  policy's ``staged``); any other reload that swaps a config in (a new file
+  edit, SIGHUP, ``/admin/reload``, a rollback) aborts the stage first,
+  ``superseded``: a candidate is compared against the config it was built
+  beside, or not at all.
+- An aborted candidate's bytes are not applied by the watcher or the poll
+  again (the policy's ``refuse_again``), until the file changes.
+- A stage older than ``--shadow-max-seconds`` is aborted (``lifetime``).
+
+This module is one process's (:class:`LocalStage`); under ``--workers N`` the
+supervisor holds the stage and each worker shadows its share.
+
+Guarantees:
+- Stage, promote and abort run under the reload policy's lock
+  (:meth:`~server._reload_policy.ReloadPolicy.exclusive`), so none of them
+  races a reload or another; the superseding listener runs under it too
+  (the policy calls its listeners while the reload holds it).
+- A promoted candidate is the stage's own snapshot, swapped in with its
+  baseline reference; an aborted one is retired once, by whoever ended the
+  stage (:meth:`~server._shadow.Shadow.end` hands it to one caller).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from ._build_error import BuildError
+from ._config import Config
+from ._decisions import Refused
+from ._reload_policy import ReloadOutcome
+from ._reloader import Reloader
+from ._shadow import Shadow, Stage
+from ._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
+
+__all__ = ["ABORT_WAIT_SECONDS", "LocalStage", "StageDecisions", "parse_share"]
+
+_log = logging.getLogger("pineapple.server")
+
+ABORT_WAIT_SECONDS = 10.0
+"""How long an abort waits for the candidate's resources to close before it answers."""
+
+
+class StageDecisions(Protocol):
+    """What the stage routes ask (one process: :class:`LocalStage`). Blocking: off the loop."""
+
+    def stage(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Build and stage the config (``given``: ``share`` and the thresholds)."""
+        ...
+
+    def promote(self) -> dict[str, Any]:
+        """Swap the staged candidate in; :class:`Refused` (404) when none is staged."""
+        ...
+
+    def abort(self) -> dict[str, Any]:
+        """Drop the staged candidate; :class:`Refused` (404) when none is staged."""
+        ...
+
+    def candidate(self) -> dict[str, Any]:
+        """``GET /config/candidate``: ``staged`` (the summary, or None) and ``last_decision``."""
+        ...
+
+
+def parse_share(given: Mapping[str, Any], default: float) -> float:
+    """The stage's ``share`` (0 to 1), else ``default``; :class:`ThresholdError` naming it."""
+    raw = given.get("share")
+    if raw is None or raw == "":
+        return default
+    try:
+        share = float(raw)
+    except (TypeError, ValueError):
+        raise ThresholdError(f"share must be a number, not {str(raw)[:64]!r}") from None
+    if not 0.0 <= share <= 1.0:
+        raise ThresholdError("share must be between 0 and 1")
+    return share
+
+
+class LocalStage:
+    """:class:`StageDecisions` of one process: its reloader's policy and its shadow."""
+
+    def __init__(self, config: Config, reloader: Reloader, shadow: Shadow) -> None:
+        self._config = config
+        self._policy = reloader.policy
+        self._target = reloader.target
+        self._shadow = shadow
+        self.last_decision: dict[str, Any] | None = None
+        """The last stage's end: ``decision``, ``by``, ``reason``, ``revision``, ``summary``."""
+        shadow.decide = self._decide
+        reloader.listeners.append(self._superseded)
+
+    # -- the routes -----------------------------------------------------------------------
+
+    def stage(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            thresholds = Thresholds.parse(given)
+            share = parse_share(given, self._config.shadow_share)
+        except ThresholdError as exc:
+            raise Refused(400, str(exc)) from None
+        with self._policy.exclusive() as held:
+            if not held:
+                raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
+            if self._target.closed:
+                raise Refused(503, "shutting down")
+            staged = self._shadow.stage
+            if staged is not None:
+                raise Refused(
+                    409, f"config {staged.content_hash[:12]} is staged: promote or abort it first"
+                )
+            try:
+                data = self._target.read()
+                digest = hashlib.sha256(data).hexdigest()
+                served = self._policy.served
+                if served is not None and served[0] == digest:
+                    raise Refused(409, f"config {digest[:12]} serves already: nothing to stage")
+                snap = self._target.prepare(self._target.check(data))
+            except BuildError as exc:
+                return {
+                    "result": "error",
+                    "step": exc.step,
+                    "error": str(exc),
+                    "report": exc.report,
+                }
+            if snap is None:
+                raise Refused(503, "shutting down")
+            stage = Stage(
+                snap,
+                digest,
+                share,
+                thresholds,
+                ShadowSummary(self._config.shadow_examples),
+                expires=time.monotonic() + self._config.shadow_max_seconds,
+            )
+            self._shadow.begin(stage)
+            self._policy.staged = digest
+        _log.info(
+            "config %s staged: %g of /execute requests shadowed (snapshot %d)",
+            digest[:12],
+            share,
+            snap.serial,
+        )
+        return {
+            "result": "staged",
+            "candidate": self._view(stage),
+            "report": self._target.replay_report,
+        }
+
+    def promote(self) -> dict[str, Any]:
+        return self._end("promote", "admin", "promoted by an admin")
+
+    def abort(self) -> dict[str, Any]:
+        return self._end("abort", "admin", "aborted by an admin")
+
+    def candidate(self) -> dict[str, Any]:
+        stage = self._shadow.stage
+        return {
+            "staged": None if stage is None else self._view(stage),
+            "last_decision": self.last_decision,
+        }
+
+    # -- the decisions ----------------------------------------------------------------------
+
+    def _end(
+        self, decision: Decision, by: str, reason: str, expect: Stage | None = None
+    ) -> dict[str, Any]:
+        with self._policy.exclusive() as held:
+            if not held:
+                raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
+            stage = self._shadow.stage
+            if stage is None or (expect is not None and stage is not expect):
+                raise Refused(404, "no candidate is staged")
+            # Kept before the stage ends, so a reader sees the stage or its decision.
+            kept = self._decided(stage, decision, by, reason, self._shadow.summary(stage))
+            self._shadow.end()
+            self._policy.staged = None
+            if decision == "promote":
+                return self._promoted(stage, kept)
+            self._policy.refuse_again(stage.content_hash)  # the watcher leaves these bytes
+            return self._aborted(stage, kept)
+
+    def _promoted(self, stage: Stage, kept: dict[str, Any]) -> dict[str, Any]:
+        began = time.monotonic()
+        serial = self._target.publish(stage.candidate)
+        if serial is None:
+            raise Refused(503, "shutting down")
+        self._policy.served = (stage.content_hash, serial)
+        outcome = self._policy.record(
+            ReloadOutcome(
+                "ok", "promote", time.time(), time.monotonic() - began, stage.content_hash, serial
+            )
+        )
+        _log.info("config %s promoted (%s): %s", kept["revision"], kept["by"], kept["reason"])
+        return {"result": "promoted", **kept, "reload": outcome.to_dict()}
+
+    def _aborted(self, stage: Stage, kept: dict[str, Any]) -> dict[str, Any]:
+        stage.candidate.retire()
+        closed = stage.candidate.wait_closed(ABORT_WAIT_SECONDS)
+        _log.warning("config %s aborted (%s): %s", kept["revision"], kept["by"], kept["reason"])
+        return {"result": "aborted", **kept, "closed": closed}
+
+    def _decided(
+        self, stage: Stage, decision: Decision, by: str, reason: str, summary: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        self.last_decision = {
+            "decision": decision,
+            "by": by,
+            "reason": reason,
+            "revision": stage.content_hash[:12],
+            "at": time.time(),
+            "summary": summary,
+        }
+        return self.last_decision
+
+    def _decide(self, stage: Stage) -> None:
+        """The shadow thread's hook: the stage's lifetime, then its thresholds."""
+        if time.monotonic() >= stage.expires:
+            verdict: tuple[Decision, str] | None = (
+                "abort",
+                f"staged for over --shadow-max-seconds {self._config.shadow_max_seconds:g}",
+            )
+            by = "lifetime"
+        else:
+            verdict = stage.thresholds.verdict(stage.summary)
+            by = "thresholds"
+        if verdict is None:
+            return
+        # Refused: ended meanwhile by someone else (an admin, a reload): nothing to decide.
+        with contextlib.suppress(Refused):
+            self._end(verdict[0], by, verdict[1], expect=stage)
+
+    def _superseded(self, outcome: ReloadOutcome) -> None:
+        """A reload listener (under the policy's lock): a config swapped in by anything but a
+        promote aborts the stage."""
+        if outcome.result != "ok" or outcome.trigger in ("promote", "start"):
+            return
+        stage = self._shadow.stage
+        if stage is None:
+            return
+        revision = str(outcome.content_hash)[:12]
+        reason = f"superseded by a {outcome.trigger} reload of config {revision}"
+        self._decided(stage, "abort", "reload", reason, self._shadow.summary(stage))
+        self._shadow.end()
+        self._policy.staged = None
+        stage.candidate.retire()
+        _log.warning("config %s aborted: %s", stage.content_hash[:12], reason)
+
+    def _view(self, stage: Stage) -> dict[str, Any]:
+        return {
+            "revision": stage.content_hash[:12],
+            "content_hash": stage.content_hash,
+            "snapshot": stage.candidate.serial,
+            "share": stage.share,
+            "staged_at": stage.staged_at,
+            "expires_in_seconds": round(max(0.0, stage.expires - time.monotonic()), 3),
+            "thresholds": stage.thresholds.to_dict(),
+            "queued": self._shadow.queued,
+            "summary": self._shadow.summary(stage),
+        }
