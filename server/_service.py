@@ -57,6 +57,10 @@ class Role(Protocol):
         """Where the config-history routes ask (None: the service's own, if any)."""
         ...
 
+    def staging(self, shadow: Shadow) -> StageDecisions | None:
+        """Where the stage routes ask, over this process's ``shadow`` (None: not offered)."""
+        ...
+
     def start(self) -> None:
         """Begin, once the first snapshot serves."""
         ...
@@ -123,7 +127,9 @@ class Service:
         ``--workers N``: its ``SupervisorLink``)."""
         self.history: HistoryDecisions | None = None if self.role is None else self.role.history
         self.stages: StageDecisions | None = (
-            LocalStage(config, self.reloader, self.shadow) if self.role is None else None
+            LocalStage(config, self.reloader, self.shadow)
+            if self.role is None
+            else self.role.staging(self.shadow)
         )
         """Where the stage routes ask (``server/_stage.py``; None: staging is not offered)."""
         """Where the config-history routes ask (None: no history; a worker's comes with its

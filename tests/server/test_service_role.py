@@ -31,6 +31,9 @@ class RecordingRole:
     def decisions(self) -> Decisions:
         return self.local
 
+    def staging(self, shadow: object) -> None:
+        return None  # no stage routes
+
     def start(self) -> None:
         snap = self.local.holder.current
         assert snap is not None  # the first snapshot serves before the role starts

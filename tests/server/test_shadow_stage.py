@@ -155,8 +155,13 @@ def test_promote_and_abort_by_hand_and_an_abort_closes_the_candidates_resources(
     aborted = server.http.post("/admin/config/abort")
     assert aborted.status_code == 200, aborted.text
     assert aborted.json()["result"] == "aborted" and aborted.json()["by"] == "admin"
-    wait_until("the candidate's value closed", lambda: "close cand" in _read(closes))
-    assert _read(closes).count("close cand") == 1
+    # Every process that built the candidate closes its value once: the one process, or
+    # each of the two workers and the supervisor's trial process.
+    builds = 3 if server.supervised else 1
+    wait_until(
+        f"the candidate's {builds} values closed",
+        lambda: _read(closes).count("close cand") == builds,
+    )
     assert _ids(server) == ASC
 
     result = admin_cli(server, "stage", "--share", "0.5")
@@ -166,7 +171,10 @@ def test_promote_and_abort_by_hand_and_an_abort_closes_the_candidates_resources(
     promoted = admin_cli(server, "promote")
     assert promoted.returncode == 0, promoted.stderr
     server.items_become([{"id": f"i{n}", "score": n} for n in reversed(range(ITEMS))])
-    assert _read(closes).count("close cand") == 1  # the promoted value serves, open
+    lines = _read(closes).splitlines()
+    assert len(lines) == len(set(lines)), lines  # no value was closed twice
+    if not server.supervised:  # the promoted candidate itself serves: its value stays open
+        assert len(lines) == builds
 
 
 def test_a_full_shadow_queue_drops_and_counts(serve: Callable[..., Server], tmp_path: Path) -> None:
@@ -178,20 +186,17 @@ def test_a_full_shadow_queue_drops_and_counts(serve: Callable[..., Server], tmp_
     held = {"gate": {"type_name": "test_file_gate", "folder": str(gate)}}
     _stage(server, _config("asc", tag="v2", ops=held), "share=1")
     assert _ids(server) == ASC  # the shadow's thread takes it and waits in the gate
-    wait_until("the shadow entered the gate", (gate / "entered").exists)
-    wait_until(
-        "the queue emptied",
-        lambda: server.http.get("/config/candidate").json()["staged"]["queued"] == 0,
-    )
-    for _ in range(5):  # one waits in the queue, four find it full
+    wait_until("the shadow entered the gate", (gate / "entered").exists)  # the queue is empty
+    for _ in range(5):  # (one connection: one process) one waits in the queue, four are dropped
         assert _ids(server) == ASC
     (gate / "go").touch()
-    summary = server.http.get("/config/candidate").json()["staged"]["summary"]
-    assert summary["dropped"] == 4, summary
-    wait_until(
-        "the two taken compared",
-        lambda: server.http.get("/config/candidate").json()["staged"]["summary"]["requests"] == 2,
-    )
+
+    def counted() -> bool:
+        summary = server.http.get("/config/candidate").json()["staged"]["summary"]
+        assert summary["dropped"] <= 4 and summary["requests"] <= 2, summary
+        return bool(summary["dropped"] == 4 and summary["requests"] == 2)
+
+    wait_until("four dropped and the two taken compared", counted)
     metrics = server.http.get("/metrics").text
     assert 'pineapple_shadow_requests_total{outcome="dropped"} 4.0' in metrics
 

@@ -341,6 +341,37 @@ class ConfigAuthority:
         rebuilt = self._serving_engine is not None and self._serving_engine != engine
         return carried if hand or rebuilt or len(carried) < len(per_worker) else None
 
+    def try_candidate(self, loaded: LoadedConfig) -> dict[str, Any] | None:
+        """Build ``loaded`` (checked) in a trial process as a worker would and replay the
+        pod's sample on it, publishing nothing (a stage: ``_pod_stage.py``); what the
+        replay found. :class:`BuildError` when it cannot be built or is refused;
+        :class:`Refused` (409) when its shared resources differ from the serving
+        config's (a staged candidate maps the serving config's shared values)."""
+        accepted = self._accepted
+        if accepted is None:
+            raise Refused(409, "no config serves yet: nothing to stage beside")
+        if self._shared_prints(loaded) != self._shared_prints(
+            Builder(self.config).load(accepted[0])
+        ):
+            raise Refused(
+                409, "under --workers a staged config keeps the serving config's shared resources"
+            )
+        per_worker = self._per_worker(loaded)
+        old = self._serving_per_worker
+        carried = tuple(name for name, fp in per_worker.items() if old.get(name) == fp)
+        replayed: dict[str, Any] = {}
+        sample = self._replayed(loaded.data)
+        if not trial_build(
+            self.config, self.store, loaded.data, self.stopping, carried, sample, replayed
+        ):
+            raise BuildError("start", "cancelled: the supervisor is shutting down")
+        return replayed or None
+
+    def _shared_prints(self, loaded: LoadedConfig) -> dict[str, str]:
+        base = self._base()
+        shared = [e for e in loaded.entries if codec_of(base, e.type) is not None]
+        return {e.name: e.fingerprint() for e in shared}
+
     def serving_config(self) -> tuple[str, int, float] | None:
         """The content hash, generation and acceptance time of the serving config."""
         serving, accepted_at = self.policy.served, self.accepted_at

@@ -78,6 +78,7 @@ from .._liveness import LIVENESS_TIMEOUT_SECONDS, BeatClock
 from .._store_format import METRICS_DIR
 from ..worker._main import worker_main
 from ._authority import ConfigAuthority
+from ._pod_stage import PodStage
 from ._publishing import SharedStore
 
 __all__ = [
@@ -232,6 +233,7 @@ class Supervisor:
             self._control.start()
             if self._attach is not None:
                 self._attach(self.authority)
+            PodStage(self.authority, self.config)  # the stage ops, seen before the others
         except (PineappleError, OSError) as exc:
             _log.error("not serving %s: %s", self.config.path, exc)
             return 1

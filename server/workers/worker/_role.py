@@ -22,11 +22,14 @@ from pineapple import resource
 
 from ..._config import Config
 from ..._decisions import LocalDecisions
+from ..._shadow import Shadow
+from ..._stage import StageDecisions
 from .._control import CONTROL_READ_SECONDS
 from .._liveness import Heartbeat
 from ._follower import ConfigFollow, Follower
 from ._history_link import HistoryLink
 from ._mapping import MappedStore
+from ._stage_follow import StageFollow, StageLink
 from ._supervisor_link import SupervisorChannel, SupervisorLink
 
 __all__ = ["WorkerRole"]
@@ -71,12 +74,28 @@ class WorkerRole:
         self.history = HistoryLink(self.decisions, local.holder, config.max_config_bytes)
         """The config history's routes: read from the pod's status, decided by the supervisor."""
         self._heartbeat = heartbeat
+        self._config = config
+        self._local = local
+        self._channel = channel
+        self._stage_follow: StageFollow | None = None
+
+    def staging(self, shadow: Shadow) -> StageDecisions:
+        """The stage routes' decisions (the supervisor's), over this worker's ``shadow``."""
+        follow = StageFollow(
+            self._config, self._local.reloader, shadow, self.decisions.pod, self._channel
+        )
+        self._stage_follow = follow
+        return StageLink(self._channel, follow)
 
     def start(self) -> None:
         """Follow the supervisor, and beat as a serving worker while following."""
         self.follower.start()
         self._heartbeat.serve_while(self.follower.following)
+        if self._stage_follow is not None:
+            self._stage_follow.start()
 
     def stop(self) -> None:
         """Stop following (idempotent)."""
         self.follower.stop()
+        if self._stage_follow is not None:
+            self._stage_follow.stop()
