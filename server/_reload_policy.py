@@ -24,6 +24,8 @@ The rules, written once here:
   recorded, only shown to the ``listeners``) unless it ends an error, so
   restoring the served content after a bad edit records ``unchanged`` at the
   next event or poll.
+- While a candidate is staged (``staged``, ``server/_stage.py``), the watcher
+  and the poll leave its bytes alone: a promote or an abort decides them.
 - A worker of ``--workers N`` does not decide: it applies the bytes its
   supervisor accepted (:meth:`ReloadPolicy.apply`: no read, no unchanged
   test), with the same lock, outcomes and record.

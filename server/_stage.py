@@ -256,7 +256,7 @@ class LocalStage:
         if stage is None:
             return
         revision = str(outcome.content_hash)[:12]
-        reason = f"superseded by a {outcome.trigger} reload of config {revision}"
+        reason = f"superseded by a reload ({outcome.trigger}) of config {revision}"
         self._decided(stage, "abort", "reload", reason, self._shadow.summary(stage))
         self._shadow.end()
         self._policy.staged = None

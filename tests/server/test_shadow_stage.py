@@ -203,3 +203,49 @@ def test_a_full_shadow_queue_drops_and_counts(serve: Callable[..., Server], tmp_
 
 def _read(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+def test_a_reload_supersedes_the_stage_and_the_lifetime_ends_one(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(_config("asc"), "--shadow-max-seconds", "1")
+    _stage(server, _config("desc"), "share=1")
+    replaced = server.reload(_config("asc", tag="v3"))  # a plain reload while staged
+    assert replaced.status_code == 200 and replaced.json()["result"] == "ok", replaced.text
+    decision = server.http.get("/config/candidate").json()["last_decision"]
+    assert (decision["decision"], decision["by"]) == ("abort", "reload"), decision
+    assert decision["reason"].startswith("superseded by a reload (admin)"), decision
+
+    _stage(server, _config("desc", tag="v4"), "share=1")
+    wait_until(
+        "the stage's lifetime ended it",
+        lambda: server.http.get("/config/candidate").status_code == 404,
+    )
+    decision = server.http.get("/config/candidate").json()["last_decision"]
+    assert (decision["decision"], decision["by"]) == ("abort", "lifetime"), decision
+    assert _ids(server) == ASC
+
+
+def test_a_bad_stage_is_refused_and_the_serving_config_stays(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(_config("asc"))
+    server.config.write_bytes(orjson.dumps(_config("sideways")))
+    bad = server.http.post("/admin/reload?stage=1&share=0.5")
+    assert bad.status_code == 422 and bad.json()["result"] == "error", bad.text
+    assert "sideways" in bad.json()["error"], bad.text
+    server.config.write_bytes(orjson.dumps(_config("desc")))
+    for query, named in (
+        ("share=2", "share must be between 0 and 1"),
+        ("min_requests=x", "min_requests must be a number"),
+        ("max_changed_ratio=-1", "max_changed_ratio must be at least 0"),
+    ):
+        refused = server.http.post(f"/admin/reload?stage=1&{query}")
+        assert refused.status_code == 400 and named in refused.json()["error"], refused.text
+    unchanged = server.http.post("/admin/reload?stage=1", content=b"[1]")
+    assert unchanged.status_code == 400, unchanged.text  # a body must be a JSON object
+    server.config.write_bytes(orjson.dumps(_config("asc")))
+    same = server.http.post("/admin/reload?stage=1")
+    assert same.status_code == 409 and "serves already" in same.json()["error"], same.text
+    assert server.http.get("/config/candidate").status_code == 404
+    assert _ids(server) == ASC

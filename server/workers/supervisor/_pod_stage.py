@@ -256,7 +256,7 @@ class PodStage:
         if outcome.result != "ok" or outcome.trigger in ("promote", "start"):
             return
         revision = str(outcome.content_hash)[:12]
-        reason = f"superseded by a {outcome.trigger} reload of config {revision}"
+        reason = f"superseded by a reload ({outcome.trigger}) of config {revision}"
         with contextlib.suppress(Refused):
             self._take("abort", "reload", reason)
             _log.warning("the staged config was aborted: %s", reason)
