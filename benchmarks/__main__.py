@@ -19,6 +19,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.refresh", "refresh_cost"),
     ("benchmarks.starvation", "refresh_starvation"),
     ("benchmarks.serving", "serving"),
+    ("benchmarks.shadow", "shadow_cost"),
     ("benchmarks.lookup", "resource_lookup"),
     ("benchmarks.large_request", "large_request"),
     ("benchmarks.masking", "masking"),

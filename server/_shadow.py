@@ -24,24 +24,27 @@ Guarantees:
   borrows the candidate (never the serving snapshot) under a deadline of its
   own (``--request-timeout-ms`` from when it starts the request).
 - Shadow work is dropped first under load: the queue holds at most
-  ``--shadow-queue`` requests; a request offered to a full queue is dropped
-  and counted (``dropped``, ``pineapple_shadow_dropped_total``); the live
-  request never waits for room.
+  ``--shadow-queue`` requests (its length is tested and appended to under
+  ``_put``, an uncontended lock held for two operations); a request offered
+  to a full queue is dropped and counted (``dropped``,
+  ``pineapple_shadow_requests_total{outcome="dropped"}``); the live request
+  never waits for room, and the thread is never woken by a put (it polls the
+  queue every ``POLL_SECONDS`` while a candidate is staged).
 - ``stage`` is set and cleared under ``_lock``; the thread adds to a stage's
   summary under it only while that stage is still set, so a stage that has
   ended (promoted, aborted) counts nothing more, and a reader of
   :meth:`Shadow.summary` sees whole comparisons.
 - Nothing here waits forever: the thread waits at most ``TICK_SECONDS`` for
-  work and stops within that of :meth:`close` (which waits at most
+  work and stops within that (plus the request it runs) of :meth:`close` (which waits at most
   ``CLOSE_SECONDS`` plus one candidate request's timeout for it).
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,13 +56,15 @@ from ._shadow_compare import compare
 from ._shadow_summary import ShadowSummary, Thresholds
 from ._snapshot import Snapshot
 
-__all__ = ["CLOSE_SECONDS", "TICK_SECONDS", "Shadow", "Stage"]
+__all__ = ["CLOSE_SECONDS", "POLL_SECONDS", "TICK_SECONDS", "Shadow", "Stage"]
 
 _log = logging.getLogger("pineapple.server")
 _monotonic = time.monotonic
 
 TICK_SECONDS = 0.25
 """The longest the shadow's thread waits for work before it asks ``decide`` again."""
+POLL_SECONDS = 0.005
+"""How often the shadow's thread looks at an empty queue while a candidate is staged."""
 CLOSE_SECONDS = 5.0
 """How long :meth:`Shadow.close` waits for the thread (plus one request's timeout)."""
 
@@ -108,7 +113,10 @@ class Shadow:
         self._respond = respond
         self._timeout = timeout
         self._observe = observe
-        self._queue: queue.Queue[Offered] = queue.Queue(max(1, queue_size))
+        self._queue: deque[Offered] = deque()
+        self._queue_size = max(1, queue_size)
+        self._put = threading.Lock()
+        """Held for a length test and an append (so the queue never passes its size)."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -128,9 +136,11 @@ class Shadow:
         began = _monotonic()
         answer: tuple[int, bytes] = respond(*args)
         seconds = _monotonic() - began
-        try:
-            self._queue.put_nowait((stage, args[2], tuple(args[3:]), answer, seconds))
-        except queue.Full:
+        with self._put:
+            room = len(self._queue) < self._queue_size
+            if room:
+                self._queue.append((stage, args[2], tuple(args[3:]), answer, seconds))
+        if not room:
             self._dropped(stage)
         return answer
 
@@ -174,7 +184,7 @@ class Shadow:
     @property
     def queued(self) -> int:
         """Requests waiting for the candidate (racy: for status and tests)."""
-        return self._queue.qsize()
+        return len(self._queue)
 
     def close(self) -> Stage | None:
         """Stop the thread (bounded, see module docs); the stage that was set, if any
@@ -190,16 +200,22 @@ class Shadow:
     # -- the thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
-        # Bounded: each turn waits at most TICK_SECONDS; the loop ends at close().
+        # Bounded: each turn takes one request or waits at most POLL_SECONDS (TICK_SECONDS
+        # with nothing staged); the loop ends at close(). The queue is polled, not waited
+        # on: a request put costs no wake-up of this thread (what a condition would cost).
+        decided = 0.0
         while not self._stop.is_set():
-            try:
-                offered = self._queue.get(timeout=TICK_SECONDS)
-            except queue.Empty:
-                offered = None
             stage = self.stage
+            try:
+                offered: Offered | None = self._queue.popleft()
+            except IndexError:
+                offered = None
+                self._stop.wait(TICK_SECONDS if stage is None else POLL_SECONDS)
             if offered is not None and offered[0] is stage:
                 self._shadowed(*offered)
-            if stage is not None:
+            now = _monotonic()
+            if stage is not None and (offered is not None or now - decided >= TICK_SECONDS):
+                decided = now
                 try:
                     self.decide(stage)
                 except Exception:
