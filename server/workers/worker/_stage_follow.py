@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..._build_error import BuildError
 from ..._config import Config
 from ..._decisions import Refused
@@ -44,7 +46,14 @@ from ..._shadow_summary import ShadowSummary, Thresholds
 from .._pod_status import StatusReader
 from ._supervisor_link import SupervisorChannel
 
-__all__ = ["FOLLOW_SECONDS", "REPORT_SECONDS", "WAIT_SECONDS", "StageFollow", "StageLink"]
+__all__ = [
+    "FOLLOW_SECONDS",
+    "REPORT_MAX_BYTES",
+    "REPORT_SECONDS",
+    "WAIT_SECONDS",
+    "StageFollow",
+    "StageLink",
+]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -52,6 +61,9 @@ FOLLOW_SECONDS = 0.1
 """How often a worker reads the pod's status for a stage."""
 REPORT_SECONDS = 0.2
 """The least time between two reports of a worker's counts."""
+REPORT_MAX_BYTES = 32 << 10
+"""The most bytes of a worker's report (its examples are cut to fit; the control channel
+takes 64 KiB a message)."""
 WAIT_SECONDS = 30.0
 """How long a stage or an abort asked of this worker waits for its own follow."""
 
@@ -172,6 +184,10 @@ class StageFollow:
         if stage_id is None or now - self._sent_at < REPORT_SECONDS:
             return
         counts = self._shadow.counts(stage)
+        examples = counts["examples"]
+        # Bounded: halves the examples each turn until the report fits the channel.
+        while examples and len(orjson.dumps(counts)) > REPORT_MAX_BYTES:
+            del examples[len(examples) // 2 :]
         seen = (counts["count"]["requests"], counts["count"]["dropped"])
         if seen == self._sent:
             return
