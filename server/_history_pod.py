@@ -103,6 +103,7 @@ class HistoryPod:
         if digest is not None:  # its start records no outcome: the config it started with
             self.history.accepted(ReloadOutcome("ok", "start", time.time(), 0.0, digest))
         authority.policy.listeners.append(self.history.accepted)
+        authority.rolled_back.append(self.history.auto_rolled_back)
 
         def serving() -> str | None:
             return authority.serving_hash

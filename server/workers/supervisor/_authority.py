@@ -169,6 +169,10 @@ class ConfigAuthority:
         (a fleet pod keeps the fleet config it accepted)."""
         self.extra_status: dict[str, Callable[[], Any]] = {}
         """More of the pod's status, by key (the config history's, ``_history_pod``)."""
+        self.rolled_back: list[Callable[[bytes, str, str, float], None]] = []
+        """Told of each automatic rollback (:meth:`roll_back`), before its outcome is
+        recorded: the bytes that serve again, the hash of those the workers could not
+        build, why, and when (the config history's, ``_history_pod``)."""
         self.middleware: Middleware | None = None
         """Sees every control request first (the config history's: its own requests, and
         the resource pins it keeps); None: each is decided here alone."""
@@ -463,10 +467,16 @@ class ConfigAuthority:
             f"went back to the previous config as generation {serial}"
         )
         _log.error("config reload refused: %s", error)
+        at = time.time()
+        for listener in list(self.rolled_back):  # bounded: the listeners wired at start
+            try:
+                listener(previous[0], failed[1], error, at)
+            except Exception:
+                _log.exception("a rollback listener failed")
         outcome = ReloadOutcome(
             "error",
             "supervisor",
-            time.time(),
+            at,
             time.monotonic() - started,
             failed[1],
             serial=serial,
