@@ -12,7 +12,8 @@ holds more than ``max_count`` revisions or ``max_bytes`` bytes of configs
 (never the one serving, never the pinned one). ``history.json`` also keeps
 the pinned revision (``rollback``: the watcher and SIGHUP read it instead of
 the file until ``unpin``) and the resource pins and rollbacks an admin made,
-which a restarted server applies again.
+which a restarted server applies again (with the value each held, when
+``server/_kept_values.py`` could keep it).
 
 The hook is narrow: :class:`HistorySource` is the config source of whoever
 decides reloads (the one process's ``Reloader``, the supervisor's
@@ -436,14 +437,30 @@ class ConfigHistory:
             )
         return data
 
-    def note_resource(self, name: str, action: str, version: int | None) -> None:
-        """Remember an admin's pin or rollback of ``name`` (``unpin`` forgets it)."""
+    def note_resource(
+        self,
+        name: str,
+        action: str,
+        version: int | None,
+        value: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        """Remember an admin's pin or rollback of ``name`` (``unpin`` forgets it), with the
+        record of its kept ``value`` (``server/_kept_values.py``); the value record it
+        replaced or forgot (its files are the caller's to remove)."""
         with self._lock:
+            old = self.resource_pins.get(name)
             if action == "unpin":
                 self.resource_pins.pop(name, None)
             elif name in self.resource_pins or len(self.resource_pins) < _MAX_RESOURCE_PINS:
-                self.resource_pins[name] = {"action": action, "version": version, "at": time.time()}
+                pin: dict[str, Any] = {"action": action, "version": version, "at": time.time()}
+                if value is not None:
+                    pin["value"] = value
+                self.resource_pins[name] = pin
+            else:
+                old = {"value": value}  # not remembered: its value goes at once
             self._write_index()
+        replaced = old.get("value") if isinstance(old, dict) else None
+        return replaced if isinstance(replaced, dict) else None
 
 
 def resolve(entries: list[HistoryEntry], revision: str) -> HistoryEntry:

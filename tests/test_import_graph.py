@@ -211,6 +211,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._reloader",
             "server._decisions",
             "server._config_history",
+            "server._kept_values",
             "server._history_decisions",
             "server._watcher",
             "server._service",

@@ -74,7 +74,7 @@ from typing import Any, Literal
 
 from .._errors import ConfigError, DuplicateRegistrationError, ManagerStateError, StartError
 from ._backoff import Backoff
-from ._budget import MemoryBudget
+from ._budget import MemoryBudget, size_of
 from ._closer import close_now, flush
 from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
 from ._hooks import call_hook
@@ -83,9 +83,9 @@ from ._interval import MIN_INTERVAL, check_interval
 from ._loaded import LoadedConfig
 from ._outcome import ManagerMetrics, RefreshError, RefreshResult, UnknownResourceError
 from ._redact import redact
-from ._refresh import Refresher, carry_over
+from ._refresh import Refresher, carry_over, drop_unserved
 from ._refusal import PinnedError
-from ._refvalue import ResourceHandle
+from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
 from ._slot import Slot
@@ -530,6 +530,33 @@ class Manager:
         _log.warning(
             "%s: rolled back to the previous value (version %d), pinned", slot.label, version
         )
+        self._refresher.resume_from_current(slot)
+        return version
+
+    def restore(self, name: str, value: Any, reason: str) -> int:
+        """Serve ``value`` for ``name`` in place of the current one, without a fetch, and pin
+        it with ``reason`` (a value an admin pinned before the process restarted); the new
+        version. The validators do not run (the value served before); the memory budget
+        and the fetcher's ``commit`` do. Raises :class:`MemoryBudgetExceededError` or what
+        ``commit`` raised, with nothing swapped and the pin unchanged, and
+        :class:`ManagerStateError` unless the manager is started.
+        """
+        slot = self._slot(name)
+        if self._state != "started":
+            raise ManagerStateError(f"cannot restore {name!r}: the manager is {self._state}")
+        now = time.time()
+        size = size_of(slot.printer, slot.label, value)
+        ref = RefValue(value, slot.label)
+        try:
+            version = self._swaps.publish(
+                slot, ref, size, now, upstream=False, forced=None, pin=reason
+            )
+        except BaseException:
+            drop_unserved(slot, value)  # never published: closed on the closer thread
+            raise
+        if version is None:
+            raise ManagerStateError(f"cannot restore {name!r}: the manager stopped")
+        _log.warning("%s: restored as version %d, pinned (%s)", slot.label, version, reason)
         self._refresher.resume_from_current(slot)
         return version
 

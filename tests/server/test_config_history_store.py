@@ -133,7 +133,7 @@ def test_an_automatic_rollback_is_current_and_drops_a_pin_of_what_failed(tmp_pat
         5.0,
     )
     assert history.pinned is None  # the pinned bytes cannot serve
-    # Kept on disk: a new owner reads the same, and an old index (no reason) still parses.
+    # Kept on disk: a new owner reads the same.
     history.close()
     again = ConfigHistory(tmp_path, HistoryLimits(), 1 << 20)
     assert [(e.trigger, e.reason) for e in again.entries()] == [
