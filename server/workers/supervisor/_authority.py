@@ -48,7 +48,9 @@ Guarantees:
   under ``_loading_lock``, only grows; later reports of it start none, and a
   report that finds a newer generation changes nothing), never of a generation that is
   itself a rollback, and the bytes rolled back are not applied again by the
-  watcher (the failed hash), only by SIGHUP or an admin.
+  watcher (the failed hash), only by SIGHUP or an admin. The listeners of
+  :attr:`rolled_back` (the config history) are told before its outcome is
+  recorded, so the status posted with it names the config that serves.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
   nothing and is answered ``shutting down``, unrecorded; so is a busy one.
   :meth:`cancel` (SIGTERM) cancels the publisher Manager a reload is starting
