@@ -29,6 +29,7 @@ from ._replay import CandidateReplay
 from ._request_sample import RequestSample, sampling
 from ._snapshot import Snapshot, SnapshotHolder
 from ._tracing import open_tracing
+from ._value_replay import ValueReplay
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
 
@@ -95,6 +96,10 @@ class Service:
             )
             self.reloader.target.replay = CandidateReplay(config, responder, sample.requests)
         self.responder: Responder = sampling(responder, sample) if sample.enabled else responder
+        # A refreshed value of a ``replay`` entry answers the same sample first.
+        self.builder.value_replay = ValueReplay(
+            config, responder, sample.requests, self.holder
+        ).check
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None

@@ -201,6 +201,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._build",
             "server._request_sample",
             "server._replay",
+            "server._value_replay",
         ),
     ),
     (

@@ -66,7 +66,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
@@ -277,6 +277,7 @@ class Manager:
             )
             self._entries[entry.name] = entry
             _set_safety(slot, entry.validate, b.validator, entry.keep_previous)
+            slot.replay = entry.replay
             if old is not None:
                 self._adopt(slot, old)
         return [entry.name for entry in entries]
@@ -532,6 +533,14 @@ class Manager:
         )
         self._refresher.resume_from_current(slot)
         return version
+
+    def set_replay(self, replay: Callable[[str, Any], None] | None) -> None:
+        """Check each refreshed value of a ``replay`` entry with ``replay(name, value)``
+        after its validators (not on a first load): what it raises refuses the value as a
+        validator does (check ``replay``, ``Valid=False``, the previous value kept).
+        Called by whoever serves requests from this Manager (the server), once, before
+        ``start``; None: no check (a ``replay`` entry then swaps as any other)."""
+        self._refresher.replay = replay
 
     def restore(self, name: str, value: Any, reason: str) -> int:
         """Serve ``value`` for ``name`` in place of the current one, without a fetch, and pin

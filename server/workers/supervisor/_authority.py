@@ -286,6 +286,7 @@ class ConfigAuthority:
                     return None  # cancelled by the shutdown: nothing is decided
                 raise
             try:
+                self._warn_unreplayed(loaded)
                 per_worker = self._per_worker(loaded)
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
@@ -326,6 +327,18 @@ class ConfigAuthority:
         if self._accepted is None or self.stopping.is_set():
             return None
         return candidate_requests(self.config, self.store.path, data)
+
+    def _warn_unreplayed(self, loaded: LoadedConfig) -> None:
+        """Say that a shared entry's ``replay`` is not done here: its refreshed values swap
+        unreplayed (a per-worker entry's are replayed by each worker, ``_value_replay.py``)."""
+        base = self._base()
+        for entry in loaded.entries:  # bounded: the config's entries
+            if entry.replay and codec_of(base, entry.type) is not None:
+                _log.warning(
+                    "resource %r: 'replay' is not done for a value shared with the workers "
+                    "(--workers N): its refreshed values swap in after the validators only",
+                    entry.name,
+                )
 
     def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
         """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""
