@@ -29,6 +29,7 @@ from ._replay import CandidateReplay
 from ._request_sample import RequestSample
 from ._snapshot import Snapshot, SnapshotHolder
 from ._tracing import open_tracing
+from ._value_replay import ValueReplay
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
 
@@ -97,6 +98,10 @@ class Service:
         self.responder: Responder = responder
         self.request_sample: RequestSample | None = sample if sample.enabled else None
         """Where ``/execute`` records the requests it answers 200 (None: no sample kept)."""
+        # A refreshed value of a ``replay`` entry answers the same sample first.
+        self.builder.value_replay = ValueReplay(
+            config, responder, sample.requests, self.holder
+        ).check
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None

@@ -23,6 +23,7 @@ from .._config_history import (
     DEFAULT_HISTORY_MAX_COUNT,
     default_state_dir,
 )
+from .._kept_values import DEFAULT_KEPT_VALUE_MAX_BYTES
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
 from .._secret_files import add_secrets_dir_flag
@@ -244,6 +245,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="bytes of accepted configs the history keeps (a larger config is listed, not kept)",
     )
     parser.add_argument(
+        "--history-max-value-bytes",
+        type=int,
+        default=DEFAULT_KEPT_VALUE_MAX_BYTES,
+        metavar="N",
+        help="bytes of a pinned or rolled-back resource's value kept in the state directory "
+        "(its type's snapshot files); a larger value keeps its pin, and a restart re-reads it",
+    )
+    parser.add_argument(
         "--resource-memory-budget-bytes",
         type=int,
         default=0,
@@ -421,6 +430,7 @@ def serve_command(args: argparse.Namespace) -> int:
         "max_connections",
         "max_inflight_body_bytes",
         "history_max_bytes",
+        "history_max_value_bytes",
         "replay_sample_requests",
         "replay_sample_bytes",
         "replay_sample_seconds",
@@ -481,6 +491,7 @@ def serve_command(args: argparse.Namespace) -> int:
             state_dir=_state_dir(args, fleet),
             history_max_count=args.history_max_count,
             history_max_bytes=args.history_max_bytes,
+            history_max_value_bytes=args.history_max_value_bytes,
             revision_header=args.revision_header,
             secrets_dir=args.secrets_dir,
             tracing=tracing,
