@@ -28,6 +28,7 @@ from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
 from .._secret_files import add_secrets_dir_flag
 from .._tracing import TracingSettings, require_sdk
+from .._watcher import add_watch_flags
 from ..fleet._flags import POD_LIMITS, add_store_flags
 from ..http._serving import exit_within
 from ._cpu_quota import CpuCount, usable_cpus
@@ -144,9 +145,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "abort a connection whose response is not written this long after its request's "
         "headers because the client does not read it (0: none)",
     )
-    parser.add_argument(
-        "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
-    )
+    add_watch_flags(parser)
     parser.add_argument(
         "--drain-seconds",
         type=float,
@@ -200,7 +199,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long a candidate config may take answering the sample and its "
         "warmup_requests before a reload (the rest is skipped; 0: no replay)",
     )
-    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     add_log_flags(
         parser,
         level_help="log level of every process (the access log writes at info)",
