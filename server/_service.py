@@ -26,11 +26,12 @@ from ._history_decisions import HistoryDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._replay import CandidateReplay
-from ._request_sample import RequestSample, sampling
+from ._request_sample import RequestSample
 from ._shadow import Shadow
 from ._snapshot import Snapshot, SnapshotHolder
 from ._stage import LocalStage, StageDecisions
 from ._tracing import open_tracing
+from ._value_replay import ValueReplay
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
 
@@ -100,7 +101,13 @@ class Service:
                 config.replay_sample_seconds,
             )
             self.reloader.target.replay = CandidateReplay(config, responder, sample.requests)
-        self.responder: Responder = sampling(responder, sample) if sample.enabled else responder
+        self.responder: Responder = responder
+        self.request_sample: RequestSample | None = sample if sample.enabled else None
+        """Where ``/execute`` records the requests it answers 200 (None: no sample kept)."""
+        # A refreshed value of a ``replay`` entry answers the same sample first.
+        self.builder.value_replay = ValueReplay(
+            config, responder, sample.requests, self.holder
+        ).check
         timeout_ms = config.request_timeout_ms
         self.shadow = Shadow(
             responder,  # a candidate's answers are not live ones: never sampled
@@ -126,14 +133,14 @@ class Service:
         """Where routes and signals ask for decisions and statuses (a worker of
         ``--workers N``: its ``SupervisorLink``)."""
         self.history: HistoryDecisions | None = None if self.role is None else self.role.history
+        """Where the config-history routes ask (None: no history; a worker's comes with its
+        role, one process's is set where the server is assembled, ``server/_history_pod.py``)."""
         self.stages: StageDecisions | None = (
             LocalStage(config, self.reloader, self.shadow)
             if self.role is None
             else self.role.staging(self.shadow)
         )
         """Where the stage routes ask (``server/_stage.py``; None: staging is not offered)."""
-        """Where the config-history routes ask (None: no history; a worker's comes with its
-        role, one process's is set where the server is assembled, ``server/_history_pod.py``)."""
         self.started = False
         self._hand_fetchers_closed = False
 
