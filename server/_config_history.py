@@ -4,7 +4,8 @@ Each accepted config is kept by revision (the first 12 hex digits of its
 SHA-256, as ``GET /config`` names it): its bytes in ``configs/<hash>.json``
 and a line in ``history.json`` (revision, content hash, size, when it was
 first and last accepted, and what triggered the last acceptance: ``start``,
-``watch``, ``poll``, ``signal``, ``admin``, ``supervisor``, ``rollback``, or
+``watch``, ``poll``, ``signal``, ``admin``, ``supervisor``, ``promote`` (a staged
+candidate promoted, ``server/_stage.py``), ``rollback``, or
 ``auto_rollback`` with its ``reason``: the supervisor of ``--workers N`` took
 the pod back to it because the workers could not build the config after it).
 A config accepted again moves to the top; the oldest go once the history
