@@ -63,7 +63,7 @@ _monotonic = time.monotonic
 
 TICK_SECONDS = 0.25
 """The longest the shadow's thread waits for work before it asks ``decide`` again."""
-POLL_SECONDS = 0.005
+POLL_SECONDS = 0.02
 """How often the shadow's thread looks at an empty queue while a candidate is staged."""
 CLOSE_SECONDS = 5.0
 """How long :meth:`Shadow.close` waits for the thread (plus one request's timeout)."""

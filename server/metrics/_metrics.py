@@ -155,6 +155,10 @@ class ServerMetrics:
         self.read_timeouts: Counter = made["read_timeouts"]
         self.worker_restarts: Counter = made["worker_restarts"]
         self.shadow_requests: Counter = made["shadow_requests"]
+        self._shadow_outcomes = {  # resolved once: counted off the request path, per request
+            outcome: self.shadow_requests.labels(outcome)
+            for outcome in ("same", "changed", "error", "both_failed", "dropped")
+        }
         for result in _RELOAD_RESULTS:  # every result shows from the first scrape (0)
             self.reloads.labels(result)
         self.go_reloads: Counter = made["go_reloads"]
@@ -251,7 +255,7 @@ class ServerMetrics:
 
     def observe_shadow(self, outcome: str) -> None:
         """One request offered to a staged candidate ended with ``outcome`` (its thread)."""
-        self.shadow_requests.labels(outcome).inc()
+        self._shadow_outcomes[outcome].inc()
 
     def observe_read_timeout(self, kind: str) -> None:
         """A connection was closed by its read deadline (``kind``: ``header`` or ``read``)."""

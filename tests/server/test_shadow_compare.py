@@ -97,3 +97,18 @@ def test_thresholds_decide_once_min_requests_are_compared() -> None:
 def test_a_bad_threshold_is_named(given: dict[str, str], named: str) -> None:
     with pytest.raises(ThresholdError, match=named):
         Thresholds.parse(given)
+
+
+def test_max_p99_growth_aborts_a_slower_candidate() -> None:
+    summary = ShadowSummary(0)
+    same = compare(_answer([1]), _answer([1]))
+    for _ in range(10):
+        summary.add(same, 0.001, 0.002)  # twice as slow: p99 grows by about 100%
+    assert Thresholds.parse({"min_requests": 10, "max_p99_growth": 2}).verdict(summary) == (
+        "promote",
+        "within every threshold after 10 requests",
+    )
+    decision, reason = Thresholds.parse({"min_requests": 10, "max_p99_growth": 0.5}).verdict(
+        summary
+    ) or ("", "")
+    assert decision == "abort" and reason.startswith("p99_growth "), reason
