@@ -272,6 +272,7 @@ class LocalStage:
             "staged_at": stage.staged_at,
             "expires_in_seconds": round(max(0.0, stage.expires - time.monotonic()), 3),
             "thresholds": stage.thresholds.to_dict(),
+            "processes": 1,  # the processes shadowing it (a pod's: its workers that built it)
             "queued": self._shadow.queued,
             "summary": self._shadow.summary(stage),
         }

@@ -152,12 +152,17 @@ def test_promote_and_abort_by_hand_and_an_abort_closes_the_candidates_resources(
     assert again.status_code == 409, again.text  # one candidate at a time
     view = server.http.get("/config/candidate").json()["staged"]
     assert view["share"] == 0.5 and view["thresholds"]["min_requests"] is None
+    shadowing = 2 if server.supervised else 1
+    wait_until(  # every worker built the candidate (the asked one had before it answered)
+        "every process shadows",
+        lambda: server.http.get("/config/candidate").json()["staged"]["processes"] == shadowing,
+    )
     aborted = server.http.post("/admin/config/abort")
     assert aborted.status_code == 200, aborted.text
     assert aborted.json()["result"] == "aborted" and aborted.json()["by"] == "admin"
     # Every process that built the candidate closes its value once: the one process, or
     # each of the two workers and the supervisor's trial process.
-    builds = 3 if server.supervised else 1
+    builds = shadowing + 1 if server.supervised else 1
     wait_until(
         f"the candidate's {builds} values closed",
         lambda: _read(closes).count("close cand") == builds,

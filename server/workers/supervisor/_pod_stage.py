@@ -310,7 +310,7 @@ class PodStage:
             "staged_at": staged.staged_at,
             "expires_in_seconds": round(max(0.0, staged.expires - time.monotonic()), 3),
             "thresholds": staged.thresholds.to_dict(),
-            "reporting_workers": workers,
+            "processes": workers,  # the workers shadowing it (each reports once it does)
             "summary": summary,
         }
 

@@ -170,6 +170,7 @@ class StageFollow:
         )
         self.following = stage_id
         self._sent = None
+        self._send(self._shadow.stage)  # at once: the pod counts this worker as shadowing
 
     def _drop(self) -> None:
         stage = self._shadow.end()
@@ -183,6 +184,13 @@ class StageFollow:
         now = time.monotonic()
         if stage_id is None or now - self._sent_at < REPORT_SECONDS:
             return
+        self._send(stage)
+
+    def _send(self, stage: Stage | None) -> None:
+        """Send this worker's counts of ``stage`` unless they are what was sent last."""
+        stage_id = self.following
+        if stage is None or stage_id is None:
+            return
         counts = self._shadow.counts(stage)
         examples = counts["examples"]
         # Bounded: halves the examples each turn until the report fits the channel.
@@ -191,7 +199,7 @@ class StageFollow:
         seen = (counts["count"]["requests"], counts["count"]["dropped"])
         if seen == self._sent:
             return
-        self._sent_at = now
+        self._sent_at = time.monotonic()
         request = {"op": "shadow_counts", "stage": stage_id, "pid": os.getpid(), "counts": counts}
         try:
             self._channel.ask(request)
