@@ -131,9 +131,12 @@ def test_identical_answers_are_promoted_at_min_requests(
         "the promoted config serves",
         lambda: server.http.get("/config").json()["config"]["revision"] == revision,
     )
-    history = server.http.get("/config/history").json()
-    newest = history["revisions"][0]
-    assert newest["revision"] == revision and newest["trigger"] == "promote", history
+
+    def recorded() -> bool:  # the history records it just after the swap
+        newest = server.http.get("/config/history").json()["revisions"][0]
+        return bool(newest["revision"] == revision and newest["trigger"] == "promote")
+
+    wait_until("the history records the promote", recorded)
 
 
 def test_promote_and_abort_by_hand_and_an_abort_closes_the_candidates_resources(
