@@ -15,6 +15,7 @@ published, so every worker keeps the old one.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -104,6 +105,7 @@ def test_a_refreshed_value_failing_the_replay_is_refused_and_the_old_one_serves(
     assert "refused by replay" in valid["message"] and missing in valid["message"], valid
     assert _answered(server, 1) == [{"id": 1, "double": 2.0}]  # the old value serves
     assert _served_anywhere(server) == [[{"id": 1, "double": 2.0}]] * 6  # on every worker
+    assert server.count(r"feed: swapped in version 2") == 0  # in no process
     assert "refused by replay" in condition(server.status_anywhere(), "Valid")["message"]
     if server.supervised:  # the supervisor's trial replayed it; its staged files are gone
         assert server.count(r"trial \(pid \d+\): failed") == 1, server.text()
@@ -113,10 +115,20 @@ def test_a_refreshed_value_failing_the_replay_is_refused_and_the_old_one_serves(
     assert server.admin("refresh").json()["result"] == "swapped"
     server.items_become([{"id": 3, "double": 4.0}])
     assert condition(server.status(), "Valid")["status"] == "True"
+    for pid in _serving_pids(server):  # each worker maps it within its follow poll
+        server.wait_line(rf" {pid} INFO pineapple\.resource: json_file/feed: swapped in version 2")
     assert _served_anywhere(server) == [[{"id": 3, "double": 4.0}]] * 6
     if server.supervised:
         assert server.count(r"trial \(pid \d+\): passed") == 1, server.text()
         assert _unnamed_feed_files(tmp_path / "shm") == []
+
+
+def _serving_pids(server: Server) -> set[str]:
+    """The pids of the processes that serve (one process, or each worker) from their log."""
+    found = (re.search(r" (\d+) INFO .*listening on", line) for line in list(server.log))
+    pids = {m.group(1) for m in found if m}
+    assert len(pids) == (2 if server.supervised else 1), server.text()
+    return pids
 
 
 def _unnamed_feed_files(shared: Path) -> list[str]:

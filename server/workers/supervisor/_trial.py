@@ -33,6 +33,10 @@ A trial of a reload also replays the pod's recent requests (and the config's
 ``server/workers/_sample_channel.py``); a candidate that fails one is refused
 (:class:`ReplayRefused`, step ``replay``, with the replay's report).
 
+:func:`run_trial` (a process started, its one reply awaited within a bound,
+the process reaped) is shared with the value trial of a refreshed shared
+value (``server/workers/supervisor/_value_trial.py``).
+
 Bounds: the build is timed inside the trial (from the end of its imports to
 a started snapshot) against ``build_timeout_seconds``; a trial is killed after
 ``max(start_timeout, build_timeout_seconds) + TRIAL_SPAWN_SECONDS`` (plus
@@ -42,7 +46,8 @@ supervisor is stopping (then nothing is decided: the reload answers
 ``shutting down``); its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
 
 Guarantees:
-- Trials run under the authority's reload lock: one at a time.
+- A config's trials run under the authority's reload lock, value trials under
+  their own (``SharedValueReplay``): at most one of each at a time.
 - A trial never outlives the call that started it: on every exit path it is
   joined, killed if it still runs, and reaped; it also dies with the
   supervisor (``PR_SET_PDEATHSIG``, as a worker).
