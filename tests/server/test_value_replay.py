@@ -142,3 +142,17 @@ def _unnamed_feed_files(shared: Path) -> list[str]:
         for name in entry["files"]
     }
     return sorted(p.name for p in store.glob("json_file-*") if p.name not in named)
+
+
+def test_with_the_replay_off_a_refreshed_value_swaps_unreplayed(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_bytes(orjson.dumps([{"id": 1, "score": 1.0}]))
+    server = serve(_config(feed), "--replay-seconds", "0")
+    assert _answered(server) == [{"id": 1, "double": 2.0}]
+
+    feed.write_bytes(orjson.dumps([{"id": 2}]))  # would fail the replay: none runs
+    assert server.admin("refresh").json()["result"] == "swapped"
+    assert condition(server.status(), "Valid")["status"] == "True"
+    assert server.count(r"trial \(pid \d+\)") == 0, server.text()
