@@ -157,7 +157,10 @@ class PodStage:
                     "report": exc.report,
                 }
             path = authority.store.path / f"stage-{digest[:16]}.json"
-            write_atomically(path, data)
+            try:
+                write_atomically(path, data)
+            except OSError as exc:  # a full /dev/shm, say: nothing is staged
+                raise Refused(507, f"cannot write the staged config: {exc.strerror}") from None
             with self._lock:
                 self._ids += 1
                 expires = time.monotonic() + self._config.shadow_max_seconds
