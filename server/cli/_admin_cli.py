@@ -24,7 +24,8 @@ config again and keeps it, whatever the file says, until ``config unpin``
 builds the config as a reload would but keeps it as a shadow that answers a
 share of live requests beside the serving one; ``promote`` and ``abort``
 (``POST /admin/config/promote``, ``/abort``) end it, ``candidate`` prints
-``GET /config/candidate`` (how its answers differ).
+``GET /config/candidate`` (how its answers differ; with none staged, the last
+decision, exit 0).
 People get one line per answer (``server/cli/_admin_view.py``); ``-o json``
 prints the server's JSON answer itself, for scripts (``status``: one JSON
 document of the three answers).
@@ -66,7 +67,7 @@ from pineapple.commands import Subparsers, add_subcommand
 
 from .._admin import AdminTokenError, clean_admin_token
 from .._config import ADMIN_TOKEN_ENV
-from ._admin_view import answer_line, config_line, stage_line, status_text
+from ._admin_view import answer_line, candidate_line, config_line, stage_line, status_text
 
 __all__ = ["ACTIONS", "MAX_ADDRS", "MAX_ANSWER_BYTES", "add_admin_command", "admin_command"]
 
@@ -356,12 +357,21 @@ def _post(args: argparse.Namespace, token: str | None, addr: str, path: str) -> 
 
 
 def _get(args: argparse.Namespace, token: str | None, addr: str, path: str) -> _Said:
-    """Read ``path``; its JSON answer as the server said it (both outputs)."""
+    """Read ``path`` (``GET /config/candidate``); its answer as the server said it (json) or
+    as one line (text). A 404 there (none staged) is an answer, not a failure: exit 0."""
     try:
         status, body = _request(args, token, addr, path, "GET")
     except _Unreachable as exc:
         return _unreachable(addr, exc)
-    return _Said(0 if 200 <= status < 300 else 1, body.decode("utf-8", "replace"))
+    code = 0 if 200 <= status < 300 or status == 404 else 1
+    text = body.decode("utf-8", "replace")
+    if args.output == "json":
+        return _Said(code, text)
+    try:
+        parsed: Any = json.loads(text)
+    except ValueError:
+        parsed = text
+    return _Said(code, candidate_line(status, parsed))
 
 
 def _status_of(args: argparse.Namespace, token: str | None, addr: str) -> _Said:

@@ -17,6 +17,7 @@ __all__ = [
     "MESSAGE_CHARS",
     "age",
     "answer_line",
+    "candidate_line",
     "config_line",
     "stage_line",
     "status_text",
@@ -198,3 +199,32 @@ def stage_line(status: int, body: Any) -> str:
         staged = staged if isinstance(staged, Mapping) else {}
         return f"config: staged {staged.get('revision')} (share {staged.get('share')})"
     return f"config: {result} {body.get('revision')} ({body.get('by')}: {body.get('reason')})"
+
+
+_DONE = {"promote": "promoted", "abort": "aborted"}
+
+
+def candidate_line(status: int, body: Any) -> str:
+    """One line for ``admin candidate``: the staged candidate's counts and ratios, or the
+    last decision when none is staged."""
+    if not isinstance(body, Mapping):
+        return f"candidate: HTTP {status}: {_cut(str(body))}"
+    staged, last = body.get("staged"), body.get("last_decision")
+    if isinstance(staged, Mapping):
+        summary = staged.get("summary")
+        s = summary if isinstance(summary, Mapping) else {}
+        return (
+            f"candidate {staged.get('revision')} (share {staged.get('share')}): "
+            f"{s.get('requests')} compared, {s.get('changed')} changed, {s.get('errors')} "
+            f"errors, {s.get('dropped')} dropped; changed_ratio {s.get('changed_ratio')}, "
+            f"p99 {s.get('live_p99_seconds')}s live vs {s.get('candidate_p99_seconds')}s"
+        )
+    if isinstance(last, Mapping):
+        return (
+            f"candidate: none staged; {last.get('revision')} was "
+            f"{_DONE.get(str(last.get('decision')), last.get('decision'))} "
+            f"({last.get('by')}: {last.get('reason')})"
+        )
+    if status == 404:
+        return "candidate: none staged"
+    return f"candidate: HTTP {status}: {_cut(str(body.get('error', body)))}"
