@@ -45,6 +45,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pineapple._error_text import capped
+
 from ._build_error import BuildError
 from ._config import Config
 from ._decisions import Refused
@@ -53,7 +55,7 @@ from ._reloader import Reloader
 from ._shadow import Shadow, Stage
 from ._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
 
-__all__ = ["ABORT_WAIT_SECONDS", "LocalStage", "StageDecisions", "parse_share"]
+__all__ = ["ABORT_WAIT_SECONDS", "LocalStage", "StageDecisions", "parse_share", "stage_refused"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -133,13 +135,10 @@ class LocalStage:
                 if served is not None and served[0] == digest:
                     raise Refused(409, f"config {digest[:12]} serves already: nothing to stage")
                 snap = self._target.prepare(self._target.check(data))
-            except BuildError as exc:
-                return {
-                    "result": "error",
-                    "step": exc.step,
-                    "error": str(exc),
-                    "report": exc.report,
-                }
+            except Refused:
+                raise
+            except Exception as exc:  # nothing is staged; what serves is untouched
+                return stage_refused(exc)
             if snap is None:
                 raise Refused(503, "shutting down")
             stage = Stage(
@@ -276,3 +275,11 @@ class LocalStage:
             "queued": self._shadow.queued,
             "summary": self._shadow.summary(stage),
         }
+
+
+def stage_refused(exc: Exception) -> dict[str, Any]:
+    """The ``error`` answer of a stage that could not be built (logged, as a reload's)."""
+    step = exc.step if isinstance(exc, BuildError) else "start"
+    report = exc.report if isinstance(exc, BuildError) else None
+    _log.error("config not staged, the serving config stays: %s", exc)
+    return {"result": "error", "step": step, "error": capped(str(exc)), "report": report}

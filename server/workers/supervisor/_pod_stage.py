@@ -55,7 +55,7 @@ from ..._decisions import Refused
 from ..._reload_policy import ReloadOutcome
 from ..._shadow import TICK_SECONDS
 from ..._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
-from ..._stage import parse_share
+from ..._stage import parse_share, stage_refused
 from .._control import ControlError
 from ._authority import ConfigAuthority
 
@@ -149,13 +149,10 @@ class PodStage:
                 if served is not None and served[0] == digest:
                     raise Refused(409, f"config {digest[:12]} serves already: nothing to stage")
                 report = authority.try_candidate(authority.check(data))
-            except BuildError as exc:
-                return {
-                    "result": "error",
-                    "step": exc.step,
-                    "error": str(exc),
-                    "report": exc.report,
-                }
+            except Refused:
+                raise
+            except Exception as exc:  # nothing is staged; what serves is untouched
+                return stage_refused(exc)
             path = authority.store.path / f"stage-{digest[:16]}.json"
             try:
                 write_atomically(path, data)
