@@ -45,6 +45,7 @@ from typing import Any, overload
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pyroaring import FrozenBitMap
 
@@ -61,6 +62,7 @@ __all__ = [
     "open_mapped_table",
     "rank_field",
     "release_arrow_pool",
+    "snapshot_columns",
     "write_arrow_snapshot",
     "write_feed_snapshot",
 ]
@@ -291,6 +293,11 @@ class _Column(Sequence[Any]):
     def __len__(self) -> int:
         return self._len
 
+    @property
+    def arrow(self) -> pa.Array[Any]:
+        """The mapped Arrow array itself (read in place)."""
+        return self._arr
+
     def _null(self, row: int) -> bool:
         valid = self._valid
         if valid is None:
@@ -415,6 +422,16 @@ def _column(arr: pa.Array[Any], encoding: str) -> _Column:
     raise SnapshotFormatError(f"unknown column encoding {encoding!r}")
 
 
+def snapshot_columns(batch: pa.RecordBatch) -> list[tuple[str, pa.Array[Any], str]]:
+    """The table columns of a snapshot's record batch (its ranks left out):
+    ``(name, array, encoding)`` each, in the file's order."""
+    return [
+        (field.name, arr, (field.metadata or {}).get(_ENCODING, b"json").decode())
+        for field, arr in zip(batch.schema, batch.columns, strict=True)
+        if not field.name.startswith(_RANK + ":")
+    ]
+
+
 def _read_indices(path: Path) -> dict[str, Index]:
     """Deserialize the bitmap indices (they live in this process's heap)."""
     with pa.memory_map(str(path), "r") as source:
@@ -487,6 +504,13 @@ class MappedFeedTable(FeedTable):
         column = self.column(name)
         assert isinstance(column, _Column)
         return column
+
+    def column_max(self, name: str) -> Any:
+        """The largest value of column ``name`` (None: no such column, no value, closed)."""
+        column = self._columns.get(name)
+        if not isinstance(column, _Column) or not self._len:
+            return None
+        return pc.max(column.arrow).as_py()
 
     def mapped_bytes(self) -> int:
         """Bytes of the mapped table file (shared by every process that maps it)."""
