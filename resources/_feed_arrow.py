@@ -69,7 +69,7 @@ from pyroaring import FrozenBitMap
 from ._cancel import Cancel
 from ._deadline import LoadDeadline
 from ._errors import SourceError, error_text
-from ._feed_delta import Columns, merge_delta
+from ._feed_delta import Columns, Merged, merge_delta
 from ._feed_index import list_elements, lists_in
 from ._feed_worker import ColumnFrames, read_in_child
 from ._mapped_table import MappedFeedTable, open_mapped_table, write_arrow_snapshot
@@ -241,6 +241,13 @@ def _read_columns(out: Any, connect_kwargs: dict[str, Any], sql: str) -> Columns
     return columns
 
 
+def _unchanged(kept: Merged, column: str) -> bool:
+    """Whether the table's ranks of ``column`` hold for the merged one (both ways)."""
+    return column not in kept.changed and all(
+        (column, descending) in kept.ranks for descending in (False, True)
+    )
+
+
 def _arrow_child(
     out: Any,
     connect_kwargs: dict[str, Any],
@@ -259,18 +266,28 @@ def _arrow_child(
     try:
         started = time.monotonic()
         columns = _read_columns(out, connect_kwargs, sql)
+        kept = None
         if spec.get("base"):
-            columns = merge_delta(Path(spec["base"]), columns, spec["id_column"])
+            kept = merge_delta(Path(spec["base"]), columns, spec["id_column"])
+            columns = kept.columns
             out.send_bytes(b"P")
         by_name = {name: arr for name, arr, _ in columns}
         ranks: dict[tuple[str, bool], pa.Array[Any]] = {}
         null_ranks: dict[str, int] = {}
         for name in spec["order_columns"]:
+            if kept is not None and _unchanged(kept, name) and name in kept.null_ranks:
+                for way in (False, True):  # bounded: both ways
+                    ranks[(name, way)] = kept.ranks[(name, way)]
+                null_ranks[name] = kept.null_ranks[name]
+                continue
             ascending, descending, null_ranks[name] = arrow_ranks(by_name[name])
             ranks[(name, False)], ranks[(name, True)] = ascending, descending
             out.send_bytes(b"P")
-        indices = []
+        indices: list[tuple[str, list[tuple[Any, FrozenBitMap]]]] = []
         for name in spec["index_columns"]:
+            if kept is not None and name not in kept.changed and name in kept.indices:
+                indices.append((name, kept.indices[name]))
+                continue
             indices.append((name, arrow_index(by_name[name])))
             out.send_bytes(b"P")
         info = {

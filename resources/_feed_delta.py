@@ -26,17 +26,18 @@ fetcher's next read is then full.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 from pymysql.converters import escape_item
+from pyroaring import FrozenBitMap
 
 from ._errors import SourceError
-from ._mapped_table import snapshot_columns
+from ._mapped_table import index_path_of, read_indices, snapshot_columns, snapshot_info
 
-__all__ = ["SINCE", "Columns", "delta_sql", "merge_delta"]
+__all__ = ["SINCE", "Columns", "Merged", "delta_sql", "merge_delta"]
 
 SINCE = "%(since)s"
 """The placeholder of ``delta_query`` that the held table's largest ``delta_column`` fills."""
@@ -64,13 +65,36 @@ def _matched(name: str, base: pa.Array[Any], delta: pa.Array[Any]) -> pa.Array[A
     )
 
 
-def merge_delta(base_path: Path, delta: Columns, id_column: str) -> Columns:
+class Merged(NamedTuple):
+    """A delta upserted into a snapshot's table (:func:`merge_delta`)."""
+
+    columns: Columns
+    """``(name, array, encoding)`` per column, in the table's order."""
+    changed: frozenset[str]
+    """The columns whose values differ from the table's (their ranks and index are built
+    anew; the others' are the table's own)."""
+    ranks: dict[tuple[str, bool], pa.Array[Any]]
+    """The table's ranks by ``(column, descending)``."""
+    null_ranks: dict[str, int]
+    """The table's NULL rank per ranked column."""
+    indices: dict[str, list[tuple[Any, FrozenBitMap]]]
+    """The table's bitmap index per index column."""
+
+
+def merge_delta(base_path: Path, delta: Columns, id_column: str) -> Merged:
     """The columns of the snapshot at ``base_path`` with ``delta``'s rows upserted by
-    ``id_column`` (see the module); the merged ``(name, array, encoding)`` per column."""
+    ``id_column`` (see the module), and what of the table stays valid.
+
+    A row the delta replaces is replaced in place (``replace_with_mask``), a new
+    id appended; a column whose replaced cells all equal the table's and with no
+    new row is the table's own array (read in place, not copied).
+    """
     import numpy as np  # the loader child's alone
 
     with pa.memory_map(str(base_path), "r") as source:
-        base = snapshot_columns(ipc.open_file(source).get_batch(0))
+        batch = ipc.open_file(source).get_batch(0)
+        base, ranks = snapshot_columns(batch)
+        info = snapshot_info(batch)
         given = {name: arr for name, arr, _ in delta}
         if sorted(given) != sorted(name for name, _, _ in base):
             raise SourceError(
@@ -83,16 +107,31 @@ def merge_delta(base_path: Path, delta: Columns, id_column: str) -> Columns:
             raise SourceError(
                 f"delta_query: column {id_column!r} (id_column) repeats an id or holds NULL"
             )
-        rows = len(by_name[id_column])
-        where: Any = pc.index_in(ids, value_set=by_name[id_column])
-        found: Any = pc.fill_null(where, -1)
-        positions = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
-        replaced = positions >= 0
-        order = np.arange(rows, dtype=np.int64)
-        order[positions[replaced]] = rows + np.flatnonzero(replaced)
-        take = pa.array(np.concatenate([order, rows + np.flatnonzero(~replaced)]))
+        # Hashes the delta's ids only: the table's are probed against them.
+        hit: Any = pc.is_in(by_name[id_column], value_set=ids)
+        positions: Any = pa.array(np.flatnonzero(hit.to_numpy(zero_copy_only=False)))
+        replaced: Any = by_name[id_column].take(positions)
+        rows: Any = pc.index_in(replaced, value_set=ids)  # the delta row of each position
+        fresh: Any = pc.invert(pc.is_in(ids, value_set=replaced))
+        appended = int(pc.sum(fresh).as_py() or 0)
         merged: Columns = []
+        changed: set[str] = set()
         for name, arr, encoding in base:  # bounded: the table's columns
-            rows_of = pa.concat_arrays([arr, _matched(name, arr, given[name])])
-            merged.append((name, rows_of.take(take), encoding))
-    return merged
+            cells = _matched(name, arr, given[name])
+            out = arr
+            if len(positions):
+                update = cells.take(rows)
+                if not update.equals(arr.take(positions)):
+                    out = pc.replace_with_mask(arr, hit, update)
+                    changed.add(name)
+            if appended:
+                out = pa.concat_arrays([out, cells.filter(fresh)])
+                changed.add(name)
+            merged.append((name, out, encoding))
+    return Merged(
+        merged,
+        frozenset(changed),
+        ranks,
+        dict(info.get("null_ranks") or {}),
+        {c: list(keys.items()) for c, keys in read_indices(index_path_of(base_path)).items()},
+    )

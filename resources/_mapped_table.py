@@ -59,10 +59,13 @@ __all__ = [
     "SnapshotFormatError",
     "SnapshotWriteError",
     "copy_feed_snapshot",
+    "index_path_of",
     "open_mapped_table",
     "rank_field",
+    "read_indices",
     "release_arrow_pool",
     "snapshot_columns",
+    "snapshot_info",
     "write_arrow_snapshot",
     "write_feed_snapshot",
 ]
@@ -422,17 +425,36 @@ def _column(arr: pa.Array[Any], encoding: str) -> _Column:
     raise SnapshotFormatError(f"unknown column encoding {encoding!r}")
 
 
-def snapshot_columns(batch: pa.RecordBatch) -> list[tuple[str, pa.Array[Any], str]]:
-    """The table columns of a snapshot's record batch (its ranks left out):
-    ``(name, array, encoding)`` each, in the file's order."""
-    return [
-        (field.name, arr, (field.metadata or {}).get(_ENCODING, b"json").decode())
-        for field, arr in zip(batch.schema, batch.columns, strict=True)
-        if not field.name.startswith(_RANK + ":")
-    ]
+def snapshot_columns(
+    batch: pa.RecordBatch,
+) -> tuple[list[tuple[str, pa.Array[Any], str]], dict[tuple[str, bool], pa.Array[Any]]]:
+    """The columns of a snapshot's table batch, ``(name, array, encoding)`` each in the
+    file's order, and its ranks by ``(column, descending)``."""
+    columns: list[tuple[str, pa.Array[Any], str]] = []
+    ranks: dict[tuple[str, bool], pa.Array[Any]] = {}
+    for field, arr in zip(batch.schema, batch.columns, strict=True):
+        if field.name.startswith(_RANK + ":"):
+            _, column, direction = field.name.rsplit(":", 2)
+            ranks[(column, direction == "desc")] = arr
+        else:
+            columns.append(
+                (field.name, arr, (field.metadata or {}).get(_ENCODING, b"json").decode())
+            )
+    return columns, ranks
 
 
-def _read_indices(path: Path) -> dict[str, Index]:
+def snapshot_info(batch: pa.RecordBatch) -> dict[str, Any]:
+    """The ``info`` a snapshot's table batch was written with (see :func:`write_arrow_snapshot`)."""
+    info: dict[str, Any] = orjson.loads((batch.schema.metadata or {})[b"pineapple"])
+    return info
+
+
+def index_path_of(table_path: Path) -> Path:
+    """The index file beside a snapshot's table file."""
+    return table_path.with_name(table_path.name.removesuffix(TABLE_SUFFIX) + INDEX_SUFFIX)
+
+
+def read_indices(path: Path) -> dict[str, Index]:
     """Deserialize the bitmap indices (they live in this process's heap)."""
     with pa.memory_map(str(path), "r") as source:
         batch = ipc.open_file(source).read_all()
@@ -463,16 +485,10 @@ class MappedFeedTable(FeedTable):
         generation: int = 0,
         remove_on_close: bool = False,
     ) -> None:
-        info = orjson.loads((batch.schema.metadata or {})[b"pineapple"])
-        columns: dict[str, _Column] = {}
-        ranks: dict[tuple[str, bool], _FixedColumn] = {}
-        for field, arr in zip(batch.schema, batch.columns, strict=True):
-            if field.name.startswith(_RANK + ":"):
-                _, column, direction = field.name.rsplit(":", 2)
-                ranks[(column, direction == "desc")] = _FixedColumn(arr, "q")
-                continue
-            encoding = (field.metadata or {}).get(_ENCODING, b"json").decode()
-            columns[field.name] = _column(arr, encoding)
+        info = snapshot_info(batch)
+        arrays, rank_arrays = snapshot_columns(batch)
+        columns: dict[str, _Column] = {name: _column(arr, enc) for name, arr, enc in arrays}
+        ranks = {key: _FixedColumn(arr, "q") for key, arr in rank_arrays.items()}
         for column in info["index_columns"]:
             indices.setdefault(column, {})
         super().__init__(
@@ -558,7 +574,7 @@ def open_mapped_table(
     table_path = stem.with_name(stem.name + TABLE_SUFFIX)
     index_path = stem.with_name(stem.name + INDEX_SUFFIX)
     try:
-        indices = _read_indices(index_path)
+        indices = read_indices(index_path)
         source = pa.memory_map(str(table_path), "r")
     except (OSError, pa.ArrowException) as exc:
         raise SnapshotFormatError(f"cannot map snapshot {table_path}: {exc}") from exc

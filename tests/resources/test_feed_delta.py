@@ -102,35 +102,44 @@ def _loaded(fetcher: resources.FeedDataFetcher) -> resources.MappedFeedTable:
     return value
 
 
+_CHANGES = [
+    [  # updates (a NULL, a new category, a rank change) and inserts: every column changes
+        "UPDATE `{t}` SET score = 0.9999, ratio = NULL, category = 'game', updated_at = 1000"
+        " WHERE id IN (3, 150, 299)",
+        "UPDATE `{t}` SET tag_ids = '[99]', updated_at = 1001 WHERE id = 7",
+        "INSERT INTO `{t}` VALUES (500, 'news', '[1]', 0.1, 2.5, NULL, 1002),"
+        " (501, NULL, '[99, 3]', NULL, NULL, '2026-01-01 00:00:00', 1002)",
+    ],
+    [  # updates only: score and category change, tag_ids and ratio are the table's own
+        "UPDATE `{t}` SET score = 0.0001, category = 'auto', updated_at = 1003 WHERE id = 20",
+        "UPDATE `{t}` SET updated_at = 1004 WHERE id = 21",  # a row read again, unchanged
+    ],
+]
+
+
 def test_a_delta_serves_what_a_full_read_serves(
     mysql_conn: Conn, mysql_dsn: str, table: str, fetchers: list[Any]
 ) -> None:
     delta = _delta(mysql_dsn, table)
-    fetchers.append(delta)
-    first = _loaded(delta)
-    delta.commit(first)
-    with mysql_conn.cursor() as cur:  # updates (a NULL, a new category, a rank change), inserts
-        cur.execute(
-            f"UPDATE `{table}` SET score = 0.9999, ratio = NULL, category = 'game', "
-            f"updated_at = 1000 WHERE id IN (3, 150, 299)"
-        )
-        cur.execute(f"UPDATE `{table}` SET tag_ids = '[99]', updated_at = 1001 WHERE id = 7")
-        cur.execute(
-            f"INSERT INTO `{table}` VALUES (500, 'news', '[1]', 0.1, 2.5, NULL, 1002), "
-            "(501, NULL, '[99, 3]', NULL, NULL, '2026-01-01 00:00:00', 1002)"
-        )
-    second = _loaded(delta)
     full = resources.FeedDataFetcher(_params(mysql_dsn, table))
-    fetchers.append(full)
-    want = _loaded(full)
-    _same(second, want)
-    assert len(second) == ROWS + 2
-    assert second.column_max("updated_at") == 1002
-    # the version query's answer did not change: no read at all
-    delta.commit(second)
-    assert delta() is NOT_MODIFIED
-    for value in (first, second, want):
-        value.close()
+    fetchers.extend([delta, full])
+    served = _loaded(delta)
+    delta.commit(served)
+    for changes in _CHANGES:
+        with mysql_conn.cursor() as cur:
+            for sql in changes:
+                cur.execute(sql.format(t=table))
+        merged = _loaded(delta)
+        want = _loaded(full)
+        _same(merged, want)
+        assert len(merged) == ROWS + 2
+        delta.commit(merged)
+        served.close()
+        want.close()
+        served = merged
+    assert served.column_max("updated_at") == 1004
+    assert delta() is NOT_MODIFIED  # the version query's answer did not change: no read
+    served.close()
 
 
 def test_its_rows_come_from_the_merge_until_a_full_read_drops_the_deleted(
