@@ -89,8 +89,6 @@ def merge_delta(base_path: Path, delta: Columns, id_column: str) -> Merged:
     id appended; a column whose replaced cells all equal the table's and with no
     new row is the table's own array (read in place, not copied).
     """
-    import numpy as np  # the loader child's alone
-
     with pa.memory_map(str(base_path), "r") as source:
         batch = ipc.open_file(source).get_batch(0)
         base, ranks = snapshot_columns(batch)
@@ -109,7 +107,7 @@ def merge_delta(base_path: Path, delta: Columns, id_column: str) -> Merged:
             )
         # Hashes the delta's ids only: the table's are probed against them.
         hit: Any = pc.is_in(by_name[id_column], value_set=ids)
-        positions: Any = pa.array(np.flatnonzero(hit.to_numpy(zero_copy_only=False)))
+        positions: Any = pc.indices_nonzero(hit)
         replaced: Any = by_name[id_column].take(positions)
         rows: Any = pc.index_in(replaced, value_set=ids)  # the delta row of each position
         fresh: Any = pc.invert(pc.is_in(ids, value_set=replaced))
