@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,15 @@ def test_a_token_variable_is_stripped_and_an_empty_one_is_none(
     env: dict[str, str], expected: dict[str, str]
 ) -> None:
     assert connect_options(env) == expected
+
+
+def test_a_creds_file_without_the_nkeys_package_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """nats-py signs a ``.creds`` file's nonce with the ``nkeys`` package, which it does not
+    install: without it the store refuses at once, naming the package (not at connect)."""
+    creds = tmp_path / "user.creds"
+    creds.write_text("-----BEGIN NATS USER JWT-----\nx\n------END NATS USER JWT------\n")
+    monkeypatch.setitem(sys.modules, "nkeys", None)  # ``import nkeys`` raises ImportError
+    with pytest.raises(FleetError, match=r"PINEAPPLE_FLEET_CREDS: .*'nkeys' package"):
+        connect_options({"PINEAPPLE_FLEET_CREDS": str(creds)})
