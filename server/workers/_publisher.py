@@ -35,6 +35,7 @@ def start_publisher(
     budget: MemoryBudget,
     carry_over: resource.Manager | None = None,
     starting: Callable[[resource.Manager], AbstractContextManager[object]] | None = None,
+    interval_is_max: bool = False,
 ) -> resource.Manager:
     """A started Manager of the entries of ``loaded`` whose type ``registry`` holds.
 
@@ -44,10 +45,17 @@ def start_publisher(
     (every entry registered by then), where the caller keeps the Manager so
     that it can stop it meanwhile (a shutdown), or refuses to start it. Raises
     what the start raises (``StartError`` names each failed resource) with the
-    new Manager stopped.
+    new Manager stopped. ``interval_is_max``: refreshes are at most their interval apart
+    (the jitter only shortens it: a fleet producer's).
     """
     shared = tuple(e for e in loaded.entries if registry.get(e.type) is not None)
-    manager = resource.Manager(registry, metrics, start_timeout=start_timeout, budget=budget)
+    manager = resource.Manager(
+        registry,
+        metrics,
+        start_timeout=start_timeout,
+        budget=budget,
+        interval_is_max=interval_is_max,
+    )
     try:
         manager.load_from_root_config(
             dataclasses.replace(loaded, entries=shared), carry_over=carry_over
