@@ -89,6 +89,8 @@ def merge_delta(base_path: Path, delta: Columns, id_column: str) -> Merged:
     id appended; a column whose replaced cells all equal the table's and with no
     new row is the table's own array (read in place, not copied).
     """
+    # An unchanged column is returned as the mapped array itself: Arrow's buffers keep
+    # their region of the map alive after the file object closes.
     with pa.memory_map(str(base_path), "r") as source:
         batch = ipc.open_file(source).get_batch(0)
         base, ranks = snapshot_columns(batch)
