@@ -9,9 +9,14 @@ NATIVE := $(VENV)/.native
 # lists): a changed source rebuilds them before check, test, bench and run.
 NATIVE_LISTS := pineapple/_native_modules.txt server/_native_modules.txt
 NATIVE_SRC := $(shell $(PY) setup.py --native-sources)
-# What the pure-Python pass of `make test` runs again with PINEAPPLE_PURE_PYTHON=1: every
-# test of a compiled module's package (the server's twins included).
-PURE_TESTS := tests/engine tests/operators tests/conformance tests/server
+# What the pure-Python pass of `make test` runs again with PINEAPPLE_PURE_PYTHON=1: the
+# tests of the compiled modules' packages (the engine core's: engine, operators and the
+# conformance fixtures; the server's: its http and metrics wings) and the end-to-end
+# answers of a served engine. The rest of tests/server drives the lifecycle (reloads,
+# workers, history), whose code is the same Python on either core: it runs once.
+PURE_TESTS := tests/engine tests/operators tests/conformance tests/server/http \
+	tests/server/metrics tests/server/test_e2e.py tests/server/test_both_modes.py \
+	tests/server/test_native.py
 PACKAGES := pineapple resources server dsl codegen
 CONFIG ?= configs/demo.json
 ADDR ?= 127.0.0.1:8080

@@ -234,6 +234,8 @@ def _iter_resources(flow: Flow) -> Iterator[tuple[str, dict[str, Any]]]:
             entry["validate"] = dict(decl.validate)
         if decl.keep_previous:
             entry["keep_previous"] = True
+        if decl.replay:
+            entry["replay"] = True
         yield decl.name, entry
 
 

@@ -42,6 +42,8 @@ class ResourceDecl:
     validate: Mapping[str, Any] | None = None
     """The entry's ``validate`` block (None: no validators)."""
     keep_previous: bool = False
+    replay: bool = False
+    """A refreshed value answers the server's recent requests before it is swapped in."""
 
 
 @dataclass(frozen=True)
@@ -335,12 +337,15 @@ class Flow(_Node):
         *,
         validate: Mapping[str, Any] | None = None,
         keep_previous: bool = False,
+        replay: bool = False,
     ) -> Self:
         """Declare resource ``name`` (operators refer to it by ``resource_name``).
 
         ``validate``: the entry's validators (``min_rows``, ``max_rows``,
         ``max_change_ratio``, ``required_columns``, ``unique_key``, ``hooks``),
-        checked here; ``keep_previous``: keep the previous value for rollback.
+        checked here; ``keep_previous``: keep the previous value for rollback;
+        ``replay``: a refreshed value answers the server's sample of recent requests
+        before it is swapped in (refused like a validator when it fails one).
         """
         _check_name("resource", name)
         if not isinstance(res, BaseResource):
@@ -356,6 +361,8 @@ class Flow(_Node):
             raise ValidationError(f"resource {name!r} is declared twice in flow {self._name!r}")
         if not isinstance(keep_previous, bool):
             raise ValidationError(f"resource {name!r}: keep_previous must be a bool")
+        if not isinstance(replay, bool):
+            raise ValidationError(f"resource {name!r}: replay must be a bool")
         try:
             spec = ValidationSpec.parse(name, validate)
         except ConfigError as exc:
@@ -368,6 +375,7 @@ class Flow(_Node):
             schema=res.schema,
             validate=spec.to_dict() if not spec.empty else None,
             keep_previous=keep_previous,
+            replay=replay,
         )
         return self
 

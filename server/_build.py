@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from pineapple import PineappleError, builtins, plugins, resource
 from pineapple.engine import Engine
@@ -109,6 +109,9 @@ class Builder:
         self._cancelled = False
         self._building: set[resource.Manager] = set()
         """The Managers of the builds in progress (see the module's Guarantees)."""
+        self.value_replay: Callable[[resource.Manager, str, Any], None] | None = None
+        """Given to every Manager built (``Manager.set_replay``, with that Manager): what a
+        refreshed value of a ``replay`` entry answers first (``server/_value_replay.py``)."""
 
     def cancel(self) -> None:
         """Cancel every build in progress and refuse later ones (shutdown; any thread).
@@ -235,6 +238,9 @@ class Builder:
             start_timeout=self._config.start_timeout,
             budget=self._budget,
         )
+        check = self.value_replay
+        if check is not None:
+            manager.set_replay(functools.partial(check, manager))
         try:
             self._config.register_hand_resources(manager, carry_over)
             manager.load_from_root_config(loaded, carry_over=carry_over)

@@ -330,6 +330,9 @@ class Config:
     """Accepted configs the history keeps (``--history-max-count``)."""
     history_max_bytes: int = 256 * 1024 * 1024
     """Bytes of accepted configs the history keeps (``--history-max-bytes``)."""
+    history_max_value_bytes: int = 64 * 1024 * 1024
+    """Bytes of one pinned or rolled-back resource's value kept in the state directory
+    across restarts (``--history-max-value-bytes``; ``server/_kept_values.py``)."""
     revision_header: bool = False
     """Answer ``/execute`` with ``x-pineapple-config-revision`` (``--revision-header``)."""
     secrets_dir: str | None = None

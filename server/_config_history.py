@@ -4,13 +4,16 @@ Each accepted config is kept by revision (the first 12 hex digits of its
 SHA-256, as ``GET /config`` names it): its bytes in ``configs/<hash>.json``
 and a line in ``history.json`` (revision, content hash, size, when it was
 first and last accepted, and what triggered the last acceptance: ``start``,
-``watch``, ``poll``, ``signal``, ``admin``, ``supervisor``, ``rollback``).
+``watch``, ``poll``, ``signal``, ``admin``, ``supervisor``, ``rollback``, or
+``auto_rollback`` with its ``reason``: the supervisor of ``--workers N`` took
+the pod back to it because the workers could not build the config after it).
 A config accepted again moves to the top; the oldest go once the history
 holds more than ``max_count`` revisions or ``max_bytes`` bytes of configs
 (never the one serving, never the pinned one). ``history.json`` also keeps
 the pinned revision (``rollback``: the watcher and SIGHUP read it instead of
 the file until ``unpin``) and the resource pins and rollbacks an admin made,
-which a restarted server applies again.
+which a restarted server applies again (with the value each held, when
+``server/_kept_values.py`` could keep it).
 
 The hook is narrow: :class:`HistorySource` is the config source of whoever
 decides reloads (the one process's ``Reloader``, the supervisor's
@@ -55,6 +58,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from pineapple._error_text import capped
 
 from ._atomic_file import write_atomically
 from ._build_error import BuildError
@@ -114,6 +119,8 @@ class HistoryEntry:
     trigger: str
     kept: bool
     """Whether its bytes are kept (a config over ``max_bytes`` is listed only)."""
+    reason: str | None = None
+    """Why it was accepted again, for an ``auto_rollback`` (redacted, capped); else None."""
 
     @classmethod
     def parse(cls, raw: Any) -> HistoryEntry | None:
@@ -305,15 +312,36 @@ class ConfigHistory:
             self._add(read[0], read[1], trigger, outcome.at)
             self._write_index()
 
-    def _add(self, digest: str, data: bytes, trigger: str, at: float) -> None:
+    def auto_rolled_back(self, data: bytes, failed: str, reason: str, at: float) -> None:
+        """The supervisor took the pod back to ``data`` because its workers could not build
+        ``failed`` (a content hash): ``data`` is current again, trigger ``auto_rollback``.
+
+        A pin of ``failed`` goes: the pinned bytes cannot serve, and the history must
+        name what serves.
+        """
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            if self.pinned == failed:
+                self.pinned = None
+                _log.warning(
+                    "config revision %s was pinned and the workers cannot build it: unpinned",
+                    failed[:12],
+                )
+            self._pending_rollback = None
+            self._add(digest, data, "auto_rollback", at, capped(reason))
+            self._write_index()
+
+    def _add(
+        self, digest: str, data: bytes, trigger: str, at: float, reason: str | None = None
+    ) -> None:
         old = next((e for e in self._entries if e.content_hash == digest), None)
         if old is not None:
             self._entries.remove(old)
             kept = old.kept or self._keep(digest, data)
-            entry = replace(old, accepted_at=at, trigger=trigger, kept=kept)
+            entry = replace(old, accepted_at=at, trigger=trigger, kept=kept, reason=reason)
         else:
             kept = self._keep(digest, data)
-            entry = HistoryEntry(digest[:12], digest, len(data), at, at, trigger, kept)
+            entry = HistoryEntry(digest[:12], digest, len(data), at, at, trigger, kept, reason)
         self._entries.insert(0, entry)
         self._bound()
 
@@ -409,14 +437,30 @@ class ConfigHistory:
             )
         return data
 
-    def note_resource(self, name: str, action: str, version: int | None) -> None:
-        """Remember an admin's pin or rollback of ``name`` (``unpin`` forgets it)."""
+    def note_resource(
+        self,
+        name: str,
+        action: str,
+        version: int | None,
+        value: dict[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        """Remember an admin's pin or rollback of ``name`` (``unpin`` forgets it), with the
+        record of its kept ``value`` (``server/_kept_values.py``); the value record it
+        replaced or forgot (its files are the caller's to remove)."""
         with self._lock:
+            old = self.resource_pins.get(name)
             if action == "unpin":
                 self.resource_pins.pop(name, None)
             elif name in self.resource_pins or len(self.resource_pins) < _MAX_RESOURCE_PINS:
-                self.resource_pins[name] = {"action": action, "version": version, "at": time.time()}
+                pin: dict[str, Any] = {"action": action, "version": version, "at": time.time()}
+                if value is not None:
+                    pin["value"] = value
+                self.resource_pins[name] = pin
+            else:
+                old = {"value": value}  # not remembered: its value goes at once
             self._write_index()
+        replaced = old.get("value") if isinstance(old, dict) else None
+        return replaced if isinstance(replaced, dict) else None
 
 
 def resolve(entries: list[HistoryEntry], revision: str) -> HistoryEntry:

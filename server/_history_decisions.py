@@ -19,8 +19,9 @@ answered 422 with the reload's outcome. ``unpin`` drops the pin and reloads
 from the file. Every refusal is a :class:`~server._decisions.Refused`.
 
 :class:`RememberingDecisions` wraps a ``Decisions`` so that an admin's pin,
-rollback and unpin of a resource are kept in the history (and applied again
-by :func:`restore_resource_pins` when the server starts).
+rollback and unpin of a resource are kept in the history, with the value
+pinned when its type has a codec (``server/_kept_values.py``), and applied
+again by :func:`restore_resource_pins` when the server starts.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pineapple import PineappleError, resource
 from ._config_diff import config_diff
 from ._config_history import ConfigHistory, HistoryError
 from ._decisions import Action, Decisions, Refused
+from ._kept_values import KeptValues
 from ._reload_policy import ReloadOutcome, Trigger
 
 __all__ = [
@@ -179,51 +181,97 @@ class LocalHistory:
 
 
 class RememberingDecisions:
-    """A ``Decisions`` whose resource pins, rollbacks and unpins are kept in ``history``."""
+    """A ``Decisions`` whose resource pins, rollbacks and unpins are kept in ``history``,
+    with the value each pin holds (``keep(name)``: its record, ``server/_kept_values.py``)."""
 
-    def __init__(self, inner: Decisions, history: ConfigHistory) -> None:
+    def __init__(
+        self,
+        inner: Decisions,
+        history: ConfigHistory,
+        keep: Callable[[str], dict[str, Any] | None],
+        values: KeptValues,
+    ) -> None:
         self._inner = inner
         self._history = history
+        self._keep = keep
+        self._values = values
 
     def act(self, action: Action, name: str, force: bool = False) -> dict[str, Any]:
         body = self._inner.act(action, name, force)
         if action != "refresh":
-            remember(self._history, action, name, body)
+            remember(self._history, self._values, action, name, body, self._keep)
         return body
 
     def __getattr__(self, attribute: str) -> Any:
         return getattr(self._inner, attribute)
 
 
-def remember(history: ConfigHistory, action: str, name: str, body: dict[str, Any]) -> None:
-    """Keep an admin's successful ``action`` on ``name`` (``body``: its answer)."""
+def remember(
+    history: ConfigHistory,
+    values: KeptValues,
+    action: str,
+    name: str,
+    body: dict[str, Any],
+    keep: Callable[[str], dict[str, Any] | None],
+) -> None:
+    """Keep an admin's successful ``action`` on ``name`` (``body``: its answer, which is
+    told whether the value is kept: ``value_kept``, and why not)."""
     status = body.get("status")
     version = body.get("version")
     if version is None and isinstance(status, dict):
         version = status.get("version")
-    history.note_resource(name, action, version if isinstance(version, int) else None)
+    record = keep(name) if action in ("pin", "rollback") else None
+    if record is not None:
+        body["value_kept"] = record.get("kept") is True
+        if record.get("kept") is not True:
+            body["value_not_kept"] = record.get("why")
+            _log.warning(
+                "resource %r: %s kept across a restart, its value not (%s): a restart re-reads it",
+                name,
+                action,
+                record.get("why"),
+            )
+    replaced = history.note_resource(
+        name, action, version if isinstance(version, int) else None, record
+    )
+    values.drop(replaced)
 
 
-def restore_resource_pins(history: ConfigHistory, manager: resource.Manager) -> None:
-    """Pin again what an admin pinned or rolled back before the server restarted.
-
-    The value rolled back to is not kept on disk: a restarted server pins the
-    value its start fetched, and says so in its log.
-    """
+def restore_resource_pins(
+    history: ConfigHistory, values: KeptValues, manager: resource.Manager
+) -> None:
+    """Pin again what an admin pinned or rolled back before the server restarted: the value
+    kept in the state directory when there is one (``server/_kept_values.py``), else the
+    value its start read, and the ``Pinned`` condition says which."""
     names = set(manager.names())
+    records: list[dict[str, Any]] = []
     for name, pin in sorted(history.resource_pins.items()):  # bounded: the kept pins
+        record = pin.get("value")
+        if isinstance(record, dict):
+            records.append(record)
         if name not in names:
             continue
         was, version = pin.get("action"), pin.get("version")
+        kept = f"kept across a restart ({was} of version {version})"
+        why = (
+            values.restore(manager, name, record, f"{kept}: the value kept in the state directory")
+            if isinstance(record, dict)
+            else "its value was not kept"
+        )
+        if why is None:
+            _log.info("resource %r: the value kept before the restart serves, pinned", name)
+            continue
         try:
-            manager.pin(name, reason=f"kept across a restart ({was} of version {version})")
+            manager.pin(name, reason=f"{kept}; {why}: the value served was read at start")
         except PineappleError as exc:
             _log.warning("cannot pin resource %r again after the restart: %s", name, exc)
             continue
         _log.info(
-            "resource %r pinned again after the restart (%s of version %s before it; the value "
-            "served is the one fetched at start)",
+            "resource %r pinned again after the restart (%s of version %s before it; %s: the "
+            "value served is the one read at start)",
             name,
             was,
             version,
+            why,
         )
+    values.sweep(records)

@@ -32,6 +32,7 @@ from ._history_decisions import (
     remember,
     restore_resource_pins,
 )
+from ._kept_values import KeptValues
 from ._reload_policy import ReloadOutcome
 from ._service import Service
 from .workers.supervisor._authority import ConfigAuthority
@@ -52,6 +53,10 @@ class HistoryPod:
             HistoryLimits(config.history_max_count, config.history_max_bytes),
             config.max_config_bytes,
         )
+        self.values = KeptValues(
+            self.history.state_dir, config.history_max_value_bytes, config.resource_types()
+        )
+        """The values of the resources an admin pinned, kept beside the history."""
 
     @classmethod
     def open(cls, config: Config) -> HistoryPod | None:
@@ -89,11 +94,22 @@ class HistoryPod:
         service.history = LocalHistory(
             self.history, lambda t, f: reloader.reload(t, force=f), serving
         )
-        service.decisions = RememberingDecisions(service.decisions, self.history)
+        values = self.values
+
+        def keep(name: str) -> dict[str, Any] | None:
+            snap = service.holder.acquire()
+            if snap is None:
+                return None
+            try:
+                return values.keep(snap.manager, name)
+            finally:
+                snap.release()
+
+        service.decisions = RememberingDecisions(service.decisions, self.history, keep, values)
         snap = service.holder.acquire()
         if snap is not None:
             try:
-                restore_resource_pins(self.history, snap.manager)
+                restore_resource_pins(self.history, values, snap.manager)
             finally:
                 snap.release()
 
@@ -103,6 +119,7 @@ class HistoryPod:
         if digest is not None:  # its start records no outcome: the config it started with
             self.history.accepted(ReloadOutcome("ok", "start", time.time(), 0.0, digest))
         authority.policy.listeners.append(self.history.accepted)
+        authority.rolled_back.append(self.history.auto_rolled_back)
 
         def serving() -> str | None:
             return authority.serving_hash
@@ -116,12 +133,16 @@ class HistoryPod:
                 return local.handle(request)
             answer: dict[str, Any] = decide(request)
             if op in ACTIONS and op != "refresh":
-                remember(self.history, str(op), str(request.get("name")), answer)
+                remember(self.history, self.values, str(op), str(request.get("name")), answer, keep)
             return answer
+
+        def keep(name: str) -> dict[str, Any] | None:
+            publisher = authority.publisher  # the value the workers map
+            return None if publisher is None else self.values.keep(publisher, name)
 
         authority.middleware = middleware
         if authority.publisher is not None:
-            restore_resource_pins(self.history, authority.publisher)
+            restore_resource_pins(self.history, self.values, authority.publisher)
         # Posted now, with the history, before any worker starts: the board's first post
         # (before this) had none, and its thread recomputes only every RECOMPUTE_SECONDS.
         authority.board.post()

@@ -33,19 +33,21 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
+from pineapple import Context
 from pineapple._error_text import capped
 
 from ._build_error import BuildError
-from ._config import Config, Responder
+from ._config import Config, EngineLike, Responder
 from ._request_sample import SampledRequest, SampleSource
 from ._snapshot import Snapshot
 
 __all__ = [
     "MAX_WARMUP_REQUESTS",
+    "Answering",
     "CandidateReplay",
     "ReplayRefused",
     "ReplayReport",
@@ -144,8 +146,20 @@ def warmup_requests(data: bytes) -> list[SampledRequest]:
     return out
 
 
+class Answering(Protocol):
+    """What a replay runs requests on: an engine and the context its requests start from
+    (a :class:`Snapshot`; or the serving engine with a candidate value lent in its
+    context, ``server/_value_replay.py``)."""
+
+    @property
+    def engine(self) -> EngineLike: ...
+
+    @property
+    def context(self) -> Context: ...
+
+
 def replay(
-    snap: Snapshot,
+    snap: Answering,
     responder: Responder,
     requests: Sequence[SampledRequest],
     seconds: float,

@@ -3,9 +3,9 @@
 The server keeps the latest requests its serving snapshot answered ``200``
 (the body and the pipeline group), in memory only, so that a reload can ask
 a candidate config to answer them before it swaps (``server/_replay.py``).
-It is filled by :func:`sampling`, a wrapper around the ``/execute``
-responder, so both of the edge's paths (the ASGI app and the direct answers)
-record through one place. Under ``--workers N`` each worker keeps its own
+It is filled by ``/execute``'s one answer maker
+(``server/http/_execute.py``), so both of the edge's paths (the ASGI app and
+the direct answers) record through one place. Under ``--workers N`` each worker keeps its own
 and the supervisor collects them when it builds a candidate
 (``server/workers/_sample_channel.py``).
 
@@ -35,15 +35,12 @@ from dataclasses import dataclass
 
 import orjson
 
-from ._config import Responder
-
 __all__ = [
     "MIN_INTERVAL_SECONDS",
     "RequestSample",
     "SampleSource",
     "SampledRequest",
     "decode_sample",
-    "sampling",
 ]
 
 
@@ -77,20 +74,23 @@ class RequestSample:
         self._lock = threading.Lock()
         self._largest = self.max_bytes if self.enabled else -1
         """The largest body recorded (-1: none is)."""
-        self._next = 0.0
-        """The monotonic time before which nothing more is recorded."""
+        self.next_at = 0.0
+        """The monotonic time before which nothing more is recorded (a caller that knows
+        the time may skip the call: :meth:`record` checks it again)."""
 
     @property
     def enabled(self) -> bool:
         return self.max_requests > 0 and self.max_bytes > 0 and self.max_age > 0
 
-    def record(self, body: bytes, group: str | None = None) -> None:
-        """Keep ``body`` as the newest request (dropping the oldest past the bounds)."""
+    def record(self, body: bytes, group: str | None = None, now: float | None = None) -> None:
+        """Keep ``body`` as the newest request (dropping the oldest past the bounds);
+        ``now``: the monotonic time it was answered (None: read the clock)."""
         size = len(body)
-        now = _monotonic()
-        if size > self._largest or now < self._next:
+        if now is None:
+            now = _monotonic()
+        if size > self._largest or now < self.next_at:
             return
-        self._next = now + MIN_INTERVAL_SECONDS  # unlocked: at worst two in one interval
+        self.next_at = now + MIN_INTERVAL_SECONDS  # unlocked: at worst two in one interval
         entry = (body, group, now)
         with self._lock:
             kept = self._kept
@@ -138,19 +138,6 @@ def decode_sample(data: bytes) -> list[tuple[SampledRequest, float]]:
             raise ValueError("a sampled request is [body, group, age]")
         out.append((SampledRequest(row[0].encode(), row[1]), float(row[2])))
     return out
-
-
-def sampling(responder: Responder, sample: RequestSample) -> Responder:
-    """``responder``, recording into ``sample`` every request it answers 200."""
-    record = sample.record
-
-    def respond(engine: object, ctx: object, body: bytes, *group: str) -> tuple[int, bytes]:
-        answer: tuple[int, bytes] = responder(engine, ctx, body, *group)
-        if answer[0] == 200:
-            record(body, *group)
-        return answer
-
-    return respond
 
 
 SampleSource = Callable[[], list[SampledRequest]]

@@ -26,9 +26,10 @@ from ._history_decisions import HistoryDecisions
 from ._parse_budget import ParsedBytes
 from ._reloader import Reloader
 from ._replay import CandidateReplay
-from ._request_sample import RequestSample, sampling
+from ._request_sample import RequestSample
 from ._snapshot import Snapshot, SnapshotHolder
 from ._tracing import open_tracing
+from ._value_replay import ValueReplay
 from ._watcher import ConfigWatcher
 from .metrics._metrics import ServerMetrics
 
@@ -94,7 +95,13 @@ class Service:
                 config.replay_sample_seconds,
             )
             self.reloader.target.replay = CandidateReplay(config, responder, sample.requests)
-        self.responder: Responder = sampling(responder, sample) if sample.enabled else responder
+        self.responder: Responder = responder
+        self.request_sample: RequestSample | None = sample if sample.enabled else None
+        """Where ``/execute`` records the requests it answers 200 (None: no sample kept)."""
+        # A refreshed value of a ``replay`` entry answers the same sample first.
+        self.builder.value_replay = ValueReplay(
+            config, responder, sample.requests, self.holder
+        ).check
         self.admin_token = config.resolved_admin_token()
         self.trusted_proxies: tuple[Network, ...] = parse_trusted_proxies(config.trust_proxy)
         self.watcher: ConfigWatcher | None = None

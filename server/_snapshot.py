@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pineapple import Context, resource
@@ -55,11 +55,12 @@ class ConfigInfo:
     content_hash: str
     size: int
     loaded_at: float
+    revision: str = field(init=False, compare=False)
+    """The content's short hash: changes with every edit of the file (made once: every
+    ``/execute`` answer reads it)."""
 
-    @property
-    def revision(self) -> str:
-        """The content's short hash: changes with every edit of the file."""
-        return self.content_hash[:12]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "revision", self.content_hash[:12])  # frozen: set once here
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form shown by ``GET /config``.

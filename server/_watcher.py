@@ -23,6 +23,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import threading
@@ -36,7 +37,7 @@ from watchfiles._rust_notify import RustNotify
 
 from ._reload_policy import Trigger
 
-__all__ = ["ConfigWatcher"]
+__all__ = ["ConfigWatcher", "add_watch_flags"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -125,3 +126,12 @@ class ConfigWatcher:
             self._on_change(trigger)
         except Exception:
             _log.exception("config reload after a %s event failed", trigger)
+
+
+def add_watch_flags(parser: argparse.ArgumentParser) -> None:
+    """``--poll-seconds`` and ``--no-watch``: how a command that follows its config file
+    (``serve``, ``publish``) notices an edit."""
+    parser.add_argument(
+        "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
+    )
+    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")

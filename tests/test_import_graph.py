@@ -201,6 +201,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._build",
             "server._request_sample",
             "server._replay",
+            "server._value_replay",
         ),
     ),
     (
@@ -211,6 +212,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._reloader",
             "server._decisions",
             "server._config_history",
+            "server._kept_values",
             "server._history_decisions",
             "server._watcher",
             "server._service",

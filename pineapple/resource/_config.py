@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
-_ENTRY_KEYS = {"type", "type_name", "interval", "params", "validate", "keep_previous"}
+_ENTRY_KEYS = {"type", "type_name", "interval", "params", "validate", "keep_previous", "replay"}
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,10 @@ class ResourceEntry:
 
     ``secrets``: the values that ``${VAR}`` interpolation put into ``params``
     (those worth masking); not part of the fingerprint (``params`` holds them).
-    ``validate`` (the entry's ``validate`` block) and ``keep_previous`` are
-    part of the fingerprint: changing them changes the entry.
+    ``validate`` (the entry's ``validate`` block), ``keep_previous`` and ``replay``
+    (a refreshed value answers the server's sample of recent requests before it
+    is swapped in: ``Manager.set_replay``) are part of the fingerprint: changing
+    them changes the entry.
     """
 
     name: str
@@ -58,6 +60,7 @@ class ResourceEntry:
     secrets: frozenset[str] = frozenset()
     validate: ValidationSpec = field(default_factory=ValidationSpec)
     keep_previous: bool = False
+    replay: bool = False
 
     def fingerprint(self) -> str:
         """A stable identity of the entry: equal fingerprints mean an unchanged entry."""
@@ -70,6 +73,8 @@ class ResourceEntry:
             identity["validate"] = self.validate.to_dict()
         if self.keep_previous:
             identity["keep_previous"] = True
+        if self.replay:
+            identity["replay"] = True
         return json.dumps(identity, sort_keys=True, default=repr)
 
 
@@ -150,13 +155,16 @@ def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:
         extra = sorted(set(raw) - _ENTRY_KEYS)
         if extra:
             raise ConfigError(f"resource {name!r}: unknown keys {extra} beside 'params'")
-    else:  # the flat shape: every key but type/interval/validate/keep_previous is a param
+    else:  # the flat shape: every key but type/interval/validate/keep_previous/replay is a param
         params = {k: v for k, v in raw.items() if k not in _ENTRY_KEYS}
     where = f"resource {name!r}"
     interpolated: set[str] = set()
     keep_previous = raw.get("keep_previous", False)
     if not isinstance(keep_previous, bool):
         raise ConfigError(f"resource {name!r}: 'keep_previous' must be true or false")
+    replay = raw.get("replay", False)
+    if not isinstance(replay, bool):
+        raise ConfigError(f"resource {name!r}: 'replay' must be true or false")
     return ResourceEntry(
         name=name,
         type=type_name,
@@ -165,6 +173,7 @@ def _entry(name: str, raw: Any, env: Mapping[str, str] | None) -> ResourceEntry:
         secrets=frozenset(interpolated),
         validate=ValidationSpec.parse(name, raw.get("validate")),
         keep_previous=keep_previous,
+        replay=replay,
     )
 
 

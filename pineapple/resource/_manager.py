@@ -66,7 +66,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
@@ -74,7 +74,7 @@ from typing import Any, Literal
 
 from .._errors import ConfigError, DuplicateRegistrationError, ManagerStateError, StartError
 from ._backoff import Backoff
-from ._budget import MemoryBudget
+from ._budget import MemoryBudget, size_of
 from ._closer import close_now, flush
 from ._config import ResourceEntry, join_problems, parse_resource_entries, read_root_config
 from ._hooks import call_hook
@@ -83,9 +83,9 @@ from ._interval import MIN_INTERVAL, check_interval
 from ._loaded import LoadedConfig
 from ._outcome import ManagerMetrics, RefreshError, RefreshResult, UnknownResourceError
 from ._redact import redact
-from ._refresh import Refresher, carry_over
+from ._refresh import Refresher, carry_over, drop_unserved
 from ._refusal import PinnedError
-from ._refvalue import ResourceHandle
+from ._refvalue import RefValue, ResourceHandle
 from ._registry import DEFAULT_INTERVAL, Fetcher, Printer, Registry, default_registry
 from ._scheduler import Scheduler
 from ._slot import Slot
@@ -280,6 +280,7 @@ class Manager:
             )
             self._entries[entry.name] = entry
             _set_safety(slot, entry.validate, b.validator, entry.keep_previous)
+            slot.replay = entry.replay
             if old is not None:
                 self._adopt(slot, old)
         return [entry.name for entry in entries]
@@ -533,6 +534,41 @@ class Manager:
         _log.warning(
             "%s: rolled back to the previous value (version %d), pinned", slot.label, version
         )
+        self._refresher.resume_from_current(slot)
+        return version
+
+    def set_replay(self, replay: Callable[[str, Any], None] | None) -> None:
+        """Check each refreshed value of a ``replay`` entry with ``replay(name, value)``
+        after its validators (not on a first load): what it raises refuses the value as a
+        validator does (check ``replay``, ``Valid=False``, the previous value kept).
+        Called by whoever serves requests from this Manager (the server), once, before
+        ``start``; None: no check (a ``replay`` entry then swaps as any other)."""
+        self._refresher.replay = replay
+
+    def restore(self, name: str, value: Any, reason: str) -> int:
+        """Serve ``value`` for ``name`` in place of the current one, without a fetch, and pin
+        it with ``reason`` (a value an admin pinned before the process restarted); the new
+        version. The validators do not run (the value served before); the memory budget
+        and the fetcher's ``commit`` do. Raises :class:`MemoryBudgetExceededError` or what
+        ``commit`` raised, with nothing swapped and the pin unchanged, and
+        :class:`ManagerStateError` unless the manager is started.
+        """
+        slot = self._slot(name)
+        if self._state != "started":
+            raise ManagerStateError(f"cannot restore {name!r}: the manager is {self._state}")
+        now = time.time()
+        size = size_of(slot.printer, slot.label, value)
+        ref = RefValue(value, slot.label)
+        try:
+            version = self._swaps.publish(
+                slot, ref, size, now, upstream=False, forced=None, pin=reason
+            )
+        except BaseException:
+            drop_unserved(slot, value)  # never published: closed on the closer thread
+            raise
+        if version is None:
+            raise ManagerStateError(f"cannot restore {name!r}: the manager stopped")
+        _log.warning("%s: restored as version %d, pinned (%s)", slot.label, version, reason)
         self._refresher.resume_from_current(slot)
         return version
 

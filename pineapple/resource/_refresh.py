@@ -55,6 +55,9 @@ class Refresher:
         self._metrics = metrics
         self.get = get
         self._observe = observe
+        self.replay: Callable[[str, Any], None] | None = None
+        """``replay(name, value)``: what a value of a ``replay`` entry answers before it is
+        swapped in (``Manager.set_replay``); raises with a reason to refuse it."""
 
     def fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
         """Fetch ``slot`` now, on this thread: one attempt, reported to the metrics."""
@@ -153,12 +156,19 @@ class Refresher:
         Returns None when it passes; with ``force``, the refusal it overrode
         (logged); raises :class:`ValidationRefusedError` otherwise.
         """
-        if slot.validation.empty and slot.validator is None:
+        replay = self.replay if slot.replay else None
+        if slot.validation.empty and slot.validator is None and replay is None:
             return None
         handle = self.get(slot.name)  # the serving value stays alive while we compare
         try:
             old = handle.value if handle is not None else None
             run_validators(slot.name, slot.validation, slot.validator, old, value)
+            if replay is not None and old is not None:  # a first load has nothing to replay
+                try:
+                    replay(slot.name, value)
+                except Exception as exc:
+                    reason = str(exc) or type(exc).__name__
+                    raise ValidationRefusedError(slot.name, "replay", reason) from None
         except ValidationRefusedError as exc:
             if not force:
                 raise

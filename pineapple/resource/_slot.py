@@ -80,6 +80,7 @@ class Slot:
         self.validation = ValidationSpec()
         self.validator: Validator | None = None  # the resource type's own hook
         self.keep_previous = False
+        self.replay = False  # the entry's ``replay``: Refresher.replay checks new values
         self.previous: RefValue | None = None
         self.current_size: int | None = None
         self.previous_size: int | None = None

@@ -70,12 +70,15 @@ class SwapTable:
         *,
         upstream: bool,
         forced: str | None,
+        pin: str | None = None,
     ) -> int | None:
         """Serve ``ref`` (of ``size`` bytes) in ``slot``; the new version, or None when the
         manager stopped meanwhile (``ref`` is then retired unserved). ``forced``: the
-        validators' refusal an admin overrode, shown in the slot's status.
+        validators' refusal an admin overrode, shown in the slot's status. ``pin``: serve
+        it pinned with this reason, whatever pin the slot had (a value restored by
+        ``Manager.restore``); None: a fetched value, refused while the slot is pinned.
 
-        Raises :class:`PinnedError` (pinned during the fetch), or
+        Raises :class:`PinnedError` (pinned during the fetch, unless ``pin``), or
         :class:`MemoryBudgetExceededError` unless ``upstream`` (another process
         fitted the value in its budget), or what the fetcher's ``commit``
         raised; nothing is swapped then and ``ref`` is dropped unreleased (its
@@ -84,7 +87,7 @@ class SwapTable:
         commit = hook_of(slot.fetcher, "commit")
         version: int | None = None
         with self.lock:
-            if slot.pinned is not None:
+            if slot.pinned is not None and pin is None:
                 raise PinnedError(slot.name, slot.pinned)
             if not upstream:
                 self._check_budget(slot, size)
@@ -98,6 +101,8 @@ class SwapTable:
                     old = slot.publish(ref, now)
                     slot.current_size = size
                     slot.refusal, slot.refused_error, slot.forced = None, None, forced
+                    if pin is not None:
+                        slot.pinned = pin
                     retire = slot.shelve(old, old_size)
                     self._observe(slot, now)
                     version = slot.version

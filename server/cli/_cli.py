@@ -23,10 +23,12 @@ from .._config_history import (
     DEFAULT_HISTORY_MAX_COUNT,
     default_state_dir,
 )
+from .._kept_values import DEFAULT_KEPT_VALUE_MAX_BYTES
 from .._log_format import add_log_flags, configure_logging
 from .._run import check, run
 from .._secret_files import add_secrets_dir_flag
 from .._tracing import TracingSettings, require_sdk
+from .._watcher import add_watch_flags
 from ..fleet._flags import POD_LIMITS, add_store_flags
 from ..http._serving import exit_within
 from ._cpu_quota import CpuCount, usable_cpus
@@ -143,9 +145,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "abort a connection whose response is not written this long after its request's "
         "headers because the client does not read it (0: none)",
     )
-    parser.add_argument(
-        "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
-    )
+    add_watch_flags(parser)
     parser.add_argument(
         "--drain-seconds",
         type=float,
@@ -199,7 +199,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how long a candidate config may take answering the sample and its "
         "warmup_requests before a reload (the rest is skipped; 0: no replay)",
     )
-    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
     add_log_flags(
         parser,
         level_help="log level of every process (the access log writes at info)",
@@ -242,6 +241,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_HISTORY_MAX_BYTES,
         help="bytes of accepted configs the history keeps (a larger config is listed, not kept)",
+    )
+    parser.add_argument(
+        "--history-max-value-bytes",
+        type=int,
+        default=DEFAULT_KEPT_VALUE_MAX_BYTES,
+        metavar="N",
+        help="bytes of a pinned or rolled-back resource's value kept in the state directory "
+        "(its type's snapshot files); a larger value keeps its pin, and a restart re-reads it",
     )
     parser.add_argument(
         "--resource-memory-budget-bytes",
@@ -421,6 +428,7 @@ def serve_command(args: argparse.Namespace) -> int:
         "max_connections",
         "max_inflight_body_bytes",
         "history_max_bytes",
+        "history_max_value_bytes",
         "replay_sample_requests",
         "replay_sample_bytes",
         "replay_sample_seconds",
@@ -481,6 +489,7 @@ def serve_command(args: argparse.Namespace) -> int:
             state_dir=_state_dir(args, fleet),
             history_max_count=args.history_max_count,
             history_max_bytes=args.history_max_bytes,
+            history_max_value_bytes=args.history_max_value_bytes,
             revision_header=args.revision_header,
             secrets_dir=args.secrets_dir,
             tracing=tracing,

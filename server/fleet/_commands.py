@@ -35,6 +35,7 @@ from .._build_error import BuildError
 from .._config import Config
 from .._log_format import add_log_flags, configure_logging
 from .._secret_files import add_secrets_dir_flag
+from .._watcher import add_watch_flags
 from ..http._serving import exit_within
 from ._controls import Pin, config_rollback, pin, previous_generation, unpin
 from ._errors import FleetError, StoreUnavailableError
@@ -81,10 +82,7 @@ def add_publish_command(subparsers: Subparsers) -> None:
         metavar="DIR",
         help="where snapshots are written before upload (default: a new temporary directory)",
     )
-    parser.add_argument(
-        "--poll-seconds", type=float, default=10.0, help="re-read the config at least this often"
-    )
-    parser.add_argument("--no-watch", action="store_true", help="do not watch the config file")
+    add_watch_flags(parser)
     add_secrets_dir_flag(parser)
     parser.add_argument(
         "--start-timeout",

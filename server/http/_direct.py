@@ -71,6 +71,8 @@ __all__ = ["DirectRoute", "KeepAliveTimer", "direct_headers", "direct_path", "fr
 _PATH = b"/execute"
 _SUBPATH = b"/execute/"
 _CONTENT = b"content-type: application/json\r\ncontent-length: %d\r\n"
+_HEADER_LINE = b"%s: %s\r\n"
+"""One header line of the headers after the type and length."""
 _END_KEEP = b"\r\n"
 _END_CLOSE = b"connection: close\r\n\r\n"
 
@@ -157,7 +159,7 @@ def frame(
             STATUS_LINE[status],
             _default_headers(default_headers),
             _CONTENT % len(out),
-            *[b"%s: %s\r\n" % header for header in headers],  # bounded: one or two
+            *map(_HEADER_LINE.__mod__, headers),  # bounded: one or two
             _END_KEEP if keep_alive else _END_CLOSE,
             out,
         )

@@ -81,6 +81,8 @@ class ExecuteEndpoint:
         self.observe = service.metrics.observe_execute
         """Count one answered ``/execute``: its status and seconds (both paths)."""
         self._respond = service.responder
+        self._sample = service.request_sample
+        """Where a request answered 200 is kept for the warm-up replay (None: nowhere)."""
         config = service.config
         self._limit = config.max_body_bytes
         self._threads = config.execute_threads
@@ -187,10 +189,9 @@ class ExecuteEndpoint:
     def _headers(self, rid: str, served: Served) -> list[tuple[bytes, bytes]]:
         """The headers of an answer after its type and length, on both paths: the request's
         id and, with ``--revision-header``, the revision of the config that answered."""
-        headers = [(REQUEST_ID_HEADER, rid.encode("ascii"))]
         if served is not None and self.revision_header:
-            headers.append((REVISION_HEADER, served[0].encode("ascii")))
-        return headers
+            return [(REQUEST_ID_HEADER, rid.encode()), (REVISION_HEADER, served[0].encode())]
+        return [(REQUEST_ID_HEADER, rid.encode())]  # ASCII: request_id's and revisions' alphabet
 
     def _answer(self, body: bytes, path: str, started: float, rid: str) -> _Made | None:
         """Borrow the serving snapshot and make the answer on the loop (None: it blocks)."""
@@ -230,7 +231,11 @@ class ExecuteEndpoint:
             status, out = self._respond(*args)
         except Exception as exc:
             status, out = _failed(snap, exc, rid)
-        return status, out, _served(snap, log)
+        else:
+            sample = self._sample  # only what the serving config answers, at most one a ms
+            if status == 200 and sample is not None and started >= sample.next_at:
+                sample.record(body, _group(path), started)
+        return status, out, (snap.info.revision, None if log is None else log.borrowed())
 
     def _hold(self, size: int) -> None:
         """Count ``size`` more body bytes in progress; ``_Busy`` when that would pass the cap
@@ -294,10 +299,6 @@ _Made = tuple[int, bytes, Served]
 Answer = tuple[int, bytes, list[tuple[bytes, bytes]], Served]
 """:meth:`ExecuteEndpoint.answer`: the status, the bytes, the headers after the type and
 length, and what served them."""
-
-
-def _served(snap: Snapshot, log: BorrowLog | None) -> Served:
-    return snap.info.revision, (None if log is None else log.borrowed())
 
 
 def _failed(snap: Snapshot, exc: Exception, rid: str) -> tuple[int, bytes]:

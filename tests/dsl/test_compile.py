@@ -13,6 +13,7 @@ import pytest
 
 import pineapple
 from dsl import Flow, SubFlow, ValidationError, compile_flow, compile_json
+from pineapple import ConfigError
 from pineapple.resource import Manager
 
 from ._schemas import StaticValue, TableFile, operator_registry, resource_registry
@@ -425,16 +426,27 @@ def test_resource_validators_and_keep_previous_are_compiled(compile_isolated: Co
         StaticValue(value=[{"id": 1}]),
         validate={"min_rows": 1, "max_change_ratio": 0.5},
         keep_previous=True,
+        replay=True,
     )
     flow.recall_resource(resource_name="items", item_output=["id"])
     compiled = compile_isolated(flow)
     entry = compiled["resource_config"]["items"]
     assert entry["validate"] == {"min_rows": 1, "max_change_ratio": 0.5}
-    assert entry["keep_previous"] is True
+    assert entry["keep_previous"] is True and entry["replay"] is True
     # The compiled entry is one the runtime accepts.
     rm = Manager()
     rm.load_from_root_config(compiled)
-    assert rm.names() == ["items"]
+    assert rm.names() == ["items"] and rm.entries()["items"].replay is True
+    rm.stop()
+
+
+def test_a_replay_that_is_not_a_bool_is_refused() -> None:
+    with pytest.raises(ValidationError, match="replay must be a bool"):
+        Flow("f").resource("items", StaticValue(value=[]), replay="yes")  # type: ignore[arg-type]
+    rm = Manager()
+    config = {"resource_config": {"items": {"type": "static", "replay": 1, "params": {}}}}
+    with pytest.raises(ConfigError, match="'replay' must be true or false"):
+        rm.load_from_root_config(config)
     rm.stop()
 
 

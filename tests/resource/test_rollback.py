@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from pineapple import ParamSpec
-from pineapple.resource import Manager, NoPreviousValueError, PinnedError, ResourceSchema
+from pineapple.resource import (
+    Manager,
+    NoPreviousValueError,
+    PinnedError,
+    ResourceSchema,
+    ValidationRefusedError,
+)
 from pineapple.resource import Registry as ResourceRegistry
 from pineapple.resource.lowlevel import flush_closes
 
@@ -146,3 +152,51 @@ def test_pin_and_previous_survive_a_reload_that_keeps_the_entry() -> None:
     cond = changed.status_of("feed").condition("Pinned")
     assert cond is not None and cond.status == "False"  # a changed entry starts unpinned
     changed.stop()
+
+
+def test_restore_serves_a_given_value_pinned_whatever_pin_it_had() -> None:
+    fetched, kept = rows(3, "fetched"), rows(2, "kept")
+    fetcher = Scripted(fetched, rows(1, "later"))
+    rm = Manager(jitter=0)
+    rm.register("feed", fetcher, interval=-1)
+    rm.start()
+    rm.pin("feed", reason="an admin's")
+    version = rm.restore("feed", kept, "kept across a restart")
+    assert version == 2 and _served(rm) is kept
+    cond = rm.status_of("feed").condition("Pinned")
+    assert cond is not None and cond.message == "kept across a restart"
+    assert fetcher.resumed_with[-1] is kept  # change detection resumes from it
+    with pytest.raises(PinnedError):
+        rm.refresh("feed")
+    flush_closes(5)
+    assert fetched.closes == 1 and kept.closes == 0
+    rm.stop()
+
+
+def test_a_replay_check_refuses_a_refreshed_value_like_a_validator() -> None:
+    first, failing, forced = rows(2, "first"), rows(2, "failing"), rows(2, "forced")
+    registry = ResourceRegistry()
+    schema = ResourceSchema(name="scripted", description="test", default_interval=-1, params={})
+    registry.register(schema, lambda params: Scripted(first, failing, forced))
+    rm = Manager(registry, jitter=0)
+    rm.load_from_root_config(
+        {"resource_config": {"feed": {"type": "scripted", "interval": -1, "replay": True}}}
+    )
+    checked: list[Any] = []
+
+    def check(name: str, value: Any) -> None:
+        checked.append(value)
+        if value is not first:
+            raise ValueError(f"{name}: failed 1 of 1 replayed requests")
+
+    rm.set_replay(check)
+    rm.start()
+    assert checked == []  # a first load replays nothing
+    with pytest.raises(ValidationRefusedError, match="refused by replay: feed: failed 1 of 1"):
+        rm.refresh("feed")
+    assert _served(rm) is first and checked == [failing]
+    valid = rm.status_of("feed").condition("Valid")
+    assert valid is not None and valid.status == "False" and "replay" in valid.message
+    assert rm.refresh("feed", force=True) == "swapped"  # an admin overrides it
+    assert _served(rm) is forced
+    rm.stop()

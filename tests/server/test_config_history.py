@@ -177,3 +177,71 @@ def test_a_resource_pin_is_kept_across_a_restart(
     again.close()
     third = serve(config, *state)
     assert condition(third.status(), "Pinned")["status"] != "True"
+
+
+def _rolled_back_feed(
+    serve: Callable[..., Server], tmp_path: Path, *args: str
+) -> tuple[Server, dict[str, Any], dict[str, Any]]:
+    """A json_file feed at version 2 rolled back to version 1 (pinned), then its file edited
+    to a third value; the server and the rollback's answer."""
+    feed = tmp_path / "feed.json"
+    feed.write_text('[{"id": 1, "score": 1.0}]')
+    entry = {"type": "json_file", "interval": 600, "params": {"path": str(feed)}}
+    config = pipeline_config(
+        {**entry, "keep_previous": True},
+        {"type_name": "recall_resource", "resource_name": "feed"},
+    )
+    server = serve(config, "--state-dir", str(tmp_path / "state"), *args)
+    feed.write_text('[{"id": 2, "score": 2.0}]')
+    assert server.admin("refresh").json()["result"] == "swapped"
+    server.items_become([{"id": 2, "score": 2.0}])
+    rolled = server.admin("rollback")
+    assert rolled.status_code == 200, rolled.text
+    server.items_become([{"id": 1, "score": 1.0}])
+    feed.write_text('[{"id": 3, "score": 3.0}]')  # what a restart would read
+    return server, config, rolled.json()
+
+
+def test_a_resource_rolled_back_serves_its_kept_value_after_a_restart(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    server, config, rolled = _rolled_back_feed(serve, tmp_path)
+    assert rolled["value_kept"] is True, rolled
+    pins = _history(server)["resources"]
+    assert pins["feed"]["action"] == "rollback" and pins["feed"]["value"]["kept"] is True
+    server.close()
+
+    again = serve(config, "--state-dir", str(tmp_path / "state"))
+    assert again.items() == [{"id": 1, "score": 1.0}]  # the kept value, not the file's
+    pinned = condition(again.status(), "Pinned")
+    assert pinned["status"] == "True", pinned
+    assert pinned["message"] == (
+        "kept across a restart (rollback of version 3): the value kept in the state directory"
+    )
+    # Unpinned, the next refresh reads the file again.
+    assert again.admin("unpin").json()["result"] == "unpinned"
+    assert again.admin("refresh").json()["result"] == "swapped"
+    again.items_become([{"id": 3, "score": 3.0}])
+    assert list((tmp_path / "state" / "values").iterdir()) == []  # the kept value went
+    assert _history(again)["resources"] == {}
+
+
+def test_a_value_over_the_limit_keeps_its_pin_and_is_read_again_after_a_restart(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    limit = ("--history-max-value-bytes", "8")
+    server, config, rolled = _rolled_back_feed(serve, tmp_path, *limit)
+    assert rolled["value_kept"] is False, rolled
+    why = "is over --history-max-value-bytes (8)"
+    assert why in rolled["value_not_kept"], rolled
+    assert why in _history(server)["resources"]["feed"]["value"]["why"]
+    server.close()
+
+    again = serve(config, "--state-dir", str(tmp_path / "state"), *limit)
+    assert again.items() == [{"id": 3, "score": 3.0}]  # read at start: the pin holds it
+    pinned = condition(again.status(), "Pinned")
+    assert pinned["status"] == "True", pinned
+    assert pinned["message"].startswith("kept across a restart (rollback of version 3); its ")
+    assert why in pinned["message"] and pinned["message"].endswith(
+        ": the value served was read at start"
+    )

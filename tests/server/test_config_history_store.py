@@ -117,3 +117,27 @@ def test_a_diff_names_what_changed_and_never_a_value() -> None:
     assert b"secret" not in orjson.dumps(diff) and b"hunter3" not in orjson.dumps(diff)
     with pytest.raises(ValueError, match="config from is not a JSON object"):
         config_diff(b"[]", b"{}")
+
+
+def test_an_automatic_rollback_is_current_and_drops_a_pin_of_what_failed(tmp_path: Path) -> None:
+    history = ConfigHistory(tmp_path, HistoryLimits(), 1 << 20)
+    good, bad = _accept(history, _config("a")), _accept(history, _config("b"))
+    history.pin(history.resolve(bad))
+    failed = hashlib.sha256(_config("b")).hexdigest()
+    history.auto_rolled_back(_config("a"), failed, "workers could not build it", 5.0)
+    top = history.entries()[0]
+    assert (top.revision, top.trigger, top.reason, top.accepted_at) == (
+        good,
+        "auto_rollback",
+        "workers could not build it",
+        5.0,
+    )
+    assert history.pinned is None  # the pinned bytes cannot serve
+    # Kept on disk: a new owner reads the same.
+    history.close()
+    again = ConfigHistory(tmp_path, HistoryLimits(), 1 << 20)
+    assert [(e.trigger, e.reason) for e in again.entries()] == [
+        ("auto_rollback", "workers could not build it"),
+        ("watch", None),
+    ]
+    again.close()

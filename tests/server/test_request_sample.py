@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 import server
 from server import _request_sample
 from server._build_error import BuildError
 from server._replay import MAX_WARMUP_REQUESTS, warmup_requests
-from server._request_sample import MIN_INTERVAL_SECONDS, RequestSample, decode_sample, sampling
+from server._request_sample import MIN_INTERVAL_SECONDS, RequestSample, decode_sample
+from server._service import Service
 from server.cli._cli import add_serve_command, serve_command
+from server.http._execute import ExecuteEndpoint
 from server.workers._sample_channel import SampleServer, collect_sample
+
+from .fakes import unified_config
 
 
 def test_the_sample_keeps_the_newest_requests_within_count_and_bytes(
@@ -44,25 +50,22 @@ def test_the_sample_forgets_requests_past_its_age(monkeypatch: pytest.MonkeyPatc
     assert [(r.body, age) for r, age in decode_sample(sample.encode())] == [(b"new", 2.0)]
 
 
-def test_only_answered_requests_are_recorded_at_most_one_per_interval(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_at_most_one_request_is_recorded_per_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
     monkeypatch.setattr(_request_sample, "_monotonic", lambda: now[0])
     sample = RequestSample(10, 1000, 60.0)
-    statuses = iter([200, 500, 200, 200])
-
-    def responder(engine: object, ctx: object, body: bytes, *group: str) -> tuple[int, bytes]:
-        return next(statuses), b"{}"
-
-    respond = sampling(responder, sample)
-    respond(None, None, b"a")
+    sample.record(b"a")
+    sample.record(b"b")  # within the interval of the last one kept
     now[0] += MIN_INTERVAL_SECONDS
-    respond(None, None, b"b")  # 500: not kept
-    now[0] += MIN_INTERVAL_SECONDS
-    respond(None, None, b"c", "other")
-    respond(None, None, b"d")  # within the interval of the last one kept
-    assert [(r.body, r.group) for r in sample.requests()] == [(b"a", None), (b"c", "other")]
+    sample.record(b"c", "other")
+    sample.record(b"d", None, now[0] + MIN_INTERVAL_SECONDS / 2)  # the caller's clock: too soon
+    sample.record(b"e", None, now[0] + MIN_INTERVAL_SECONDS)
+    assert [(r.body, r.group) for r in sample.requests()] == [
+        (b"a", None),
+        (b"c", "other"),
+        (b"e", None),
+    ]
+    assert sample.next_at == now[0] + 2 * MIN_INTERVAL_SECONDS
     assert not RequestSample(0, 1000, 60.0).enabled
 
 
@@ -138,3 +141,31 @@ def test_the_replay_flags_reach_the_config_and_refuse_negatives(
     bad = parser.parse_args(["serve", "c.json", "--replay-sample-seconds", "-1"])
     assert serve_command(bad) == 2
     assert "--replay-sample-seconds must be >= 0" in capsys.readouterr().err
+
+
+def test_only_requests_answered_200_are_recorded_by_the_answer_maker(tmp_path: Path) -> None:
+    """The one answer maker of both paths (``ExecuteEndpoint.answer``) keeps a request in
+    the sample only when the serving config answered it 200, with its group."""
+    statuses = iter([200, 500, 200])
+
+    def responder(engine: object, ctx: object, body: bytes, *group: str) -> tuple[int, bytes]:
+        return next(statuses), b"{}"
+
+    path = tmp_path / "config.json"
+    path.write_bytes(orjson.dumps(unified_config("a")))
+    wiring = server.Wiring(responder=responder)
+    service = Service(server.Config(config_path=path, watch=False, wiring=wiring))
+    service.start()
+    try:
+        endpoint = ExecuteEndpoint(service)
+        sample = service.request_sample
+        assert sample is not None
+        at = time.monotonic()
+        for n, (body, route) in enumerate(
+            ((b"a", "/execute"), (b"b", "/execute"), (b"c", "/execute/g"))
+        ):
+            made = endpoint.answer(body, route, at + n * MIN_INTERVAL_SECONDS, f"id-{n}")
+            assert made is not None and made[0] == (500 if body == b"b" else 200)
+        assert [(r.body, r.group) for r in sample.requests()] == [(b"a", None), (b"c", "g")]
+    finally:
+        service.stop()

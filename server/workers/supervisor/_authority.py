@@ -48,7 +48,9 @@ Guarantees:
   under ``_loading_lock``, only grows; later reports of it start none, and a
   report that finds a newer generation changes nothing), never of a generation that is
   itself a rollback, and the bytes rolled back are not applied again by the
-  watcher (the failed hash), only by SIGHUP or an admin.
+  watcher (the failed hash), only by SIGHUP or an admin. The listeners of
+  :attr:`rolled_back` (the config history) are told before its outcome is
+  recorded, so the status posted with it names the config that serves.
 - Once ``stopping`` is set (the supervisor is shutting down) a reload applies
   nothing and is answered ``shutting down``, unrecorded; so is a busy one.
   :meth:`cancel` (SIGTERM) cancels the publisher Manager a reload is starting
@@ -169,6 +171,10 @@ class ConfigAuthority:
         (a fleet pod keeps the fleet config it accepted)."""
         self.extra_status: dict[str, Callable[[], Any]] = {}
         """More of the pod's status, by key (the config history's, ``_history_pod``)."""
+        self.rolled_back: list[Callable[[bytes, str, str, float], None]] = []
+        """Told of each automatic rollback (:meth:`roll_back`), before its outcome is
+        recorded: the bytes that serve again, the hash of those the workers could not
+        build, why, and when (the config history's, ``_history_pod``)."""
         self.middleware: Middleware | None = None
         """Sees every control request first (the config history's: its own requests, and
         the resource pins it keeps); None: each is decided here alone."""
@@ -280,6 +286,7 @@ class ConfigAuthority:
                     return None  # cancelled by the shutdown: nothing is decided
                 raise
             try:
+                self._warn_unreplayed(loaded)
                 per_worker = self._per_worker(loaded)
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
@@ -320,6 +327,18 @@ class ConfigAuthority:
         if self._accepted is None or self.stopping.is_set():
             return None
         return candidate_requests(self.config, self.store.path, data)
+
+    def _warn_unreplayed(self, loaded: LoadedConfig) -> None:
+        """Say that a shared entry's ``replay`` is not done here: its refreshed values swap
+        unreplayed (a per-worker entry's are replayed by each worker, ``_value_replay.py``)."""
+        base = self._base()
+        for entry in loaded.entries:  # bounded: the config's entries
+            if entry.replay and codec_of(base, entry.type) is not None:
+                _log.warning(
+                    "resource %r: 'replay' is not done for a value shared with the workers "
+                    "(--workers N): its refreshed values swap in after the validators only",
+                    entry.name,
+                )
 
     def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
         """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""
@@ -463,10 +482,16 @@ class ConfigAuthority:
             f"went back to the previous config as generation {serial}"
         )
         _log.error("config reload refused: %s", error)
+        at = time.time()
+        for listener in list(self.rolled_back):  # bounded: the listeners wired at start
+            try:
+                listener(previous[0], failed[1], error, at)
+            except Exception:
+                _log.exception("a rollback listener failed")
         outcome = ReloadOutcome(
             "error",
             "supervisor",
-            time.time(),
+            at,
             time.monotonic() - started,
             failed[1],
             serial=serial,

@@ -129,7 +129,8 @@ def test_the_pod_answers_while_every_process_builds(
 def pod(feed: Path, tmp_path: Path) -> Iterator[Server]:
     path = tmp_path / "pineapple.json"
     path.write_bytes(orjson.dumps(_config(feed)))
-    args = ("--plugin", PLUGIN, "--build-timeout-seconds", "3")
+    state = ("--state-dir", str(tmp_path / "state"))
+    args = ("--plugin", PLUGIN, "--build-timeout-seconds", "3", *state)
     server = Server(path, *args, mode=MODES["--workers 2"])
     try:
         yield server
@@ -167,6 +168,7 @@ def _generations(server: Server) -> dict[int, int]:
 def test_workers_that_cannot_build_an_accepted_generation_roll_the_pod_back(
     pod: Server, feed: Path
 ) -> None:
+    first = pod.http.get("/config").json()["config"]["revision"]
     with _Census.of(pod) as census:
         # A trial builds it; every worker fails to: each keeps the generation it serves,
         # and the supervisor takes the pod back to the config before it (generation 3).
@@ -182,8 +184,19 @@ def test_workers_that_cannot_build_an_accepted_generation_roll_the_pod_back(
         _answers_everything(pod)
     census.none_replaced()  # none restarted, never all down
     assert pod.count("went back to the previous config") == 1  # once, whoever reported it
-    last = httpx.get(f"{pod.url}/config", timeout=WAIT).json()["last_reload"]
+    answered = httpx.get(f"{pod.url}/config", timeout=WAIT).json()
+    last = answered["last_reload"]
     assert last["result"] == "error" and "test_slow_build cannot be built" in last["error"]
+    # The history says so: the first config is current again, by an automatic rollback
+    # naming why, and it is the revision every worker serves.
+    history = pod.http.get("/config/history").json()
+    current, failed = history["revisions"]  # the first config moved back to the top
+    assert (current["trigger"], failed["trigger"]) == ("auto_rollback", "admin"), history
+    assert current["revision"] == first == history["serving"] and history["pinned"] is None
+    assert failed["revision"] == last["content_hash"][:12] and failed["reason"] is None
+    assert current["reason"] == last["error"] and "generation 2" in current["reason"]
+    for _ in range(_ASKED):  # new connections: whichever worker answers serves it
+        assert httpx.get(f"{pod.url}/config").json()["config"]["revision"] == first
     # An admin reload may retry the bytes that failed (a trial builds them again).
     again = pod.http.post("/admin/reload")
     assert again.json()["result"] == "ok", again.text
