@@ -8,7 +8,10 @@ of their own (they serve the fleet's). The producer reaches MariaDB through a
 loopback forwarder (``_forwarder.py``), so the run can take the database away
 from it alone.
 
-One change is committed (an item's score raised to 1.5, the version bumped);
+The producer reads a change as a delta (``delta_query``: the rows whose
+``updated_at`` is above the table's largest, merged into the table it holds).
+One change is committed (an item's score raised to 1.5 and its ``updated_at``
+to now, the version bumped);
 each pod is asked ``/execute`` every :data:`POLL_SECONDS` until its answer
 holds the new score. Rows:
 
