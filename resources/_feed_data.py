@@ -310,7 +310,8 @@ class FeedDataFetcher:
 
 def _delta_params(params: dict[str, Any], query: str | None, column: str | None) -> int:
     """``delta_full_every``, once ``delta_query`` and ``delta_column`` are checked."""
-    every = params.get("delta_full_every", DELTA_FULL_EVERY)
+    every = params.get("delta_full_every")
+    every = DELTA_FULL_EVERY if every is None else every
     if type(every) is not int or every < 1:
         raise ConfigError(f"parameter 'delta_full_every': must be an integer >= 1, got {every!r}")
     if bool(query) != bool(column):
@@ -431,9 +432,8 @@ FEED_DATA_SCHEMA = ResourceSchema(
         ),
         "delta_full_every": ParamSpec(
             type="int",
-            default=DELTA_FULL_EVERY,
-            description="With delta_query: after this many delta reads in a row, the next "
-            "read is full (it drops deleted rows).",
+            description=f"With delta_query: after this many delta reads in a row (default "
+            f"{DELTA_FULL_EVERY}), the next read is full (it drops deleted rows).",
         ),
         "connect_timeout_ms": ParamSpec(
             type="int", default=5000, description="Database connect timeout in ms."

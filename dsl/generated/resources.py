@@ -102,8 +102,8 @@ class FeedDataResource(BaseResource):
             copy of the table. Deleted rows need a full read (delta_full_every). (string)
         delta_column: The column whose largest value in the table held fills %(since)s (with
             delta_query). (string)
-        delta_full_every: With delta_query: after this many delta reads in a row, the next
-            read is full (it drops deleted rows). (int, default 12)
+        delta_full_every: With delta_query: after this many delta reads in a row (default
+            12), the next read is full (it drops deleted rows). (int)
         connect_timeout_ms: Database connect timeout in ms. (int, default 5000)
         read_timeout_ms: Database read timeout in ms: the longest wait for the server's next
             data (PostgreSQL: the next chunk of rows); past it the query is stopped on the
@@ -135,7 +135,7 @@ class FeedDataResource(BaseResource):
         "version_query": ParamSpec(type="string"),
         "delta_query": ParamSpec(type="string"),
         "delta_column": ParamSpec(type="string"),
-        "delta_full_every": ParamSpec(type="int", default=12),
+        "delta_full_every": ParamSpec(type="int"),
         "connect_timeout_ms": ParamSpec(type="int", default=5000),
         "read_timeout_ms": ParamSpec(type="int", default=60000),
         "load_timeout_ms": ParamSpec(type="int", default=300000),
@@ -157,7 +157,7 @@ class FeedDataResource(BaseResource):
         version_query: str | None = None,
         delta_query: str | None = None,
         delta_column: str | None = None,
-        delta_full_every: int = 12,
+        delta_full_every: int | None = None,
         connect_timeout_ms: int = 5000,
         read_timeout_ms: int = 60000,
         load_timeout_ms: int = 300000,
