@@ -45,9 +45,12 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 """The first bytes of a zstd frame: a compressed bundle."""
 HEADER_MAX_BYTES = 64 * 1024
 MAX_FILES = 64
-UNBUNDLE_CHUNK_BYTES = 4 * 1024 * 1024
-"""A bundle is unpacked through one buffer of this size (the reader's memory bound),
-decompressed into it and written from it unbuffered: no copy per chunk."""
+UNBUNDLE_CHUNK_BYTES = 32 * 1024 * 1024
+"""A bundle is unpacked through one buffer of this size (the reader's memory bound, freed
+after), decompressed into it and written from it unbuffered: no copy per chunk, and few
+enough chunks that a pod whose request threads hold the GIL loses little to taking it
+back after each (a 106 MB table: 1 MiB chunks 1.4 to 2.3 s, 32 MiB 0.5 s, measured
+beside two busy threads)."""
 _SUFFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 
 
