@@ -81,6 +81,9 @@ class ReplayReport:
     first_group: str | None = None
     statuses: dict[int, int] = field(default_factory=dict)
     """Failed requests by the candidate's status."""
+    failed_live_too: int = 0
+    """Requests the candidate failed that the live snapshot fails as well (a replay given a
+    ``baseline``): not counted in ``failed``, which is the candidate's own failures."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +98,7 @@ class ReplayReport:
             "first_operator": self.first_operator,
             "first_group": self.first_group,
             "failed_statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+            "failed_live_too": self.failed_live_too,
         }
 
     def summary(self) -> str:
@@ -166,8 +170,13 @@ def replay(
     request_timeout: float | None,
     *,
     warmup: int = 0,
+    baseline: Answering | None = None,
 ) -> ReplayReport:
-    """Run ``requests`` on ``snap`` one by one until ``seconds`` pass; what they answered."""
+    """Run ``requests`` on ``snap`` one by one until ``seconds`` pass; what they answered.
+
+    ``baseline``: the live snapshot; a request ``snap`` fails is run on it too (within the
+    same budget), and one it fails as well is not the candidate's failure
+    (``failed_live_too``)."""
     began = time.monotonic()
     end = began + seconds
     report = ReplayReport(requests=len(requests), warmup=warmup)
@@ -176,17 +185,17 @@ def replay(
         now = time.monotonic()
         if now >= end:
             break
-        deadline = end if request_timeout is None else min(end, now + request_timeout)
-        ctx = snap.context.with_deadline(deadline)
-        try:
-            if request.group is None:
-                status, body = responder(snap.engine, ctx, request.body)
-            else:
-                status, body = responder(snap.engine, ctx, request.body, request.group)
-        except Exception as exc:  # a responder's own failure: the request failed
-            status, body = 500, orjson.dumps({"error": f"internal error: {type(exc).__name__}"})
+        status, body = _answer(snap, responder, request, end, request_timeout)
         if status != 200 and time.monotonic() >= end:
             break  # cut by the replay's own budget: not the candidate's failure
+        if status != 200 and baseline is not None:
+            live, _ = _answer(baseline, responder, request, end, request_timeout)
+            if live != 200 and time.monotonic() >= end:
+                break  # the live answer was cut: nothing is known of this request
+            if live != 200:
+                report.replayed += 1
+                report.failed_live_too += 1
+                continue
         report.replayed += 1
         if status != 200:
             report.failed += 1
@@ -199,6 +208,25 @@ def replay(
     report.skipped = report.requests - report.replayed
     report.seconds = time.monotonic() - began
     return report
+
+
+def _answer(
+    snap: Answering,
+    responder: Responder,
+    request: SampledRequest,
+    end: float,
+    request_timeout: float | None,
+) -> tuple[int, bytes]:
+    """``request`` answered by ``snap`` under ``min(request_timeout, end)``: status, body."""
+    now = time.monotonic()
+    deadline = end if request_timeout is None else min(end, now + request_timeout)
+    ctx = snap.context.with_deadline(deadline)
+    try:
+        if request.group is None:
+            return responder(snap.engine, ctx, request.body)
+        return responder(snap.engine, ctx, request.body, request.group)
+    except Exception as exc:  # a responder's own failure: the request failed
+        return 500, orjson.dumps({"error": f"internal error: {type(exc).__name__}"})
 
 
 def check_candidate(

@@ -11,10 +11,18 @@ serving, the resource's ``Valid`` condition turns False with the check
 its operator). A first load, an empty sample or ``--replay-seconds 0`` replays
 nothing and accepts the value.
 
+A request the candidate fails is run on the live snapshot too: one that the
+live value fails as well (a source both read is down) is not the candidate's
+failure (``failed_live_too`` in the report), so only failures the candidate
+brings refuse it.
+
 It runs on the refresh thread of the resource (never on a request path), by
 the process that fetches the value: one process, or a worker for its own
-(per-worker) resources; a worker never replays a shared value it maps (the
-supervisor admitted it).
+(per-worker) resources. Under ``--workers N`` a shared value (its type has a
+codec) is fetched by the supervisor, which has no engine: a trial process
+replays it there (:func:`replay_value` on the serving config it builds as a
+worker does, ``server/workers/supervisor/_value_trial.py``); a worker never
+replays a shared value it maps (the supervisor admitted it).
 
 Bounds: those of the config replay (``server/_replay.py``): at most
 ``--replay-seconds`` from its start, one request at a time, each under
@@ -31,11 +39,11 @@ from typing import Any
 from pineapple import Context, resource
 
 from ._config import Config, EngineLike, Responder
-from ._replay import replay
-from ._request_sample import SampleSource
+from ._replay import Answering, ReplayReport, replay
+from ._request_sample import SampledRequest, SampleSource
 from ._snapshot import SnapshotHolder
 
-__all__ = ["ValueReplay"]
+__all__ = ["ValueReplay", "replay_value"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -60,6 +68,24 @@ class _Borrowed:
         if name == self._name:
             return self._candidate.get(name)
         return self._manager.get(name)
+
+
+def replay_value(
+    snap: Answering,
+    manager: resource.Manager,
+    name: str,
+    value: Any,
+    responder: Responder,
+    requests: list[SampledRequest],
+    seconds: float,
+    request_timeout: float | None,
+) -> ReplayReport:
+    """``requests`` answered by ``snap``'s engine with ``value`` lent for ``name`` (every
+    other resource borrowed from ``manager``), each failure checked on ``snap`` itself."""
+    lent = _Lent(
+        snap.engine, resource.with_resources(snap.context, _Borrowed(manager, name, value))
+    )
+    return replay(lent, responder, requests, seconds, request_timeout, baseline=snap)
 
 
 class ValueReplay:
@@ -87,11 +113,9 @@ class ValueReplay:
         if snap is None:
             return  # nothing serves: no engine to answer with
         try:
-            lent = _Lent(
-                snap.engine,
-                resource.with_resources(snap.context, _Borrowed(manager, name, value)),
+            report = replay_value(
+                snap, manager, name, value, self._responder, requests, self._seconds, self._timeout
             )
-            report = replay(lent, self._responder, requests, self._seconds, self._timeout)
         finally:
             snap.release()
         if report.failed:

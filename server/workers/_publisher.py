@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import Any
 
 from pineapple import resource
 from pineapple.resource import Registry
@@ -35,6 +36,7 @@ def start_publisher(
     budget: MemoryBudget,
     carry_over: resource.Manager | None = None,
     starting: Callable[[resource.Manager], AbstractContextManager[object]] | None = None,
+    replay: Callable[[str, Any], None] | None = None,
     interval_is_max: bool = False,
 ) -> resource.Manager:
     """A started Manager of the entries of ``loaded`` whose type ``registry`` holds.
@@ -45,8 +47,10 @@ def start_publisher(
     (every entry registered by then), where the caller keeps the Manager so
     that it can stop it meanwhile (a shutdown), or refuses to start it. Raises
     what the start raises (``StartError`` names each failed resource) with the
-    new Manager stopped. ``interval_is_max``: refreshes are at most their interval apart
-    (the jitter only shortens it: a fleet producer's).
+    new Manager stopped. ``replay``: what a refreshed value of a ``replay`` entry answers
+    before it is accepted (``Manager.set_replay``; the supervisor's value trial).
+    ``interval_is_max``: refreshes are at most their interval apart (the jitter only
+    shortens it: a fleet producer's).
     """
     shared = tuple(e for e in loaded.entries if registry.get(e.type) is not None)
     manager = resource.Manager(
@@ -56,6 +60,8 @@ def start_publisher(
         budget=budget,
         interval_is_max=interval_is_max,
     )
+    if replay is not None:
+        manager.set_replay(replay)
     try:
         manager.load_from_root_config(
             dataclasses.replace(loaded, entries=shared), carry_over=carry_over

@@ -6,18 +6,22 @@ answers the sample first, fails it, and is refused like a validator refusal (the
 old value keeps serving; ``Valid=False`` names the replay, the first error and its
 operator). A value that answers is swapped in as before.
 
-One process only: under ``--workers N`` a shared value (json_file has a codec) is
-loaded by the supervisor, which has no engine to replay it with; it logs that the
-entry's ``replay`` is not done (checked below), and its values swap unreplayed.
+Both process models, with the same expectations: under ``--workers 2`` the feed (a
+json_file has a codec) is fetched by the supervisor, which has no engine; a trial
+process replays the pod's sample with the staged value instead
+(``server/workers/supervisor/_value_trial.py``), and a refused value is never
+published, so every worker keeps the old one.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -60,6 +64,17 @@ def _config(feed: Path) -> dict[str, Any]:
     }
 
 
+def _served_anywhere(server: Server, connections: int = 6) -> list[list[dict[str, Any]]]:
+    """What ``/execute`` answers from ``connections`` new connections (with workers: whichever
+    worker accepts each)."""
+    answers = []
+    for _ in range(connections):
+        response = httpx.post(f"{server.url}/execute", content=b'{"common": {}, "items": []}')
+        assert response.status_code == 200, response.text
+        answers.append(response.json()["items"])
+    return answers
+
+
 def _answered(server: Server, times: int = 5) -> list[dict[str, Any]]:
     """Live traffic (kept in the sample: spaced past its one-per-millisecond rate)."""
     items: list[dict[str, Any]] = []
@@ -69,7 +84,6 @@ def _answered(server: Server, times: int = 5) -> list[dict[str, Any]]:
     return items
 
 
-@pytest.mark.parametrize("serve", ["one process"], indirect=True)
 def test_a_refreshed_value_failing_the_replay_is_refused_and_the_old_one_serves(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
@@ -90,19 +104,55 @@ def test_a_refreshed_value_failing_the_replay_is_refused_and_the_old_one_serves(
     assert valid["status"] == "False", valid
     assert "refused by replay" in valid["message"] and missing in valid["message"], valid
     assert _answered(server, 1) == [{"id": 1, "double": 2.0}]  # the old value serves
+    assert _served_anywhere(server) == [[{"id": 1, "double": 2.0}]] * 6  # on every worker
+    assert server.count(r"feed: swapped in version 2") == 0  # in no process
+    assert "refused by replay" in condition(server.status_anywhere(), "Valid")["message"]
+    if server.supervised:  # the supervisor's trial replayed it; its staged files are gone
+        assert server.count(r"trial \(pid \d+\): failed") == 1, server.text()
+        assert _unnamed_feed_files(tmp_path / "shm") == []
 
     feed.write_bytes(orjson.dumps([{"id": 3, "score": 2.0}]))  # answers: swapped in
     assert server.admin("refresh").json()["result"] == "swapped"
     server.items_become([{"id": 3, "double": 4.0}])
     assert condition(server.status(), "Valid")["status"] == "True"
+    for pid in _serving_pids(server):  # each worker maps it within its follow poll
+        server.wait_line(rf" {pid} INFO pineapple\.resource: json_file/feed: swapped in version 2")
+    assert _served_anywhere(server) == [[{"id": 3, "double": 4.0}]] * 6
+    if server.supervised:
+        assert server.count(r"trial \(pid \d+\): passed") == 1, server.text()
+        assert _unnamed_feed_files(tmp_path / "shm") == []
 
 
-@pytest.mark.parametrize("serve", ["--workers 2"], indirect=True)
-def test_under_workers_a_shared_values_replay_is_said_not_to_be_done(
+def _serving_pids(server: Server) -> set[str]:
+    """The pids of the processes that serve (one process, or each worker) from their log."""
+    found = (re.search(r" (\d+) INFO .*listening on", line) for line in list(server.log))
+    pids = {m.group(1) for m in found if m}
+    assert len(pids) == (2 if server.supervised else 1), server.text()
+    return pids
+
+
+def _unnamed_feed_files(shared: Path) -> list[str]:
+    """The json_file snapshot files in the pod's store that its manifest does not name."""
+    (store,) = shared.glob("pineapple-*")
+    manifest = orjson.loads((store / "manifest.json").read_bytes())
+    named = {
+        name
+        for key, entry in manifest.items()
+        if not key.startswith("_")
+        for name in entry["files"]
+    }
+    return sorted(p.name for p in store.glob("json_file-*") if p.name not in named)
+
+
+def test_with_the_replay_off_a_refreshed_value_swaps_unreplayed(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
     feed = tmp_path / "feed.json"
     feed.write_bytes(orjson.dumps([{"id": 1, "score": 1.0}]))
-    server = serve(_config(feed))
-    line = server.wait_line(r"resource 'feed': 'replay' is not done for a value shared")
-    assert "swap in after the validators only" in line.string
+    server = serve(_config(feed), "--replay-seconds", "0")
+    assert _answered(server) == [{"id": 1, "double": 2.0}]
+
+    feed.write_bytes(orjson.dumps([{"id": 2}]))  # would fail the replay: none runs
+    assert server.admin("refresh").json()["result"] == "swapped"
+    assert condition(server.status(), "Valid")["status"] == "True"
+    assert server.count(r"trial \(pid \d+\)") == 0, server.text()

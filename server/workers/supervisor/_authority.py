@@ -98,9 +98,10 @@ from .._pod_status import STATUS_FILE, StatusBoard
 from .._publisher import start_publisher
 from .._sample_channel import candidate_requests
 from .._store_format import RELOAD_ENTRY, codec_of
-from ._publishing import SharedStore, publishing_registry
+from ._publishing import PublishingFetcher, SharedStore, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
+from ._value_trial import SharedValueReplay
 
 __all__ = ["ConfigAuthority", "Middleware"]
 
@@ -157,6 +158,8 @@ class ConfigAuthority:
         """The publisher Managers a reload is starting (see the module's Guarantees)."""
         self._rollback_asked = 0
         """The newest generation a worker could not build (one rollback thread each)."""
+        self.value_replay = SharedValueReplay(config, store, stopping)
+        """Replays a refreshed shared value of a ``replay`` entry in a trial (``_value_trial``)."""
         self.board = StatusBoard(store.path / STATUS_FILE, self.pod_status)
         """Where the pod's status is posted for the workers (``_pod_status``)."""
         self.policy = ReloadPolicy(
@@ -225,8 +228,9 @@ class ConfigAuthority:
         store already names waits in ``staging`` until the config is accepted
         (``server/workers/supervisor/_staging.py``).
         """
+        made: list[PublishingFetcher] = []
         registry = publishing_registry(
-            self._base(), self.store, set() if named is None else named, staging
+            self._base(), self.store, set() if named is None else named, staging, made
         )
         return start_publisher(
             registry,
@@ -236,6 +240,7 @@ class ConfigAuthority:
             budget=self._budget,
             carry_over=carry_over,
             starting=self._starting,
+            replay=self.value_replay.checker(made),
         )
 
     @contextlib.contextmanager
@@ -286,7 +291,6 @@ class ConfigAuthority:
                     return None  # cancelled by the shutdown: nothing is decided
                 raise
             try:
-                self._warn_unreplayed(loaded)
                 per_worker = self._per_worker(loaded)
                 engine = _engine_print(loaded)
                 carried = self._trial_plan(per_worker, engine)
@@ -327,18 +331,6 @@ class ConfigAuthority:
         if self._accepted is None or self.stopping.is_set():
             return None
         return candidate_requests(self.config, self.store.path, data)
-
-    def _warn_unreplayed(self, loaded: LoadedConfig) -> None:
-        """Say that a shared entry's ``replay`` is not done here: its refreshed values swap
-        unreplayed (a per-worker entry's are replayed by each worker, ``_value_replay.py``)."""
-        base = self._base()
-        for entry in loaded.entries:  # bounded: the config's entries
-            if entry.replay and codec_of(base, entry.type) is not None:
-                _log.warning(
-                    "resource %r: 'replay' is not done for a value shared with the workers "
-                    "(--workers N): its refreshed values swap in after the validators only",
-                    entry.name,
-                )
 
     def _per_worker(self, loaded: LoadedConfig) -> dict[str, str]:
         """``name -> fingerprint`` of the entries of ``loaded`` whose type has no codec."""

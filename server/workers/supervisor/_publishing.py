@@ -435,6 +435,12 @@ class PublishingFetcher:
         self._pending = (opened, staged)
         return opened
 
+    def staged_of(self, value: Any) -> Staged | None:
+        """Where ``value`` is staged when it is the fetched value not yet committed or
+        discarded (what a value trial maps: ``_value_trial.py``); else None."""
+        pending = self._pending
+        return pending[1] if pending is not None and pending[0] is value else None
+
     def commit(self, value: Any) -> None:
         """Publish ``value``: the staged one named in the manifest, or (a rollback) written
         again as the newest generation. The inner fetcher's own ``commit`` runs first (what it
@@ -491,13 +497,15 @@ def publishing_registry(
     store: SharedStore,
     named: set[str] | None = None,
     staging: Staging | None = None,
+    made: list[PublishingFetcher] | None = None,
 ) -> Registry:
     """The types of ``base`` that declare a codec, each publishing into ``store``.
 
     A type without a codec is left out: the supervisor never fetches it (each
     worker does; ``Builder.check`` has validated its params). The key of
     every shared entry whose fetcher is made is added to ``named``; its
-    fetcher publishes through ``staging`` (a candidate config's).
+    fetcher publishes through ``staging`` (a candidate config's). Each fetcher made is
+    appended to ``made`` (a value trial finds a staged value there).
     """
     registry = Registry()
     for schema in base.all():  # bounded: the registered types
@@ -508,7 +516,10 @@ def publishing_registry(
         def publish(inner: Fetcher, key: str, codec: SnapshotCodec = codec) -> Fetcher:
             if named is not None:
                 named.add(key)
-            return PublishingFetcher(inner, store, key, codec, staging)
+            fetcher = PublishingFetcher(inner, store, key, codec, staging)
+            if made is not None:
+                made.append(fetcher)
+            return fetcher
 
         registry.register(schema, KeyedFactory(factory, schema.name, publish))
     return registry

@@ -33,6 +33,10 @@ A trial of a reload also replays the pod's recent requests (and the config's
 ``server/workers/_sample_channel.py``); a candidate that fails one is refused
 (:class:`ReplayRefused`, step ``replay``, with the replay's report).
 
+:func:`run_trial` (a process started, its one reply awaited within a bound,
+the process reaped) is shared with the value trial of a refreshed shared
+value (``server/workers/supervisor/_value_trial.py``).
+
 Bounds: the build is timed inside the trial (from the end of its imports to
 a started snapshot) against ``build_timeout_seconds``; a trial is killed after
 ``max(start_timeout, build_timeout_seconds) + TRIAL_SPAWN_SECONDS`` (plus
@@ -42,7 +46,8 @@ supervisor is stopping (then nothing is decided: the reload answers
 ``shutting down``); its reply is read up to ``TRIAL_REPLY_MAX_BYTES``.
 
 Guarantees:
-- Trials run under the authority's reload lock: one at a time.
+- A config's trials run under the authority's reload lock, value trials under
+  their own (``SharedValueReplay``): at most one of each at a time.
 - A trial never outlives the call that started it: on every exit path it is
   joined, killed if it still runs, and reaped; it also dies with the
   supervisor (``PR_SET_PDEATHSIG``, as a worker).
@@ -55,6 +60,7 @@ import multiprocessing
 import os
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
@@ -67,7 +73,7 @@ from ..._request_sample import SampledRequest
 from ..worker._main import TRIAL_REPLY_MAX_BYTES, trial_main
 from ._publishing import SharedStore
 
-__all__ = ["TRIAL_SPAWN_SECONDS", "trial_build"]
+__all__ = ["TRIAL_SPAWN_SECONDS", "run_trial", "trial_build"]
 
 TRIAL_SPAWN_SECONDS = 30.0
 """What a trial may take beyond ``start_timeout`` (a new interpreter, its imports)."""
@@ -99,29 +105,49 @@ def trial_build(
     was built; False when
     ``stopping`` was set meanwhile (nothing is decided).
     """
+    limit = max(config.start_timeout, config.build_timeout_seconds) + TRIAL_SPAWN_SECONDS
+    limit += config.replay_seconds if sample is not None else 0.0
+    replayed = None if sample is None else tuple(sample)
+
+    def args(reply: Connection) -> tuple[Any, ...]:
+        return (config, str(store.path), data, reply, os.getpid(), carried, replayed)
+
+    reply = run_trial(trial_main, args, limit, stopping)
+    if reply is None:
+        return False
+    if report is not None and isinstance(reply.get("report"), dict):
+        report.update(reply["report"])
+    if reply.get("ok") is not True:
+        step = str(reply.get("step"))
+        if step == "replay" and isinstance(reply.get("report"), dict):
+            raise ReplayRefused(str(reply["reason"]), reply["report"])
+        raise BuildError(cast(BuildStep, step if step in _STEPS else "start"), str(reply["reason"]))
+    return True
+
+
+def run_trial(
+    target: Callable[..., None],
+    args: Callable[[Connection], tuple[Any, ...]],
+    limit: float,
+    stopping: threading.Event,
+) -> dict[str, Any] | None:
+    """Run ``target(*args(reply))`` in a new (spawned) process; its reply.
+
+    ``reply`` is the write end of a pipe on which ``target`` sends one JSON object
+    (``{"ok": ...}`` or ``{"reason": ...}``) before it tears down and exits. None when
+    ``stopping`` was set meanwhile; :class:`BuildError` when no reply came within
+    ``limit`` seconds or the process exited without one. The process never outlives
+    this call (joined, killed if it still runs, reaped).
+    """
     context = multiprocessing.get_context("spawn")
     reader, writer = context.Pipe(duplex=False)
-    proc = context.Process(
-        target=trial_main,
-        args=(
-            config,
-            str(store.path),
-            data,
-            writer,
-            os.getpid(),
-            carried,
-            None if sample is None else tuple(sample),
-        ),
-        name="pineapple-trial",
-    )
+    proc = context.Process(target=target, args=args(writer), name="pineapple-trial")
     started = time.monotonic()
     try:
         try:
             proc.start()
         finally:
             writer.close()  # the trial holds the only write end: its exit is end-of-file here
-        limit = max(config.start_timeout, config.build_timeout_seconds) + TRIAL_SPAWN_SECONDS
-        limit += config.replay_seconds if sample is not None else 0.0
         reply = _await(proc, reader, limit, stopping)
         if reply is not None:
             proc.join(_TEARDOWN_SECONDS)
@@ -131,23 +157,14 @@ def trial_build(
             if proc.exitcode is None:
                 proc.kill()
             proc.join(_TEARDOWN_SECONDS)  # SIGKILL: reaped at once
-    if reply is None:
-        return False
-    took = time.monotonic() - started
-    _log.info(
-        "trial build (pid %s): %s in %.2fs",
-        proc.pid,
-        "built" if reply.get("ok") else "failed",
-        took,
-    )
-    if report is not None and isinstance(reply.get("report"), dict):
-        report.update(reply["report"])
-    if reply.get("ok") is not True:
-        step = str(reply.get("step"))
-        if step == "replay" and isinstance(reply.get("report"), dict):
-            raise ReplayRefused(str(reply["reason"]), reply["report"])
-        raise BuildError(cast(BuildStep, step if step in _STEPS else "start"), str(reply["reason"]))
-    return True
+    if reply is not None:
+        _log.info(
+            "trial (pid %s): %s in %.2fs",
+            proc.pid,
+            "passed" if reply.get("ok") else "failed",
+            time.monotonic() - started,
+        )
+    return reply
 
 
 def _await(

@@ -33,13 +33,13 @@ from pineapple.resource.lowlevel import LoadedConfig
 
 from ..._build import Builder, default_responder, import_plugins
 from ..._build_error import BuildError
-from ..._config import Config, ConfigSource
+from ..._config import Config, ConfigSource, Responder
 from ..._decisions import LocalDecisions
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
 from ..._replay import CandidateReplay
 from ..._request_sample import RequestSample, SampledRequest
-from ..._snapshot import SnapshotHolder
+from ..._snapshot import Snapshot, SnapshotHolder
 from ...http._serving import exit_within, serve
 from ...metrics._pod_metrics import PodMetrics
 from .._liveness import START_SLACK_SECONDS, Heartbeat
@@ -49,7 +49,15 @@ from ._mapping import MappedStore, mapped_registry
 from ._role import WorkerRole
 from ._supervisor_link import SharedConfigSource
 
-__all__ = ["TRIAL_REPLY_MAX_BYTES", "trial_main", "worker_main", "worker_settings"]
+__all__ = [
+    "TRIAL_REPLY_MAX_BYTES",
+    "answer_trial",
+    "die_with_parent",
+    "trial_main",
+    "trial_responder",
+    "worker_main",
+    "worker_settings",
+]
 
 TRIAL_REPLY_MAX_BYTES = 64 * 1024
 """The largest trial reply read (its message is at most ``MAX_ERROR_BYTES``: escaped, it fits)."""
@@ -60,7 +68,7 @@ _PR_SET_PDEATHSIG = 1
 _log = logging.getLogger("pineapple.server")
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
     """Ask Linux to SIGTERM this process when its parent dies (before the follower runs).
 
     Covers a supervisor dying while this worker still starts; the follower's
@@ -105,7 +113,7 @@ def worker_main(
 
     ``beats``: the pipe on which it tells the supervisor it still follows (``_liveness``).
     """
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     began = time.monotonic()
     start_bound = config.start_timeout + START_SLACK_SECONDS
     heartbeat = Heartbeat(beats, lambda: time.monotonic() - began < start_bound)
@@ -184,6 +192,24 @@ def _in_time(took: float, config: Config) -> dict[str, object]:
     return {"step": "start", "reason": reason}
 
 
+def trial_responder(config: Config) -> Responder:
+    """What a trial answers replayed requests with: the responder a worker serves with."""
+    return config.wiring.responder or default_responder(
+        config.max_items, None, config.max_answer_bytes
+    )
+
+
+def answer_trial(reply: Connection, outcome: dict[str, object], snap: Snapshot | None) -> None:
+    """Send a trial's ``outcome`` to the supervisor, then close what it built (``snap``:
+    pools, threads) before the process exits, within ``_TRIAL_TEARDOWN_SECONDS``."""
+    with contextlib.suppress(OSError):  # the supervisor gave up on this trial: no one to tell
+        reply.send_bytes(orjson.dumps(outcome))
+    reply.close()
+    if snap is not None:
+        snap.retire()
+        snap.wait_closed(_TRIAL_TEARDOWN_SECONDS)
+
+
 def trial_main(
     config: Config,
     store_path: str,
@@ -205,7 +231,7 @@ def trial_main(
     ``warmup_requests`` once it is built (a reload; None: no replay); the reply
     carries the replay's ``report`` (``server/_replay.py``).
     """
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     configure_logging(config.log_level, config.log_format)
     install_log_mask(SnapshotHolder())  # DSN passwords, as the supervisor's own lines
     snap = donor = None
@@ -220,22 +246,15 @@ def trial_main(
         snap = builder.build(loaded, carry_over=donor)
         outcome: dict[str, object] = _in_time(time.monotonic() - began, config)
         if outcome.get("ok") and sample is not None:  # the pod's sample, then it may serve
-            responder = config.wiring.responder or default_responder(
-                config.max_items, None, config.max_answer_bytes
-            )
-            report = CandidateReplay(config, responder, lambda: list(sample))(snap, data)
+            replay = CandidateReplay(config, trial_responder(config), lambda: list(sample))
+            report = replay(snap, data)
             outcome["report"] = report
     except BuildError as exc:  # bounded: MAX_ERROR_BYTES, a replay's report a few KiB
         outcome = {"step": exc.step, "reason": exc.reason, "report": exc.report}
     except Exception as exc:  # not a build step's error: still an answer, never a hang
         text = resource.lowlevel.redact(f"{type(exc).__name__}: {exc}")
         outcome = {"step": "start", "reason": capped(text)}
-    with contextlib.suppress(OSError):  # the supervisor gave up on this trial: no one to tell
-        reply.send_bytes(orjson.dumps(outcome))
-    reply.close()
-    if snap is not None:  # what the build started (pools, threads) closes before the exit
-        snap.retire()
-        snap.wait_closed(_TRIAL_TEARDOWN_SECONDS)
+    answer_trial(reply, outcome, snap)
     if donor is not None:
         donor.stop()
     exit_within(0)
