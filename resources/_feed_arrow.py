@@ -15,7 +15,10 @@ into a folder of its own. The parent maps it (:func:`open_mapped_table`): the
 value is a :class:`~resources._mapped_table.MappedFeedTable`, the same table
 a ``--workers`` worker or a fleet pod serves; its files are removed when it
 closes. Publishing it (``--workers``, a fleet producer) links its files
-instead of encoding the table again.
+instead of encoding the table again. With ``spec["base"]`` (``delta_query``)
+the child reads the delta and upserts it into that snapshot's table
+(``_feed_delta``); the ranks and indices of unchanged columns are the
+table's own.
 
 Frames from the child (``_feed_worker``'s pipe): ``H`` + pickled column
 names (the parent checks ``id_column``, ``index_columns`` and
