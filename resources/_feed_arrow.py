@@ -224,7 +224,11 @@ def arrow_index(arr: pa.Array[Any]) -> list[tuple[Any, FrozenBitMap]]:
 def _read_columns(out: Any, connect_kwargs: dict[str, Any], sql: str) -> Columns:
     """Read ``sql`` with connectorx; each column as the snapshot stores it (H and P frames)."""
     import connectorx  # the Rust reader: imported by the child alone
+    import pymysql
 
+    # connectorx's connection pool retries a refused login for 30 s before it says so:
+    # one plain connection (bounded by its connect_timeout) names a wrong password at once.
+    pymysql.connect(**connect_kwargs).close()
     reader = connectorx.read_sql(
         connectorx_url(connect_kwargs), sql, return_type="arrow_stream", batch_size=BATCH_ROWS
     )
