@@ -8,7 +8,10 @@ of their own (they serve the fleet's). The producer reaches MariaDB through a
 loopback forwarder (``_forwarder.py``), so the run can take the database away
 from it alone.
 
-One change is committed (an item's score raised to 1.5, the version bumped);
+The producer reads a change as a delta (``delta_query``: the rows whose
+``updated_at`` is above the table's largest, merged into the table it holds).
+One change is committed (an item's score raised to 1.5 and its ``updated_at``
+to now, the version bumped);
 each pod is asked ``/execute`` every :data:`POLL_SECONDS` until its answer
 holds the new score. Rows:
 
@@ -168,13 +171,17 @@ def _wait_all(ports: list[int], body: bytes, timeout: float) -> list[float | Non
 
 
 def _change(table: str) -> tuple[float, str]:
-    """Raise an online item's score to 1.5 and bump the version; the commit's time and its
-    category (the request that shows it)."""
+    """Raise an online item's score to 1.5 (its ``updated_at`` to now, in ms: above every
+    other) and bump the version; the commit's time and its category (the request that
+    shows it)."""
     with contextlib.closing(connect()) as conn, conn.cursor() as cur:
         cur.execute(f"SELECT id, category FROM `{table}` WHERE status = 'online' LIMIT 1")
         row = cur.fetchone()
         assert row is not None, "no online row"
-        cur.execute(f"UPDATE `{table}` SET score = 1.5 WHERE id = %s", (row[0],))
+        cur.execute(
+            f"UPDATE `{table}` SET score = 1.5, updated_at = %s WHERE id = %s",
+            (int(time.time() * 1000), row[0]),
+        )
         cur.execute(f"UPDATE `{table}_v` SET v = v + 1")
         return time.time(), str(row[1])
 
@@ -207,6 +214,10 @@ def fleet() -> list[Result]:
         params = data["resource_config"]["feed"]["params"]
         params["mysql_dsn"] = params["mysql_dsn"].replace(f":{MYSQL['port']})", f":{db.port})")
         params["version_query"] = f"SELECT v FROM `{version}`"
+        # A change is read as a delta (the rows updated since the table held), merged into
+        # a copy of it (docs/fleet.md, "The producer"); the scan still reads every row.
+        params["delta_query"] = f"SELECT * FROM `{table}` WHERE updated_at > %(since)s"
+        params["delta_column"] = "updated_at"
         # The producer reads straight into Arrow (connectorx), at normal priority: it
         # serves no request its loader could starve (docs/fleet.md, "The producer").
         params["loader"], params["loader_nice"] = "arrow", 0

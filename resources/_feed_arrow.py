@@ -15,7 +15,10 @@ into a folder of its own. The parent maps it (:func:`open_mapped_table`): the
 value is a :class:`~resources._mapped_table.MappedFeedTable`, the same table
 a ``--workers`` worker or a fleet pod serves; its files are removed when it
 closes. Publishing it (``--workers``, a fleet producer) links its files
-instead of encoding the table again.
+instead of encoding the table again. With ``spec["base"]`` (``delta_query``)
+the child reads the delta and upserts it into that snapshot's table
+(``_feed_delta``); the ranks and indices of unchanged columns are the
+table's own.
 
 Frames from the child (``_feed_worker``'s pipe): ``H`` + pickled column
 names (the parent checks ``id_column``, ``index_columns`` and
@@ -69,6 +72,7 @@ from pyroaring import FrozenBitMap
 from ._cancel import Cancel
 from ._deadline import LoadDeadline
 from ._errors import SourceError, error_text
+from ._feed_delta import Columns, Merged, merge_delta
 from ._feed_index import list_elements, lists_in
 from ._feed_worker import ColumnFrames, read_in_child
 from ._mapped_table import MappedFeedTable, open_mapped_table, write_arrow_snapshot
@@ -217,6 +221,40 @@ def arrow_index(arr: pa.Array[Any]) -> list[tuple[Any, FrozenBitMap]]:
 # -- the child ---------------------------------------------------------------------------
 
 
+def _read_columns(out: Any, connect_kwargs: dict[str, Any], sql: str) -> Columns:
+    """Read ``sql`` with connectorx; each column as the snapshot stores it (H and P frames)."""
+    import connectorx  # the Rust reader: imported by the child alone
+    import pymysql
+
+    # connectorx's connection pool retries a refused login for 30 s before it says so:
+    # one plain connection (bounded by its connect_timeout) names a wrong password at once.
+    pymysql.connect(**connect_kwargs).close()
+    reader = connectorx.read_sql(
+        connectorx_url(connect_kwargs), sql, return_type="arrow_stream", batch_size=BATCH_ROWS
+    )
+    schema = reader.schema
+    out.send_bytes(b"H" + pickle.dumps(list(schema.names), pickle.HIGHEST_PROTOCOL))
+    batches = []
+    for batch in reader:  # bounded by the parent: a frame per batch within its timeout
+        batches.append(batch)
+        out.send_bytes(b"P")
+    table = pa.Table.from_batches(batches, schema=schema).combine_chunks()
+    del batches
+    columns: Columns = []
+    for name, chunked in zip(table.column_names, table.columns, strict=True):
+        arr: Any = chunked.chunk(0) if chunked.num_chunks else pa.array([], chunked.type)
+        columns.append((name, *arrow_column(arr)))
+        out.send_bytes(b"P")
+    return columns
+
+
+def _unchanged(kept: Merged, column: str) -> bool:
+    """Whether the table's ranks of ``column`` hold for the merged one (both ways)."""
+    return column not in kept.changed and all(
+        (column, descending) in kept.ranks for descending in (False, True)
+    )
+
+
 def _arrow_child(
     out: Any,
     connect_kwargs: dict[str, Any],
@@ -225,41 +263,38 @@ def _arrow_child(
     folder: str,
     spec: dict[str, Any],
 ) -> None:
-    """The child's body: read ``sql`` into Arrow, write the snapshot into ``folder``."""
+    """The child's body: read ``sql`` into Arrow, write the snapshot into ``folder``; with
+    ``spec["base"]`` (a snapshot's table file) ``sql`` is a delta upserted into that
+    table's rows (``_feed_delta``)."""
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)
     os.environ["RUST_BACKTRACE"] = "0"  # a panic's message is sent as the X frame
     try:
-        import connectorx  # the Rust reader: imported by the child alone
-
         started = time.monotonic()
-        reader = connectorx.read_sql(
-            connectorx_url(connect_kwargs), sql, return_type="arrow_stream", batch_size=BATCH_ROWS
-        )
-        schema = reader.schema
-        out.send_bytes(b"H" + pickle.dumps(list(schema.names), pickle.HIGHEST_PROTOCOL))
-        batches = []
-        for batch in reader:  # bounded by the parent: a frame per batch within its timeout
-            batches.append(batch)
+        columns = _read_columns(out, connect_kwargs, sql)
+        kept = None
+        if spec.get("base"):
+            kept = merge_delta(Path(spec["base"]), columns, spec["id_column"])
+            columns = kept.columns
             out.send_bytes(b"P")
-        table = pa.Table.from_batches(batches, schema=schema).combine_chunks()
-        del batches
-        columns = []
-        for name, chunked in zip(table.column_names, table.columns, strict=True):
-            arr: Any = chunked.chunk(0) if chunked.num_chunks else pa.array([], chunked.type)
-            columns.append((name, *arrow_column(arr)))
-            out.send_bytes(b"P")
-        del table
         by_name = {name: arr for name, arr, _ in columns}
         ranks: dict[tuple[str, bool], pa.Array[Any]] = {}
         null_ranks: dict[str, int] = {}
         for name in spec["order_columns"]:
+            if kept is not None and _unchanged(kept, name) and name in kept.null_ranks:
+                for way in (False, True):  # bounded: both ways
+                    ranks[(name, way)] = kept.ranks[(name, way)]
+                null_ranks[name] = kept.null_ranks[name]
+                continue
             ascending, descending, null_ranks[name] = arrow_ranks(by_name[name])
             ranks[(name, False)], ranks[(name, True)] = ascending, descending
             out.send_bytes(b"P")
-        indices = []
+        indices: list[tuple[str, list[tuple[Any, FrozenBitMap]]]] = []
         for name in spec["index_columns"]:
+            if kept is not None and name not in kept.changed and name in kept.indices:
+                indices.append((name, kept.indices[name]))
+                continue
             indices.append((name, arrow_index(by_name[name])))
             out.send_bytes(b"P")
         info = {
@@ -296,7 +331,9 @@ def read_arrow_snapshot(
 
     ``check(names)`` raises (a ``ConfigError``) when the query lacks a column
     the params name; ``spec``: ``id_column``, ``index_columns``,
-    ``order_columns``, ``version`` (JSON-able) and ``source``. Raises
+    ``order_columns``, ``version`` (JSON-able) and ``source``, and ``base``
+    (the table file of a snapshot, or None): ``sql`` reads a delta of that
+    table (``_feed_delta``). Raises
     :class:`SourceError` on any failure of the read or the child.
     """
     folder = Path(tempfile.mkdtemp(prefix="pineapple-feed-"))

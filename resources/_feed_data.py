@@ -15,6 +15,7 @@ Each load (version query, query, rows, build) ends within ``load_timeout_ms``
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Any
@@ -29,8 +30,10 @@ from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import parse_mysql_dsn
 from ._errors import SourceError
 from ._feed_builder import build_feed_table
+from ._feed_delta import SINCE, delta_sql
 from ._feed_source import MySQLSource, RowSource, SQLiteSource, Stream
 from ._feed_table import FeedTable
+from ._mapped_table import MappedFeedTable
 from ._pacing import Pacer
 from ._pg_dsn import POSTGRES_SCHEMES, parse_postgres_dsn
 from ._pg_source import PostgresSource
@@ -40,6 +43,9 @@ from ._shared import FEED_CODEC
 __all__ = ["DEFAULT_TABLE", "FEED_DATA_SCHEMA", "FeedDataFetcher", "FeedDataPrinter"]
 
 DEFAULT_TABLE = "recommend_feed_item"
+DELTA_FULL_EVERY = 12
+"""Delta reads in a row before a full read (which also drops deleted rows)."""
+_log = logging.getLogger("pineapple.resource")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
 
 
@@ -92,6 +98,9 @@ class FeedDataFetcher:
             raise ConfigError("parameter 'order_columns': must be a list of column names")
         self.order_columns: list[str] = list(dict.fromkeys(order_columns))
         self.version_query: str | None = params.get("version_query") or None
+        self.delta_query: str | None = params.get("delta_query") or None
+        self.delta_column: str | None = params.get("delta_column") or None
+        self.delta_full_every: int = _delta_params(params, self.delta_query, self.delta_column)
         loader = params.get("loader") or "process"
         if loader not in ("process", "thread", "arrow"):
             raise ConfigError(
@@ -108,6 +117,11 @@ class FeedDataFetcher:
         postgres = bool(dsn) and _is_postgres(str(dsn))
         if loader == "arrow" and (not dsn or postgres):
             raise ConfigError("parameter 'loader': 'arrow' reads MySQL (mysql_dsn) only")
+        if self.delta_query and loader != "arrow":
+            raise ConfigError(
+                "parameter 'delta_query': needs 'loader': 'arrow' (the delta is merged into"
+                " the mapped table it writes)"
+            )
         if dsn and dsn_param and postgres:
             self.source = PostgresSource(
                 parse_postgres_dsn(dsn, dsn_param),
@@ -141,6 +155,10 @@ class FeedDataFetcher:
             self.sql = f"SELECT * FROM {_quote(table, mysql=bool(dsn) and not postgres)}"
         self._version: tuple[Any, ...] | None = None
         self._has_version = False
+        self._base: FeedTable | None = None
+        """The table served (``commit``, ``carry_over``): what a delta read is merged into."""
+        self._deltas = 0
+        """Delta reads since the last full read."""
         self._cancelled = False  # set by cancel() from another thread; only ever turns True
 
     def __call__(self) -> FeedTable | object:
@@ -152,7 +170,7 @@ class FeedDataFetcher:
             if self._has_version and _same_version(version, self._version):
                 return NOT_MODIFIED
         if isinstance(self.source, MySQLSource) and self.loader == "arrow":
-            table: FeedTable = self.source.read_snapshot(self.sql, self._spec(version), deadline)
+            table: FeedTable = self._read_arrow(self.source, version, deadline)
             table.version = version
             table.load_seconds = time.monotonic() - started
         else:
@@ -160,6 +178,40 @@ class FeedDataFetcher:
                 self.sql, lambda stream: self._build(stream, version, started, deadline), deadline
             )
         self._version, self._has_version = version, self.version_query is not None
+        return table
+
+    def _read_arrow(self, source: MySQLSource, version: Any, deadline: LoadDeadline) -> FeedTable:
+        """A full read, or a delta read merged into the table served (``_feed_delta``)."""
+        base = self._base
+        since = None
+        if (
+            self.delta_query
+            and self.delta_column
+            and isinstance(base, MappedFeedTable)
+            and self._deltas < self.delta_full_every
+        ):
+            since = base.column_max(self.delta_column)
+        if since is None or not isinstance(base, MappedFeedTable):
+            table = source.read_snapshot(self.sql, self._spec(version), deadline)
+            self._deltas = 0
+            return table
+        assert self.delta_query is not None
+        sql = delta_sql(self.delta_query, since)
+        try:
+            spec = {**self._spec(version), "base": str(base.path)}
+            table = source.read_snapshot(sql, spec, deadline)
+        except (SourceError, ConfigError):
+            self._deltas = self.delta_full_every  # the next read is full
+            raise
+        self._deltas += 1
+        _log.info(
+            "%s: delta read since %s=%r merged into %d rows (%d now)",
+            source.where,
+            self.delta_column,
+            since,
+            len(base),
+            len(table),
+        )
         return table
 
     def _spec(self, version: Any) -> dict[str, Any]:
@@ -185,6 +237,7 @@ class FeedDataFetcher:
         for param, wanted in (
             ("index_columns", self.index_columns),
             ("order_columns", self.order_columns),
+            ("delta_column", [self.delta_column] if self.delta_column else []),
         ):
             unknown = [c for c in wanted if c not in known]
             if unknown:
@@ -226,13 +279,20 @@ class FeedDataFetcher:
         return table
 
     def carry_over(self, value: Any) -> None:
-        """Resume change detection from a table a config reload carried over.
+        """Resume change detection from a table a config reload carried over (or that a
+        refusal or a rollback kept serving).
 
         Without this, the first refresh after a reload would read the whole
-        table again even when ``version_query`` says nothing changed.
+        table again even when ``version_query`` says nothing changed. A delta
+        read is merged into it.
         """
         if self.version_query and isinstance(value, FeedTable) and value.version is not None:
             self._version, self._has_version = value.version, True
+        self._base = value if isinstance(value, FeedTable) else None
+
+    def commit(self, value: Any) -> None:
+        """``value`` passed every check and serves now: the next delta read merges into it."""
+        self._base = value if isinstance(value, FeedTable) else None
 
     def close(self) -> None:
         """Close the database connection (reopened lazily if fetched again)."""
@@ -246,6 +306,22 @@ class FeedDataFetcher:
         """
         self._cancelled = True
         self.source.cancel()
+
+
+def _delta_params(params: dict[str, Any], query: str | None, column: str | None) -> int:
+    """``delta_full_every``, once ``delta_query`` and ``delta_column`` are checked."""
+    every = params.get("delta_full_every")
+    every = DELTA_FULL_EVERY if every is None else every
+    if type(every) is not int or every < 1:
+        raise ConfigError(f"parameter 'delta_full_every': must be an integer >= 1, got {every!r}")
+    if bool(query) != bool(column):
+        raise ConfigError("parameters 'delta_query' and 'delta_column': give both or neither")
+    if query and SINCE not in query:
+        raise ConfigError(
+            f"parameter 'delta_query': must hold {SINCE} (the largest {column!r} of the table"
+            " held), e.g. SELECT * FROM t WHERE updated_at > %(since)s"
+        )
+    return every
 
 
 def _same_version(a: Any, b: Any) -> bool:
@@ -338,6 +414,26 @@ FEED_DATA_SCHEMA = ResourceSchema(
         "version_query": ParamSpec(
             type="string",
             description="A query whose unchanged answer skips the reload (NOT_MODIFIED).",
+        ),
+        "delta_query": ParamSpec(
+            type="string",
+            description=(
+                "loader 'arrow': a SELECT of the rows changed since the table held, with "
+                "%(since)s where the largest delta_column value of that table goes (e.g. "
+                "SELECT * FROM t WHERE updated_at > %(since)s); its rows are upserted by "
+                "id_column into a copy of the table. Deleted rows need a full read "
+                "(delta_full_every)."
+            ),
+        ),
+        "delta_column": ParamSpec(
+            type="string",
+            description="The column whose largest value in the table held fills %(since)s "
+            "(with delta_query).",
+        ),
+        "delta_full_every": ParamSpec(
+            type="int",
+            description=f"With delta_query: after this many delta reads in a row (default "
+            f"{DELTA_FULL_EVERY}), the next read is full (it drops deleted rows).",
         ),
         "connect_timeout_ms": ParamSpec(
             type="int", default=5000, description="Database connect timeout in ms."

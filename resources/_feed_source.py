@@ -50,12 +50,12 @@ from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._dsn import MySQLDSN
 from ._errors import SourceError, error_text, timeout_text
 from ._feed_arrow import read_arrow_snapshot
-from ._feed_worker import read_in_child
+from ._feed_worker import LoaderDriver, read_in_child
 from ._json_values import MYSQL_CONVERSIONS
 from ._mapped_table import MappedFeedTable
 from ._query_kill import kill_query, query_may_run, read_timed_out, undrained
 
-__all__ = ["CHUNK_ROWS", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
+__all__ = ["CHUNK_ROWS", "ChildReader", "MySQLSource", "RowSource", "SQLiteSource", "Stream"]
 
 CHUNK_ROWS = 256
 
@@ -114,7 +114,42 @@ def _chunks(fetch: Callable[[int], Sequence[Sequence[Any]]]) -> Iterator[Sequenc
         yield chunk
 
 
-class MySQLSource:
+class ChildReader:
+    """A database source whose rows may be read in the loader child (``_feed_worker``):
+    :class:`MySQLSource` and ``_pg_source.PostgresSource``, each with its ``_driver``."""
+
+    _driver: LoaderDriver | None = None
+    """How the child connects and reads (None: MySQL's, ``_mysql_loader``)."""
+    _lock: threading.Lock
+    _connect_timeout: float
+    _read_timeout: float
+    _nice: int
+    _cancel: Cancel
+    where: str
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        """The driver's connect arguments, here and in the loader child alike."""
+        raise NotImplementedError
+
+    def _read_in_child(self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline) -> T:
+        with self._lock:
+            return read_in_child(
+                self._connect_kwargs(),
+                sql,
+                lambda names, chunks: sink(
+                    Stream(names, chunks, columnar=True, value_bytes=chunks.value_bytes)
+                ),
+                where=self.where,
+                # a frame is due within the child's own connect and read timeouts
+                timeout=self._connect_timeout + self._read_timeout + 5.0,
+                nice=self._nice,
+                cancel=self._cancel,
+                deadline=deadline,
+                driver=self._driver,
+            )
+
+
+class MySQLSource(ChildReader):
     """MySQL or MariaDB through pymysql, autocommit (every refresh sees committed data)."""
 
     _errors = (pymysql.Error, OSError)
@@ -275,22 +310,6 @@ class MySQLSource:
                 nice=self._nice,
                 cancel=self._cancel,
                 deadline=deadline or LoadDeadline(DEFAULT_LOAD_SECONDS),
-            )
-
-    def _read_in_child(self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline) -> T:
-        with self._lock:
-            return read_in_child(
-                self._connect_kwargs(),
-                sql,
-                lambda names, chunks: sink(
-                    Stream(names, chunks, columnar=True, value_bytes=chunks.value_bytes)
-                ),
-                where=self.where,
-                # a frame is due within the child's own connect and read timeouts
-                timeout=self._connect_timeout + self._read_timeout + 5.0,
-                nice=self._nice,
-                cancel=self._cancel,
-                deadline=deadline,
             )
 
     def close(self) -> None:

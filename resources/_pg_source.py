@@ -54,8 +54,8 @@ from pineapple.resource.lowlevel import redact
 from ._cancel import Cancel
 from ._deadline import DEFAULT_LOAD_SECONDS, LoadDeadline
 from ._errors import SourceError, error_text, timeout_text
-from ._feed_source import CHUNK_ROWS, Stream
-from ._feed_worker import FRAME_ROWS, read_in_child
+from ._feed_source import CHUNK_ROWS, ChildReader, Stream
+from ._feed_worker import FRAME_ROWS
 from ._pg_dsn import PostgresDSN
 from ._pg_values import PG_ADAPTERS, SESSION_OPTIONS, float_columns
 from ._read_watch import ReadWatch
@@ -262,10 +262,11 @@ class PostgresLoader:
 POSTGRES_LOADER = PostgresLoader()
 
 
-class PostgresSource:
+class PostgresSource(ChildReader):
     """PostgreSQL through psycopg 3, autocommit (every refresh sees committed data)."""
 
     _errors = (psycopg.Error, OSError)
+    _driver = POSTGRES_LOADER
 
     def __init__(
         self,
@@ -411,23 +412,6 @@ class PostgresSource:
                 return sink(Stream(names, _chunks(rows.fetch), float_columns=float_names))
 
         return self._guard(run, deadline)
-
-    def _read_in_child(self, sql: str, sink: Callable[[Stream], T], deadline: LoadDeadline) -> T:
-        with self._lock:
-            return read_in_child(
-                self._connect_kwargs(),
-                sql,
-                lambda names, chunks: sink(
-                    Stream(names, chunks, columnar=True, value_bytes=chunks.value_bytes)
-                ),
-                where=self.where,
-                # a frame is due within the child's own connect and read timeouts
-                timeout=self._connect_timeout + self._read_timeout + 5.0,
-                nice=self._nice,
-                cancel=self._cancel,
-                deadline=deadline,
-                driver=POSTGRES_LOADER,
-            )
 
     def close(self) -> None:
         with self._lock:

@@ -96,6 +96,14 @@ class FeedDataResource(BaseResource):
             (list)
         version_query: A query whose unchanged answer skips the reload (NOT_MODIFIED).
             (string)
+        delta_query: loader 'arrow': a SELECT of the rows changed since the table held, with
+            %(since)s where the largest delta_column value of that table goes (e.g. SELECT *
+            FROM t WHERE updated_at > %(since)s); its rows are upserted by id_column into a
+            copy of the table. Deleted rows need a full read (delta_full_every). (string)
+        delta_column: The column whose largest value in the table held fills %(since)s (with
+            delta_query). (string)
+        delta_full_every: With delta_query: after this many delta reads in a row (default
+            12), the next read is full (it drops deleted rows). (int)
         connect_timeout_ms: Database connect timeout in ms. (int, default 5000)
         read_timeout_ms: Database read timeout in ms: the longest wait for the server's next
             data (PostgreSQL: the next chunk of rows); past it the query is stopped on the
@@ -125,6 +133,9 @@ class FeedDataResource(BaseResource):
         "index_columns": ParamSpec(type="list"),
         "order_columns": ParamSpec(type="list"),
         "version_query": ParamSpec(type="string"),
+        "delta_query": ParamSpec(type="string"),
+        "delta_column": ParamSpec(type="string"),
+        "delta_full_every": ParamSpec(type="int"),
         "connect_timeout_ms": ParamSpec(type="int", default=5000),
         "read_timeout_ms": ParamSpec(type="int", default=60000),
         "load_timeout_ms": ParamSpec(type="int", default=300000),
@@ -144,6 +155,9 @@ class FeedDataResource(BaseResource):
         index_columns: list[Any] | None = None,
         order_columns: list[Any] | None = None,
         version_query: str | None = None,
+        delta_query: str | None = None,
+        delta_column: str | None = None,
+        delta_full_every: int | None = None,
         connect_timeout_ms: int = 5000,
         read_timeout_ms: int = 60000,
         load_timeout_ms: int = 300000,
@@ -162,6 +176,9 @@ class FeedDataResource(BaseResource):
             index_columns=index_columns,
             order_columns=order_columns,
             version_query=version_query,
+            delta_query=delta_query,
+            delta_column=delta_column,
+            delta_full_every=delta_full_every,
             connect_timeout_ms=connect_timeout_ms,
             read_timeout_ms=read_timeout_ms,
             load_timeout_ms=load_timeout_ms,

@@ -16,13 +16,16 @@ class Backoff:
     ``cap`` and at most the slot's interval (a resource refreshed every 5 s
     is not retried less often than that). Otherwise the interval, spread by
     ``± jitter`` of itself so that resources loaded together do not refresh
-    together. None: never (interval -1, no failure).
+    together; with ``early_only`` by ``- jitter`` only, so that fetches are at
+    most the interval apart (a fleet producer's promise: a change is read within
+    its resource's interval). None: never (interval -1, no failure).
     """
 
-    def __init__(self, base: float, cap: float, jitter: float) -> None:
+    def __init__(self, base: float, cap: float, jitter: float, *, early_only: bool = False) -> None:
         self.base = base
         self.cap = cap
         self.jitter = jitter
+        self.early_only = early_only
         self._rng = random.Random()
 
     def delay(self, slot: Slot) -> float | None:
@@ -35,4 +38,4 @@ class Backoff:
         if slot.interval < 0:
             return None
         spread = slot.interval * self.jitter
-        return slot.interval + self._rng.uniform(-spread, spread)
+        return slot.interval + self._rng.uniform(-spread, 0.0 if self.early_only else spread)

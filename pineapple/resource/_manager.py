@@ -130,10 +130,13 @@ class Manager:
         workers: int = 4,
         min_interval: float = MIN_INTERVAL,
         budget: MemoryBudget | None = None,
+        interval_is_max: bool = False,
     ) -> None:
+        """``jitter``: each refresh is due its interval ``± jitter`` of it (``interval_is_max``:
+        ``- jitter`` only, so refreshes are at most the interval apart)."""
         self._registry = registry if registry is not None else default_registry()
         self._start_timeout = start_timeout
-        self._backoff = Backoff(backoff_base, backoff_cap, jitter)
+        self._backoff = Backoff(backoff_base, backoff_cap, jitter, early_only=interval_is_max)
         self._workers = workers
         self._min_interval = min_interval  # code may lower it (tests); a config cannot
         self._slots: dict[str, Slot] = {}

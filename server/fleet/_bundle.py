@@ -30,13 +30,27 @@ from pineapple.resource.lowlevel import SnapshotFormatError
 from ._errors import SnapshotTooLargeError
 from ._transfer import CHUNK_BYTES
 
-__all__ = ["HEADER_MAX_BYTES", "MAGIC", "MAX_FILES", "ZSTD_MAGIC", "read_bundle", "write_bundle"]
+__all__ = [
+    "HEADER_MAX_BYTES",
+    "MAGIC",
+    "MAX_FILES",
+    "UNBUNDLE_CHUNK_BYTES",
+    "ZSTD_MAGIC",
+    "read_bundle",
+    "write_bundle",
+]
 
 MAGIC = b"PINEAPPLE-BUNDLE/1\n"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 """The first bytes of a zstd frame: a compressed bundle."""
 HEADER_MAX_BYTES = 64 * 1024
 MAX_FILES = 64
+UNBUNDLE_CHUNK_BYTES = 32 * 1024 * 1024
+"""A bundle is unpacked through one buffer of this size (the reader's memory bound, freed
+after), decompressed into it and written from it unbuffered: no copy per chunk, and few
+enough chunks that a pod whose request threads hold the GIL loses little to taking it
+back after each (a 106 MB table: 1 MiB chunks 1.4 to 2.3 s, 32 MiB 0.5 s, measured
+beside two busy threads)."""
 _SUFFIX = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 
 
@@ -85,33 +99,41 @@ def _sink(out: Path, compress: bool) -> BinaryIO:
     return cast(BinaryIO, pa.CompressedOutputStream(str(out), "zstd"))
 
 
-def _source(path: Path) -> tuple[BinaryIO, bool]:
+def _source(path: Path) -> tuple[_Reading, bool]:
     """``path`` opened for reading, decompressing when it is a compressed bundle."""
     with open(path, "rb") as probe:
         compressed = probe.read(len(ZSTD_MAGIC)) == ZSTD_MAGIC
-    if not compressed:
-        return open(path, "rb"), False
-    return cast(BinaryIO, _Decompressing(path)), True
+    return _Reading(path, compressed), compressed
 
 
-class _Decompressing:
-    """A compressed bundle read as its bundle; a stream that does not decompress (corrupt,
-    truncated) raises ``SnapshotFormatError`` naming the bundle."""
+class _Reading:
+    """A bundle read as its bundle (decompressed when ``compressed``); a stream that does
+    not decompress (corrupt, truncated) raises ``SnapshotFormatError`` naming the bundle."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, compressed: bool) -> None:
         import pyarrow as pa  # zstd streams; only a bundle's writer and reader load Arrow
 
         self._name = path.name
-        self._stream = pa.CompressedInputStream(pa.OSFile(str(path), "r"), "zstd")
+        raw = pa.OSFile(str(path), "r")
+        self._stream = pa.CompressedInputStream(raw, "zstd") if compressed else raw
         self._errors = (OSError, pa.ArrowException)
 
     def read(self, size: int) -> bytes:
+        """At most ``size`` bytes (fewer at the end)."""
         try:
             return bytes(self._stream.read(size))
         except self._errors as exc:
             raise SnapshotFormatError(f"bundle {self._name}: cannot decompress: {exc}") from None
 
-    def __enter__(self) -> _Decompressing:
+    def readinto(self, view: memoryview) -> int:
+        """Fill ``view`` (fewer bytes at the end); how many. Decompressed straight into it:
+        no buffer of Arrow's pool is left behind in the pod's memory."""
+        try:
+            return int(self._stream.readinto(view))
+        except self._errors as exc:
+            raise SnapshotFormatError(f"bundle {self._name}: cannot decompress: {exc}") from None
+
+    def __enter__(self) -> _Reading:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -152,6 +174,16 @@ def _header(path: Path, data: bytes, length: int | None, max_bytes: int) -> list
     return entries
 
 
+def _write_all(sink: BinaryIO, chunk: memoryview) -> None:
+    """Write all of ``chunk`` to an unbuffered file (bounded: each write moves >= 1 byte,
+    a write that moves none raises)."""
+    while chunk:
+        done = sink.write(chunk)
+        if not done:
+            raise OSError(f"cannot write {sink.name}: the write moved no byte")
+        chunk = chunk[done:]
+
+
 def read_bundle(path: Path, stem: Path, *, max_bytes: int = 1 << 62) -> list[Path]:
     """Unpack bundle ``path`` (compressed or not) into files at ``stem`` (see the module's
     checks; the files add up to at most ``max_bytes``); the files.
@@ -169,13 +201,14 @@ def read_bundle(path: Path, stem: Path, *, max_bytes: int = 1 << 62) -> list[Pat
             if size > HEADER_MAX_BYTES:
                 raise SnapshotFormatError(f"bundle {path.name}: header over {HEADER_MAX_BYTES}")
             entries = _header(path, src.read(size), length, max_bytes)
+            chunk = memoryview(bytearray(UNBUNDLE_CHUNK_BYTES))  # the one buffer, reused
             for suffix, left in entries:
                 target = stem.with_name(stem.name + suffix)
                 written.append(target)
-                with open(target, "xb") as sink:
-                    while left and (chunk := src.read(min(CHUNK_BYTES, left))):
-                        sink.write(chunk)
-                        left -= len(chunk)
+                with open(target, "xb", buffering=0) as sink:
+                    while left and (got := src.readinto(chunk[: min(len(chunk), left)])):
+                        _write_all(sink, chunk[:got])  # unbuffered: no copy of the chunk
+                        left -= got
                 if left:
                     raise SnapshotFormatError(f"bundle {path.name}: shorter than its header")
             if compressed and src.read(1):

@@ -108,8 +108,9 @@ class SnapshotCache:
             entry = self._entry(announcement)
             cached = self._cached(entry)
             fresh = cached is None or cached.digest != announcement.digest
+            stages = ""
             if fresh:
-                self._download(store, announcement, entry, max_bytes)
+                stages = self._download(store, announcement, entry, max_bytes)
             downloaded = time.monotonic()
             try:
                 value = codec.open(entry / _STEM, announcement.generation)
@@ -120,11 +121,12 @@ class SnapshotCache:
             self._mark_accepted(announcement.name, entry)
             self._prune(announcement.name, entry)
             _log.info(
-                "resource %s: generation %d %s in %.3fs (%d bytes), opened in %.3fs",
+                "resource %s: generation %d %s in %.3fs%s (%d bytes), opened in %.3fs",
                 announcement.name,
                 announcement.generation,
                 "downloaded, verified and unbundled" if fresh else "found in the cache",
                 downloaded - started,
+                stages,
                 announcement.size,
                 time.monotonic() - downloaded,
             )
@@ -132,11 +134,15 @@ class SnapshotCache:
 
     def _download(
         self, store: FleetStore, announcement: Announcement, entry: Path, max_bytes: int
-    ) -> None:
+    ) -> str:
+        """Download, verify and unbundle ``announcement`` into ``entry``; where the time
+        went (for the log)."""
         work = Path(tempfile.mkdtemp(dir=self.root / "downloads"))
         try:
+            started = time.monotonic()
             bundle = work / "bundle"
             info = store.get_object(announcement.object, bundle, max_bytes=max_bytes)
+            fetched = time.monotonic()
             if (info.digest, info.size) != (announcement.digest, announcement.size):
                 raise DigestMismatchError(
                     f"resource {announcement.name} generation {announcement.generation}: object"
@@ -147,12 +153,17 @@ class SnapshotCache:
             staged = work / "entry"
             staged.mkdir()
             read_bundle(bundle, staged / _STEM, max_bytes=max_bytes)
+            unbundled = time.monotonic()
             bundle.unlink()
             write_atomically(staged / "announcement.json", announcement.to_json(), durable=True)
             entry.parent.mkdir(parents=True, exist_ok=True)
             if entry.exists():
                 shutil.rmtree(entry)
             os.rename(staged, entry)
+            return (
+                f" (download {fetched - started:.3f}s, unbundle {unbundled - fetched:.3f}s,"
+                f" keep {time.monotonic() - unbundled:.3f}s)"
+            )
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

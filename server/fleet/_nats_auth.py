@@ -14,6 +14,7 @@ the store keeps. They come from the environment, or from files it names:
 
 from __future__ import annotations
 
+import importlib
 import os
 import ssl
 from collections.abc import Mapping
@@ -115,6 +116,18 @@ def _tls(env: Mapping[str, str]) -> ssl.SSLContext | None:
     return context
 
 
+def _need_nkeys() -> None:
+    """A ``.creds`` file signs the server's nonce with its NKey seed: nats-py does it with
+    the ``nkeys`` package, which it does not install itself; say so before connecting."""
+    try:
+        importlib.import_module("nkeys")  # nats-py imports it when it connects
+    except ImportError:
+        raise FleetError(
+            f"{_PREFIX}CREDS: a .creds file needs the 'nkeys' package"
+            " (pip install 'nats-py[nkeys]'); it is not installed"
+        ) from None
+
+
 def connect_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``nats.connect`` keyword arguments for the credentials set in ``env``."""
     env = os.environ if env is None else env
@@ -128,6 +141,7 @@ def connect_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         options["token"] = token
     creds = _file(env, "CREDS")
     if creds is not None:
+        _need_nkeys()
         options["user_credentials"] = creds
     tls = _tls(env)
     if tls is not None:

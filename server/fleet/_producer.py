@@ -180,6 +180,7 @@ class ProducerAuthority:
             budget=self._budget,
             carry_over=self.publisher,
             starting=self._start,
+            interval_is_max=True,  # a change is read within its resource's interval
         )
         try:
             if self.closing.is_set() or not self.leading.held():

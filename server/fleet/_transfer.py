@@ -89,9 +89,10 @@ class Download:
         self._file.write(chunk)
 
     def finish(self) -> ObjectInfo:
-        """Check size and digest, then rename into ``dest``; the verified info."""
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """Check size and digest, then rename into ``dest``; the verified info.
+
+        Not synced to disk: a download is a staging file (the cache unbundles it and
+        removes it; what it keeps, it makes durable itself)."""
         self._file.close()
         if self.size != self.info.size:
             raise DigestMismatchError(

@@ -37,6 +37,7 @@ def start_publisher(
     carry_over: resource.Manager | None = None,
     starting: Callable[[resource.Manager], AbstractContextManager[object]] | None = None,
     replay: Callable[[str, Any], None] | None = None,
+    interval_is_max: bool = False,
 ) -> resource.Manager:
     """A started Manager of the entries of ``loaded`` whose type ``registry`` holds.
 
@@ -48,9 +49,17 @@ def start_publisher(
     what the start raises (``StartError`` names each failed resource) with the
     new Manager stopped. ``replay``: what a refreshed value of a ``replay`` entry answers
     before it is accepted (``Manager.set_replay``; the supervisor's value trial).
+    ``interval_is_max``: refreshes are at most their interval apart (the jitter only
+    shortens it: a fleet producer's).
     """
     shared = tuple(e for e in loaded.entries if registry.get(e.type) is not None)
-    manager = resource.Manager(registry, metrics, start_timeout=start_timeout, budget=budget)
+    manager = resource.Manager(
+        registry,
+        metrics,
+        start_timeout=start_timeout,
+        budget=budget,
+        interval_is_max=interval_is_max,
+    )
     if replay is not None:
         manager.set_replay(replay)
     try:

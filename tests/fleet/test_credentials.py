@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from server.fleet import PINS, FleetError, FleetLimits, StoreUnavailableError, open_store
 from server.fleet._nats_auth import connect_options, sanitised
 
+from ._jwt import decentralized_auth
 from ._nats import NatsCluster, nats_cluster
 
 pytestmark = pytest.mark.timeout(180)
@@ -165,3 +167,44 @@ def test_a_token_variable_is_stripped_and_an_empty_one_is_none(
     env: dict[str, str], expected: dict[str, str]
 ) -> None:
     assert connect_options(env) == expected
+
+
+def test_a_creds_file_without_the_nkeys_package_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """nats-py signs a ``.creds`` file's nonce with the ``nkeys`` package, which it does not
+    install: without it the store refuses at once, naming the package (not at connect)."""
+    creds = tmp_path / "user.creds"
+    creds.write_text("-----BEGIN NATS USER JWT-----\nx\n------END NATS USER JWT------\n")
+    monkeypatch.setitem(sys.modules, "nkeys", None)  # ``import nkeys`` raises ImportError
+    with pytest.raises(FleetError, match=r"PINEAPPLE_FLEET_CREDS: .*'nkeys' package"):
+        connect_options({"PINEAPPLE_FLEET_CREDS": str(creds)})
+
+
+def test_a_creds_file_connects_to_a_server_in_operator_mode(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``PINEAPPLE_FLEET_CREDS``: an operator/account/user JWT setup made here (``_jwt``), a
+    real ``nats-server`` in operator mode; the store works with the user's ``.creds`` file,
+    is refused without it, and no message or log holds the user's seed."""
+    pytest.importorskip("nkeys", reason="a .creds file needs the nkeys package")
+    auth = decentralized_auth(tmp_path / "auth")
+    with nats_cluster(
+        tmp_path / "nats",
+        1,
+        ["-c", str(auth.server_config)],
+        connect_options={"user_credentials": str(auth.creds)},
+    ) as cluster:
+        with pytest.raises(StoreUnavailableError) as refused:  # no credentials: refused
+            open_store(cluster.url, timeout=3.0, limits=LIMITS).put(PINS, "a", b"x")
+        monkeypatch.setenv("PINEAPPLE_FLEET_CREDS", str(auth.creds))
+        store = open_store(cluster.url, timeout=5.0, limits=LIMITS)
+        try:
+            revision = store.put(PINS, "a", b"x")
+            assert revision > 0
+            record = store.get(PINS, "a")
+            assert record is not None and record.value == b"x"
+        finally:
+            store.close()
+    assert auth.seed not in _messages(refused.value)
+    assert auth.seed not in caplog.text

@@ -90,3 +90,59 @@ def test_a_mariadb_table_the_producer_reads_into_arrow_serves_on_every_pod(
                 FOLLOW_WITHIN,
             )
             assert (a := announcement(fleet.store, "feed")) is not None and a.generation == 2
+
+
+def test_a_delta_read_at_the_producer_serves_on_every_pod_what_a_full_read_serves(
+    tmp_path: Path, mode: tuple[str, ...], source: Source
+) -> None:
+    """``feed_data`` with a ``delta_query`` at the producer: a change (two rows updated,
+    five added) is read as a delta, merged into the producer's table and published; the
+    pod (one process and ``--workers 2``) then answers exactly the table read whole, and
+    the producer logged one delta read for it."""
+    with source.conn.cursor() as cur:
+        cur.execute(f"ALTER TABLE `{source.table}` ADD updated_at BIGINT NOT NULL DEFAULT 0")
+    config = source.config()
+    params = config["resource_config"]["feed"]["params"]
+    params["loader"] = "arrow"
+    params["delta_query"] = f"SELECT * FROM `{source.table}` WHERE updated_at > %(since)s"
+    params["delta_column"] = "updated_at"
+    producer_config = tmp_path / "producer.json"
+    write_config(producer_config, config)
+    with (
+        nats_cluster(tmp_path / "nats") as nats,
+        Fleet(tmp_path / "fleet", url=nats.url) as fleet,
+        Publisher(producer_config, fleet.url) as publisher,
+    ):
+        wait_until(
+            "generation 1 announced",
+            lambda: announcement(fleet.store, "feed") is not None,
+            FOLLOW_WITHIN,
+        )
+        with fleet.pod(mode, own_config=False) as pod:
+
+            def served() -> list[tuple[int, float]]:
+                return [(int(item["id"]), float(item["score"])) for item in pod.answer()]
+
+            assert served() == [(i, 1.0) for i in range(ROWS)]
+            with source.conn.cursor() as cur:
+                cur.execute(
+                    f"UPDATE `{source.table}` SET score = 7.5, updated_at = 1 WHERE id IN (3, 17)"
+                )
+                cur.executemany(
+                    f"INSERT INTO `{source.table}` VALUES (%s, 2.0, 2)",
+                    [(i,) for i in range(ROWS, ROWS + 5)],
+                )
+                cur.execute(f"UPDATE `{source.version}` SET v = v + 1")
+                cur.execute(f"SELECT id, score FROM `{source.table}` ORDER BY id")
+                whole = [(int(i), float(s)) for i, s in cur.fetchall()]
+            assert len(whole) == ROWS + 5 and whole[3] == (3, 7.5)
+            wait_until(
+                "the pod serves the change",
+                lambda: all(served() == whole for _ in range(4)),
+                FOLLOW_WITHIN,
+            )
+            assert (a := announcement(fleet.store, "feed")) is not None and a.generation == 2
+            assert (
+                publisher.count(r"delta read since updated_at=0 merged into 50 rows \(55 now\)")
+                == 1
+            )

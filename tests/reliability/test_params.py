@@ -9,6 +9,7 @@ anyway, every resource shows ``Fresh=False`` and ``/readyz`` answers 503.
 
 from __future__ import annotations
 
+import random
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -114,6 +115,22 @@ def test_backoff_after_thousands_of_failures_does_not_overflow() -> None:
     slot = rm._slots["r"]
     slot.consecutive_failures = 5000  # 2.0 ** 4999 would overflow
     assert rm._next_delay(slot) == 60
+
+
+@pytest.mark.parametrize(
+    ("interval_is_max", "low", "high"), [(False, 9.0, 11.0), (True, 9.0, 10.0)]
+)
+def test_the_jitter_only_shortens_an_interval_that_is_a_maximum(
+    interval_is_max: bool, low: float, high: float
+) -> None:
+    """``interval_is_max`` (a fleet producer's): every refresh is due within ``-jitter`` of
+    its interval, never later; by default within ``±jitter``, both sides reached."""
+    rm = Manager(jitter=0.1, interval_is_max=interval_is_max)
+    rm.register("r", dict, interval=10)
+    slot = rm._slots["r"]
+    rm._backoff._rng = random.Random(7)  # the same draws every run
+    delays = [rm._next_delay(slot) or 0.0 for _ in range(2000)]
+    assert low <= min(delays) < low + 0.05 and high - 0.05 < max(delays) <= high
 
 
 def test_the_timer_survives_a_delay_beyond_what_a_thread_can_wait() -> None:

@@ -215,3 +215,27 @@ def test_a_mapped_table_whose_files_are_gone_is_written_anew(mapped: Any) -> Non
         assert again.match({"tags": 10}) == table.match({"tags": 10})
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("order_by", ["score", "maybe", "cat"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_first_page_selected_by_arrow_is_the_heap_tables(
+    tmp_path: Path, order_by: str, descending: bool
+) -> None:
+    """A page of a large set (offset + limit under a quarter of it) is picked over the mapped
+    ranks by Arrow: the same rows in the same order as the heap table's ``heapq`` (ties in
+    row order, NULL last), for many ties, NULLs, offsets and subsets."""
+    table = build_feed_table(NAMES, [_rows(2000)], "id", ["cat"])
+    for column in ("score", "maybe", "cat"):
+        table.prepare_order(column)
+    write_feed_snapshot(table, tmp_path / "big")
+    m = open_mapped_table(tmp_path / "big")
+    try:
+        for rows in (table.ids_matching({}), table.ids_matching({"cat": "c2"})):
+            for offset, limit in ((0, 1), (0, 20), (7, 13), (90, 9)):
+                assert offset + limit < len(rows) // 4  # the Arrow path
+                want = table.order(rows, order_by, descending, offset, limit)
+                assert m.order(rows, order_by, descending, offset, limit) == want
+                assert len(want) == limit
+    finally:
+        m.close()

@@ -49,6 +49,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -152,6 +153,9 @@ class SharedStore(StoreDirectory):
         """``key -> newest generation staged`` (generations only grow)."""
         self._owner: int | None = None
         """the locked descriptor of the ``owner`` file (``_stale_dirs``)."""
+        self.on_change: Callable[[], None] | None = None
+        """Called after each manifest write (the supervisor wakes its workers' followers);
+        must not block."""
 
     @classmethod
     def create(cls, parent: str | Path | None = None) -> SharedStore:
@@ -348,6 +352,8 @@ class SharedStore(StoreDirectory):
         if len(data) > MANIFEST_MAX_BYTES:  # no reader would take it: the old one stays
             raise OSError(f"it would be {len(data)} bytes, over {MANIFEST_MAX_BYTES}")
         write_atomically(self.manifest_path, data)
+        if self.on_change is not None:
+            self.on_change()
 
     def remove(self) -> None:
         """Delete the directory and every snapshot in it (the supervisor, at exit)."""

@@ -109,6 +109,10 @@ def restart_delay(failures: int) -> float:
     return min(RESTART_BACKOFF_MAX_SECONDS, RESTART_BACKOFF_SECONDS * float(1 << doublings))
 
 
+_NOTICE = b"m"
+"""What the supervisor writes on a worker's pipe when the manifest changed (a hint)."""
+
+
 class _Worker:
     """One worker process, the write end of its pipe and the clock of its beats."""
 
@@ -126,9 +130,18 @@ class _Worker:
         self.started = time.monotonic()
         self.killed = False
         """Killed for its silence (its exit is then expected)."""
+        self._pipe_lock = threading.Lock()
+        """Serialises :meth:`wake` (a refresh thread) and :meth:`close` (the loop): a notice
+        is never written to a descriptor closed (and maybe reused) meanwhile."""
+
+    def wake(self) -> None:
+        """A notice on the pipe (non-blocking: dropped when full, closed or gone)."""
+        with self._pipe_lock, contextlib.suppress(OSError):  # BlockingIOError, BrokenPipe
+            self.pipe.send_bytes(_NOTICE)
 
     def close(self) -> None:
-        self.pipe.close()
+        with self._pipe_lock:
+            self.pipe.close()
         self.beats.close()
 
 
@@ -148,6 +161,7 @@ class Supervisor:
         self.sock = sock
         self._attach = attach
         self.store = SharedStore.create(config.shared_dir)
+        self.store.on_change = self._wake_workers
         self.workers: list[_Worker] = []
         self.stopping = threading.Event()
         self.pod_metrics = PodMetrics.create(self.store.path / METRICS_DIR)
@@ -200,8 +214,17 @@ class Supervisor:
         serving = sum(1 for w in workers if not w.killed and w.beats.serving)
         return self.config.workers, serving
 
+    def _wake_workers(self) -> None:
+        """Tell every worker the manifest changed (a notice on its pipe): its follower maps
+        the new snapshot now, not at its next poll. Never blocks: the pipe's write end is
+        non-blocking and a notice (5 bytes, one atomic write) that does not fit is dropped,
+        as is one to a worker gone (the poll still finds the change)."""
+        for worker in list(self.workers):  # a copy: the loop may respawn meanwhile
+            worker.wake()
+
     def _spawn(self, index: int) -> _Worker:
         reader, writer = self._context.Pipe(duplex=False)
+        os.set_blocking(writer.fileno(), False)  # _wake_workers never waits on a worker
         beats, beat_writer = self._context.Pipe(duplex=False)
         proc = self._context.Process(
             target=worker_main,

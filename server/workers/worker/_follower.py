@@ -5,7 +5,9 @@ holds. The follower waits on it at most ``poll_seconds`` at a time; between
 waits it looks at the store's manifest (one ``stat``) and, when it changed,
 refreshes every shared resource of the serving snapshot's Manager, whose
 ``MappedFetcher`` opens the new generation (or answers ``NOT_MODIFIED``).
-So a publish reaches every worker within ``poll_seconds`` plus one open.
+The supervisor writes a notice on the pipe after each manifest write, so a
+publish wakes the follower at once; when a notice is lost (a full pipe), a
+publish reaches every worker within ``poll_seconds`` plus one open.
 
 The same pass follows the config (:class:`ConfigFollow`): when the manifest
 names a config generation newer than the one this worker serves, the
