@@ -45,6 +45,7 @@ __all__ = [
     "LocalDecisions",
     "Refused",
     "act",
+    "act_refused",
     "http_status",
     "readiness_of",
     "stale_sources",
@@ -149,12 +150,20 @@ def act(
     after it; a refusal is :class:`Refused` with the status it maps to and that status."""
     try:
         body = _answer(manager, action, name, force)
-    except (resource.UnknownResourceError, resource.ManagerStateError) as exc:
-        raise Refused(http_status(exc), str(exc)) from None  # no resource status to show
     except PineappleError as exc:
-        raise Refused(http_status(exc), str(exc), status_body(manager, name)) from None
+        raise act_refused(manager, name, exc) from None
     body["status"] = status_body(manager, name)
     return body
+
+
+def act_refused(manager: resource.Manager, name: str, exc: PineappleError) -> Refused:
+    """``exc`` of an action on ``name`` as its :class:`Refused`, with the resource's status
+    after it (none for an unknown resource or a stopped manager)."""
+    if isinstance(exc, Refused):
+        return exc
+    if isinstance(exc, (resource.UnknownResourceError, resource.ManagerStateError)):
+        return Refused(http_status(exc), str(exc))  # no resource status to show
+    return Refused(http_status(exc), str(exc), status_body(manager, name))
 
 
 def stale_sources(manager: resource.Manager) -> dict[str, str]:

@@ -136,7 +136,7 @@ class Service:
         """Where the config-history routes ask (None: no history; a worker's comes with its
         role, one process's is set where the server is assembled, ``server/_history_pod.py``)."""
         self.stages: StageDecisions | None = (
-            LocalStage(config, self.reloader, self.shadow)
+            LocalStage(config, self.reloader, self.shadow, self.holder)
             if self.role is None
             else self.role.staging(self.shadow)
         )

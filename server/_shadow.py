@@ -47,16 +47,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from ._config import Responder
+from pineapple import Context
+
+from ._config import EngineLike, Responder
 from ._shadow_compare import compare
 from ._shadow_summary import ShadowSummary, Thresholds
-from ._snapshot import Snapshot
 
-__all__ = ["CLOSE_SECONDS", "POLL_SECONDS", "TICK_SECONDS", "Shadow", "Stage"]
+__all__ = ["CLOSE_SECONDS", "POLL_SECONDS", "TICK_SECONDS", "Candidate", "Shadow", "Stage"]
 
 _log = logging.getLogger("pineapple.server")
 _monotonic = time.monotonic
@@ -69,11 +70,36 @@ CLOSE_SECONDS = 5.0
 """How long :meth:`Shadow.close` waits for the thread (plus one request's timeout)."""
 
 
+class Candidate(Protocol):
+    """What a shadowed request runs on: a staged config's ``Snapshot``, or the serving
+    one with a staged refresh's value lent (``server/_resource_stage.py``)."""
+
+    serial: int
+    engine: EngineLike
+    context: Context
+
+    def acquire(self) -> bool:
+        """Take one reference while the candidate is live; False once it is closing."""
+        ...
+
+    def release(self) -> None:
+        """Drop one reference."""
+        ...
+
+    def retire(self) -> None:
+        """Drop the stage's baseline reference (once)."""
+        ...
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """Wait until the candidate has closed; False on timeout."""
+        ...
+
+
 @dataclass(eq=False)
 class Stage:
     """One staged candidate in one process: its snapshot, share and summary."""
 
-    candidate: Snapshot
+    candidate: Candidate
     content_hash: str
     share: float
     thresholds: Thresholds
@@ -81,6 +107,8 @@ class Stage:
     staged_at: float = field(default_factory=time.time)
     expires: float = 0.0
     """Monotonic time at which the stage ends by its lifetime (0: never)."""
+    resource: str | None = None
+    """The resource whose staged refresh this is (None: a staged config)."""
     credit: float = 0.0
     """The share owed so far: a request is shadowed each time it reaches 1 (racy by design:
     two threads may both see it, which shadows one request more)."""

@@ -45,15 +45,18 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pineapple import PineappleError, resource
 from pineapple._error_text import capped
 
 from ._build_error import BuildError
 from ._config import Config
-from ._decisions import Refused
+from ._decisions import Refused, act_refused
 from ._reload_policy import ReloadOutcome
 from ._reloader import Reloader
+from ._resource_stage import LentCandidate, hold
 from ._shadow import Shadow, Stage
 from ._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
+from ._snapshot import Snapshot, SnapshotHolder
 
 __all__ = ["ABORT_WAIT_SECONDS", "LocalStage", "StageDecisions", "parse_share", "stage_refused"]
 
@@ -82,6 +85,10 @@ class StageDecisions(Protocol):
         """``GET /config/candidate``: ``staged`` (the summary, or None) and ``last_decision``."""
         ...
 
+    def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Fetch ``name`` and stage its value (``given`` as :meth:`stage`'s)."""
+        ...
+
 
 def parse_share(given: Mapping[str, Any], default: float) -> float:
     """The stage's ``share`` (0 to 1), else ``default``; :class:`ThresholdError` naming it."""
@@ -100,8 +107,11 @@ def parse_share(given: Mapping[str, Any], default: float) -> float:
 class LocalStage:
     """:class:`StageDecisions` of one process: its reloader's policy and its shadow."""
 
-    def __init__(self, config: Config, reloader: Reloader, shadow: Shadow) -> None:
+    def __init__(
+        self, config: Config, reloader: Reloader, shadow: Shadow, holder: SnapshotHolder
+    ) -> None:
         self._config = config
+        self._holder = holder
         self._policy = reloader.policy
         self._target = reloader.target
         self._shadow = shadow
@@ -123,11 +133,7 @@ class LocalStage:
                 raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
             if self._target.closed:
                 raise Refused(503, "shutting down")
-            staged = self._shadow.stage
-            if staged is not None:
-                raise Refused(
-                    409, f"config {staged.content_hash[:12]} is staged: promote or abort it first"
-                )
+            self._refuse_if_staged()
             try:
                 data = self._target.read()
                 digest = hashlib.sha256(data).hexdigest()
@@ -163,6 +169,67 @@ class LocalStage:
             "report": self._target.replay_report,
         }
 
+    def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            thresholds = Thresholds.parse(given)
+            share = parse_share(given, self._config.shadow_share)
+        except ThresholdError as exc:
+            raise Refused(400, str(exc)) from None
+        with self._policy.exclusive() as held:
+            if not held:
+                raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
+            if self._target.closed:
+                raise Refused(503, "shutting down")
+            self._refuse_if_staged()
+            serving = self._holder.acquire()
+            if serving is None:
+                raise Refused(503, "no config is being served")
+            try:
+                candidate = self._fetched(serving, name)
+            except BaseException:
+                serving.release()
+                raise
+            stage = Stage(
+                candidate,
+                serving.info.content_hash,
+                share,
+                thresholds,
+                ShadowSummary(self._config.shadow_examples),
+                expires=time.monotonic() + self._config.shadow_max_seconds,
+                resource=name,
+            )
+            self._shadow.begin(stage)
+        _log.info(
+            "resource %r staged (a refresh beside version %s): %g of /execute requests shadowed",
+            name,
+            candidate.version,
+            share,
+        )
+        return {"result": "staged", "candidate": self._view(stage)}
+
+    def _fetched(self, serving: Snapshot, name: str) -> LentCandidate:
+        """A new value of ``name`` in ``serving``'s Manager, pinned by the stage; :class:`Refused`
+        with the refresh's status (and the resource's) when there is none to stage."""
+        pin = hold(name, time.time())
+        try:
+            value = serving.manager.fetch_candidate(name, pin)
+        except PineappleError as exc:
+            raise act_refused(serving.manager, name, exc) from None
+        if value is resource.NOT_MODIFIED:
+            raise Refused(409, f"resource {name!r} is not modified: nothing to stage")
+        return LentCandidate(serving, name, value, pin)
+
+    def _refuse_if_staged(self) -> None:
+        """:class:`Refused` (409) naming what is staged, if anything is."""
+        staged = self._shadow.stage
+        if staged is None:
+            return
+        if staged.resource is not None:
+            what = f"a refresh of resource {staged.resource!r}"
+        else:
+            what = f"config {staged.content_hash[:12]}"
+        raise Refused(409, f"{what} is staged: promote or abort it first")
+
     def promote(self) -> dict[str, Any]:
         return self._end("promote", "admin", "promoted by an admin")
 
@@ -190,6 +257,8 @@ class LocalStage:
             # Kept before the stage ends, so a reader sees the stage or its decision.
             kept = self._decided(stage, decision, by, reason, self._shadow.summary(stage))
             self._shadow.end()
+            if isinstance(stage.candidate, LentCandidate):
+                return self._resource_ended(stage.candidate, decision, reason, kept)
             self._policy.staged = None
             if decision == "promote":
                 return self._promoted(stage, kept)
@@ -198,6 +267,7 @@ class LocalStage:
 
     def _promoted(self, stage: Stage, kept: dict[str, Any]) -> dict[str, Any]:
         began = time.monotonic()
+        assert isinstance(stage.candidate, Snapshot), "a staged config's candidate"
         serial = self._target.publish(stage.candidate)
         if serial is None:
             raise Refused(503, "shutting down")
@@ -209,6 +279,22 @@ class LocalStage:
         )
         _log.info("config %s promoted (%s): %s", kept["revision"], kept["by"], kept["reason"])
         return {"result": "promoted", **kept, "reload": outcome.to_dict()}
+
+    def _resource_ended(
+        self, candidate: LentCandidate, decision: Decision, reason: str, kept: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A staged refresh promoted (swapped in as a refresh would) or aborted (refused)."""
+        name = candidate.name
+        if decision == "abort":
+            closed = candidate.abort(f"aborted ({kept['by']}): {reason}", ABORT_WAIT_SECONDS)
+            _log.warning("staged refresh of %r aborted (%s): %s", name, kept["by"], reason)
+            return {"result": "aborted", **kept, "closed": closed}
+        try:
+            version = candidate.promote(ABORT_WAIT_SECONDS)
+        except PineappleError as exc:  # the swap refused it (budget, a pin): dropped
+            raise act_refused(candidate.serving.manager, name, exc) from None
+        _log.info("staged refresh of %r promoted (%s) as version %s", name, kept["by"], version)
+        return {"result": "promoted", **kept, "version": version}
 
     def _aborted(self, stage: Stage, kept: dict[str, Any]) -> dict[str, Any]:
         stage.candidate.retire()
@@ -224,6 +310,7 @@ class LocalStage:
             "by": by,
             "reason": reason,
             "revision": stage.content_hash[:12],
+            "resource": stage.resource,
             "at": time.time(),
             "summary": summary,
         }
@@ -258,12 +345,32 @@ class LocalStage:
         reason = f"superseded by a reload ({outcome.trigger}) of config {revision}"
         self._decided(stage, "abort", "reload", reason, self._shadow.summary(stage))
         self._shadow.end()
+        if isinstance(stage.candidate, LentCandidate):
+            self._lift_carried_pin(stage.candidate)
+            stage.candidate.abort(reason, 0.0)  # closes after its last shadowed request
+            _log.warning("staged refresh of %r aborted: %s", stage.resource, reason)
+            return
         self._policy.staged = None
         stage.candidate.retire()
         _log.warning("config %s aborted: %s", stage.content_hash[:12], reason)
 
+    def _lift_carried_pin(self, candidate: LentCandidate) -> None:
+        """The config swapped in carried the stage's pin over (its Manager adopted the
+        slot): lift it there, so its refreshes swap again."""
+        snap = self._holder.acquire()
+        if snap is None:
+            return
+        try:
+            with contextlib.suppress(resource.UnknownResourceError):  # the reload dropped it
+                snap.manager.release_hold(candidate.name, candidate.pin)
+        finally:
+            snap.release()
+
     def _view(self, stage: Stage) -> dict[str, Any]:
+        lent = stage.candidate if isinstance(stage.candidate, LentCandidate) else None
         return {
+            "resource": stage.resource,
+            "beside_version": None if lent is None else lent.version,
             "revision": stage.content_hash[:12],
             "content_hash": stage.content_hash,
             "snapshot": stage.candidate.serial,

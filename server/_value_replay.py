@@ -43,7 +43,7 @@ from ._replay import Answering, ReplayReport, replay
 from ._request_sample import SampledRequest, SampleSource
 from ._snapshot import SnapshotHolder
 
-__all__ = ["ValueReplay", "replay_value"]
+__all__ = ["ValueReplay", "lend", "replay_value"]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -70,6 +70,12 @@ class _Borrowed:
         return self._manager.get(name)
 
 
+def lend(context: Context, manager: resource.Manager, name: str, value: Any) -> Context:
+    """``context`` whose resources lend ``value`` for ``name`` and borrow every other one
+    from ``manager`` (a replayed value, a staged refresh's candidate)."""
+    return resource.with_resources(context, _Borrowed(manager, name, value))
+
+
 def replay_value(
     snap: Answering,
     manager: resource.Manager,
@@ -82,9 +88,7 @@ def replay_value(
 ) -> ReplayReport:
     """``requests`` answered by ``snap``'s engine with ``value`` lent for ``name`` (every
     other resource borrowed from ``manager``), each failure checked on ``snap`` itself."""
-    lent = _Lent(
-        snap.engine, resource.with_resources(snap.context, _Borrowed(manager, name, value))
-    )
+    lent = _Lent(snap.engine, lend(snap.context, manager, name, value))
     return replay(lent, responder, requests, seconds, request_timeout, baseline=snap)
 
 

@@ -519,6 +519,43 @@ class Manager:
             raise refused
         return result
 
+    # -- a staged refresh (the server's shadow stage) ---------------------------------
+
+    def fetch_candidate(self, name: str, hold: str) -> Any:
+        """Fetch ``name`` now without swapping: ``NOT_MODIFIED``, or the new value,
+        validated as a refresh's, with ``name`` pinned by ``hold`` (no fetch swaps it)
+        until :meth:`admit_candidate` or :meth:`refuse_candidate`. The value is the
+        caller's: it hands it to :meth:`admit_candidate` or :meth:`drop_candidate`.
+
+        Raises what :meth:`refresh` raises (a refusal and a failed fetch are not
+        recorded in the status: the caller answers them), nothing pinned then.
+        """
+        slot = self._slot(name)
+        if self._state != "started":
+            raise ManagerStateError(f"cannot stage {name!r}: the manager is {self._state}")
+        return self._refresher.fetch_candidate(slot, hold)
+
+    def admit_candidate(self, name: str, value: Any, hold: str) -> int | None:
+        """Serve ``value`` (a :meth:`fetch_candidate`'s) as a refresh would swap it, once
+        ``hold`` is lifted; the new version (None: the manager stopped). Raises what the
+        swap raises (budget, another pin, ``commit``), ``value`` dropped then."""
+        slot = self._slot(name)
+        self._refresher.admit_candidate(slot, value, hold)
+        return self.version_of(name)
+
+    def refuse_candidate(self, name: str, hold: str, reason: str) -> None:
+        """Lift ``hold`` and record the candidate's refusal (check ``stage``, ``Valid=False``):
+        the unchanged source is not swapped in by the next fetch, a changed one is."""
+        self._refresher.refuse_candidate(self._slot(name), hold, reason)
+
+    def drop_candidate(self, name: str, value: Any) -> None:
+        """A candidate value that is not served: its fetcher's ``discard``, then the closer."""
+        drop_unserved(self._slot(name), value)
+
+    def release_hold(self, name: str, hold: str) -> None:
+        """Unpin ``name`` if ``hold`` pins it (a config reload carried the pin over)."""
+        self._refresher.release_hold(self._slot(name), hold)
+
     # -- rollback, pin, memory (the swap table does the swapping) ------------------------
 
     def rollback(self, name: str) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 from ._budget import size_of
 from ._closer import schedule_close
 from ._hooks import admitted_upstream, call_hook, hook_of
-from ._outcome import NOT_MODIFIED, ManagerMetrics, RefreshResult
+from ._outcome import NOT_MODIFIED, ManagerMetrics, RefreshError, RefreshResult
 from ._refusal import PinnedError, ValidationRefusedError, ValueRefusedError
 from ._refvalue import RefValue, ResourceHandle
 from ._slot import Slot
@@ -123,7 +123,72 @@ class Refresher:
             return self._record_failure(slot, now, f"{type(exc).__name__}: {exc}")
         return "swapped"
 
-    def _admit(self, slot: Slot, value: Any, now: float, force: bool) -> None:
+    # -- a staged refresh: fetched now, swapped (or refused) later ---------------------
+
+    def fetch_candidate(self, slot: Slot, hold: str) -> Any:
+        """One fetch of ``slot`` that swaps nothing (a staged refresh, ``Manager.stage``):
+        ``NOT_MODIFIED`` as is; else the value, validated as a refresh's (the replay
+        included), with ``slot`` pinned by ``hold`` so no fetch swaps it meanwhile.
+
+        Raises :class:`PinnedError` (pinned already), ``RefreshError`` (the fetch
+        failed) or :class:`ValueRefusedError` (the value is dropped); nothing is pinned
+        then. Not recorded in the slot's status: the caller answers it.
+        """
+        with slot.refresh_lock:  # no timed fetch of this slot runs meanwhile
+            if self._swaps.pin(slot, hold, time.time()) is not None:
+                raise PinnedError(slot.name, str(slot.pinned))
+            try:
+                value = slot.fetcher()
+            except BaseException as exc:  # SystemExit & co. from a fetcher: a failed fetch
+                self._swaps.unpin(slot, time.time())
+                reason = slot.said(f"{type(exc).__name__}: {exc}")
+                raise RefreshError(f"refresh of resource {slot.name!r} failed: {reason}") from None
+            if value is NOT_MODIFIED:
+                self._swaps.unpin(slot, time.time())
+                return value
+            try:
+                if not admitted_upstream(slot.fetcher):
+                    self._validate(slot, value, False)
+            except BaseException:
+                self._swaps.unpin(slot, time.time())
+                drop_unserved(slot, value)
+                raise
+            return value
+
+    def admit_candidate(self, slot: Slot, value: Any, hold: str) -> None:
+        """Swap in ``value`` (a :meth:`fetch_candidate`'s, validated then) exactly as a
+        refresh would, once ``hold`` is lifted; raises what the swap raises (the budget,
+        a pin other than ``hold``, the fetcher's ``commit``), the value dropped then."""
+        with slot.refresh_lock:
+            self.release_hold(slot, hold)
+            now = time.time()
+            try:
+                self._admit(slot, value, now, False, validated=True)
+            except BaseException:
+                drop_unserved(slot, value)
+                raise
+            with slot.lock:
+                slot.last_attempt_at = slot.confirmed_at = now
+                slot.last_error = None
+                slot.consecutive_failures = 0
+                self._observe(slot, now)
+
+    def refuse_candidate(self, slot: Slot, hold: str, reason: str) -> None:
+        """``hold`` lifted and the candidate refused (check ``stage``, ``Valid=False``), so
+        the source's unchanged data (``NOT_MODIFIED``) is not swapped in by the next fetch;
+        the caller drops the value (:func:`drop_unserved`) once nothing borrows it."""
+        with slot.refresh_lock:
+            self.release_hold(slot, hold)
+            refused = ValidationRefusedError(slot.name, "stage", reason)
+            self._record_refusal(slot, time.time(), refused)
+
+    def release_hold(self, slot: Slot, hold: str) -> None:
+        """Unpin ``slot`` if ``hold`` pins it (an admin's pin stays)."""
+        self._swaps.unpin(slot, time.time(), only=hold)
+
+    def _admit(
+        self, slot: Slot, value: Any, now: float, force: bool, *, validated: bool = False
+    ) -> None:
         """Validate ``value``, size it, check the budget and the pin, swap it in.
 
         Raises :class:`ValueRefusedError` (nothing swapped) or
@@ -136,7 +201,7 @@ class Refresher:
         by the budget here, only counted.
         """
         upstream = admitted_upstream(slot.fetcher)
-        forced = None if upstream else self._validate(slot, value, force)
+        forced = None if upstream or validated else self._validate(slot, value, force)
         size = size_of(slot.printer, slot.label, value)
         summary = slot.summary_of(value)  # before the swap: after it a rollback may retire it
         ref = RefValue(value, slot.label)

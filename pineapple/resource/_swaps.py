@@ -178,10 +178,14 @@ class SwapTable:
             self._observe(slot, now)
         return already
 
-    def unpin(self, slot: Slot, now: float) -> str | None:
-        """Unpin ``slot``; returns the pin it had (None: it was not pinned)."""
+    def unpin(self, slot: Slot, now: float, only: str | None = None) -> str | None:
+        """Unpin ``slot`` (with ``only``: if that is its pin); returns the pin it had (None:
+        it was not pinned)."""
         with self.lock, slot.lock:
-            was, slot.pinned = slot.pinned, None
+            was = slot.pinned
+            if only is not None and was != only:
+                return was
+            slot.pinned = None
             self._observe(slot, now)
         return was
 

@@ -6,7 +6,7 @@
     pineapple admin rollback|pin|unpin NAME [--addr HOST:PORT]... [-o text|json]
     pineapple admin config rollback REVISION [--addr HOST:PORT]... [-o text|json]
     pineapple admin config unpin [--addr HOST:PORT]... [-o text|json]
-    pineapple admin stage [--share R] [--min-requests N] [--max-error-ratio R]
+    pineapple admin stage [--resource NAME] [--share R] [--min-requests N] [--max-error-ratio R]
                           [--max-changed-ratio R] [--max-p99-growth R] [--addr ...] [-o text|json]
     pineapple admin promote|abort|candidate [--addr HOST:PORT]... [-o text|json]
 
@@ -22,7 +22,10 @@ config again and keeps it, whatever the file says, until ``config unpin``
 (``POST /admin/config/unpin``) hands it back to the file.
 ``stage`` sends ``POST /admin/reload?stage=1`` with its settings: the server
 builds the config as a reload would but keeps it as a shadow that answers a
-share of live requests beside the serving one; ``promote`` and ``abort``
+share of live requests beside the serving one (``--resource NAME``: ``POST
+/admin/resources/NAME/refresh?stage=1``, a new value of that resource fetched
+and shadowed beside the serving one, the rest of the config as it serves);
+``promote`` and ``abort``
 (``POST /admin/config/promote``, ``/abort``) end it, ``candidate`` prints
 ``GET /config/candidate`` (how its answers differ; with none staged, the last
 decision, exit 0).
@@ -147,6 +150,11 @@ def add_admin_command(subparsers: Subparsers) -> None:
     _common(unpin, ("text", "json"))
     stage = add_subcommand(actions, "stage", admin_stage_command)
     _common(stage, ("text", "json"))
+    stage.add_argument(
+        "--resource",
+        metavar="NAME",
+        help="stage a refresh of this resource (its new value shadowed) instead of the config",
+    )
     for flag, kind, meaning in STAGE_FLAGS:
         stage.add_argument(f"--{flag.replace('_', '-')}", type=kind, help=meaning)
     for name in STAGE_ACTIONS:
@@ -260,11 +268,15 @@ def admin_config_unpin_command(args: argparse.Namespace) -> int:
 
 def admin_stage_command(args: argparse.Namespace) -> int:
     """Stage the config file's config: built and warmed as a reload would, it answers a share
-    of live requests beside the serving config until promoted or aborted (by hand, or by
-    the thresholds given here once --min-requests are compared)."""
+        of live requests beside the serving config until promoted or aborted (by hand, or by
+        the thresholds given here once --min-requests are compared); with --resource, a refreshed
+    value of that resource instead."""
     given = {f: getattr(args, f) for f, _, _ in STAGE_FLAGS if getattr(args, f) is not None}
     query = urllib.parse.urlencode({"stage": "1", **given})
-    return _each(args, lambda token, addr: _post(args, token, addr, f"/admin/reload?{query}"))
+    path = "/admin/reload"
+    if args.resource is not None:
+        path = f"/admin/resources/{urllib.parse.quote(args.resource, safe='')}/refresh"
+    return _each(args, lambda token, addr: _post(args, token, addr, f"{path}?{query}"))
 
 
 def admin_stage_action_command(args: argparse.Namespace) -> int:

@@ -197,7 +197,12 @@ def stage_line(status: int, body: Any) -> str:
     if result == "staged":
         staged = body.get("candidate")
         staged = staged if isinstance(staged, Mapping) else {}
+        if staged.get("resource") is not None:
+            return f"resource {staged['resource']}: staged a refresh (share {staged.get('share')})"
         return f"config: staged {staged.get('revision')} (share {staged.get('share')})"
+    if body.get("resource") is not None:
+        what = f"resource {body['resource']}: refresh {result}"
+        return f"{what} ({body.get('by')}: {body.get('reason')})"
     return f"config: {result} {body.get('revision')} ({body.get('by')}: {body.get('reason')})"
 
 

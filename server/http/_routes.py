@@ -242,7 +242,13 @@ def routes(service: Service) -> list[Route]:
         admin("/admin/config/abort", staged.abort),
         admin("/admin/config/rollback/{revision}", kept.rollback),
         admin("/admin/config/unpin", kept.unpin),
-        *(admin(f"/admin/resources/{{name}}/{a}", asked.acting(a)) for a in ACTIONS),
+        *(
+            admin(
+                f"/admin/resources/{{name}}/{a}",
+                staged.refresh(asked.acting(a)) if a == "refresh" else asked.acting(a),
+            )
+            for a in ACTIONS
+        ),
         Route("/metrics", views.metrics, methods=["GET"]),
         get("/health", healthz),
         get("/stats", views.stats),

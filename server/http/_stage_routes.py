@@ -1,4 +1,5 @@
-"""The stage routes: ``POST /admin/reload?stage=1``, promote, abort, ``GET /config/candidate``.
+"""The stage routes: ``POST /admin/reload?stage=1`` and
+``POST /admin/resources/{name}/refresh?stage=1``, promote, abort, ``GET /config/candidate``.
 
 Each asks ``service.stages`` (``server/_stage.py``), whatever process model
 runs; a server that offers no staging answers 404. A stage's settings are
@@ -47,12 +48,27 @@ class Staged:
         """``/admin/reload``: with ``?stage=1`` a stage, else ``plain`` (the reload)."""
 
         async def handler(request: Request) -> Response:
-            if request.query_params.get("stage", "").lower() not in ("1", "true", "yes"):
+            if not _staging(request):
                 return await plain(request)
             given, refusal = await _settings(request)
             if refusal is not None:
                 return refusal
             return await decided(lambda: self._asked().stage(given), failed=422)
+
+        return handler
+
+    def refresh(self, plain: Handler) -> Handler:
+        """``/admin/resources/{name}/refresh``: with ``?stage=1`` a staged refresh (its value
+        shadowed, not swapped), else ``plain`` (the refresh)."""
+
+        async def handler(request: Request) -> Response:
+            if not _staging(request):
+                return await plain(request)
+            given, refusal = await _settings(request)
+            if refusal is not None:
+                return refusal
+            name = request.path_params["name"]
+            return await decided(lambda: self._asked().stage_resource(name, given))
 
         return handler
 
@@ -86,6 +102,11 @@ class Staged:
             return await decided(both)
 
         return handler
+
+
+def _staging(request: Request) -> bool:
+    """Whether ``?stage=`` asks for a stage."""
+    return request.query_params.get("stage", "").lower() in ("1", "true", "yes")
 
 
 async def _settings(request: Request) -> tuple[dict[str, Any], Response | None]:

@@ -248,6 +248,14 @@ class StageLink:
         self._follow.wait_for(None)
         return answer
 
+    def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Not offered under ``--workers N``: :class:`Refused` (409) saying so."""
+        raise Refused(
+            409,
+            f"a staged refresh of a resource ({name!r}) is not offered under --workers N: "
+            "refresh it (a replay entry is replayed before it is published), or stage a config",
+        )
+
     def candidate(self) -> dict[str, Any]:
         """The pod's summary as the supervisor last posted it (never a control request)."""
         stage = self._follow.status().get("stage")

@@ -1,0 +1,208 @@
+"""A staged refresh of one resource (``POST /admin/resources/{name}/refresh?stage=1``), on
+real servers.
+
+The candidate is the serving config with the resource's new value lent in place of
+the live one; it shadows a share of live requests as a staged config does (the
+same summary, thresholds and ``GET /config/candidate``, with ``resource`` naming
+it). A json_file feed reordered shows every shadowed answer changed and is aborted
+by ``max_changed_ratio`` (the live value keeps serving, the aborted data is not
+swapped in by the next fetch, a changed file is); a feed whose answers are the same
+is promoted at ``min_requests`` and swapped in as a refresh would; an abort by hand
+closes the candidate value once; a stage of either kind excludes the other.
+
+Under ``--workers 2`` a staged refresh is refused (409, naming ``--workers``): the
+same requests, the refusal expected instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from .fakes import items_resource
+from .pod import PLUGIN, WAIT, Server, admin_cli, condition, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+ROWS = [{"id": f"i{n}", "score": n} for n in range(5)]
+IDS = [row["id"] for row in ROWS]
+
+
+def _config(feed: Path, **extra: Any) -> dict[str, Any]:
+    """``recall_resource`` over a json_file feed (its rows in file order)."""
+    meta = {"item_output": ["id", "score"]}
+    entry = {"type": "json_file", "interval": -1, "params": {"path": str(feed)}}
+    return {
+        "_PINEAPPLE_VERSION": 1,
+        "resource_config": {"feed": entry, **extra},
+        "pipeline_config": {
+            "operators": {
+                "recall": {
+                    "type_name": "recall_resource",
+                    "resource_name": "feed",
+                    "$metadata": meta,
+                }
+            }
+        },
+        "pipeline_group": {"main": {"pipeline": ["recall"]}},
+        "flow_contract": meta,
+    }
+
+
+def _ids(server: Server) -> list[str]:
+    return [item["id"] for item in server.items()]
+
+
+def _stage(server: Server, name: str, query: str) -> dict[str, Any] | None:
+    """Stage a refresh of ``name``; its answer (None: refused under --workers, as it must)."""
+    response = server.admin("refresh", name, f"?stage=1&{query}")
+    if server.supervised:
+        assert response.status_code == 409, response.text
+        assert "not offered under --workers N" in response.json()["error"], response.text
+        return None
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    assert body["result"] == "staged" and body["candidate"]["resource"] == name, body
+    return body
+
+
+def _decided(server: Server, live: list[str]) -> dict[str, Any]:
+    """Send requests (each answered ``live``) until the stage is decided; the decision."""
+    deadline = time.monotonic() + WAIT
+    while True:  # bounded by the deadline
+        assert _ids(server) == live  # the shadow never changes a live answer
+        candidate = server.http.get("/config/candidate")
+        if candidate.status_code == 404:
+            decision: dict[str, Any] = candidate.json()["last_decision"]
+            assert decision is not None, candidate.text + server.text()
+            return decision
+        assert candidate.status_code == 200, candidate.text
+        assert time.monotonic() < deadline, f"never decided: {candidate.text}"
+
+
+def test_a_reordered_feed_shows_every_answer_changed_and_is_aborted_by_threshold(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_bytes(orjson.dumps(ROWS))
+    server = serve(_config(feed))
+    assert _ids(server) == IDS
+    feed.write_bytes(orjson.dumps(list(reversed(ROWS))))
+    staged = _stage(server, "feed", "share=1&min_requests=10&max_changed_ratio=0.5")
+    if staged is None:  # --workers: nothing staged, the live value serves, a refresh swaps
+        assert server.http.get("/config/candidate").status_code == 404
+        assert _ids(server) == IDS
+        assert server.admin("refresh").json()["result"] == "swapped"
+        server.items_become(list(reversed(ROWS)))
+        return
+    assert staged["candidate"]["beside_version"] == 1
+    pinned = condition(server.status(), "Pinned")  # held by the stage meanwhile
+    assert pinned["status"] == "True" and "a staged refresh of 'feed'" in pinned["message"]
+    refused = server.admin("refresh")  # the staged resource is held: 409 naming the stage
+    assert refused.status_code == 409 and "a staged refresh of 'feed'" in refused.text
+    decision = _decided(server, IDS)
+    assert (decision["decision"], decision["by"], decision["resource"]) == (
+        "abort",
+        "thresholds",
+        "feed",
+    ), decision
+    assert "changed_ratio 1 is above max_changed_ratio 0.5" in decision["reason"], decision
+    summary = decision["summary"]
+    n = summary["requests"]
+    assert n >= 10 and summary["changed"] == n and summary["items_moved"] == 4 * n, summary
+    status = server.status()
+    assert status["version"] == 1 and condition(status, "Pinned")["status"] == "False", status
+    valid = condition(status, "Valid")
+    assert valid["status"] == "False" and "refused by stage" in valid["message"], valid
+    assert _ids(server) == IDS  # the live value serves
+
+    again = server.admin("refresh")  # the aborted data, unchanged: not swapped in
+    assert again.status_code == 422 and "refused by stage" in again.text, again.text
+    feed.write_bytes(orjson.dumps(ROWS[1:]))  # a changed file: a plain refresh swaps it
+    assert server.admin("refresh").json()["result"] == "swapped"
+    assert _ids(server) == IDS[1:]
+    assert condition(server.status(), "Valid")["status"] == "True"
+
+
+def test_identical_answers_are_promoted_at_min_requests_and_the_new_value_serves(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_bytes(orjson.dumps(ROWS))
+    server = serve(_config(feed))
+    assert _ids(server) == IDS
+    feed.write_bytes(orjson.dumps([{**row, "note": "unread"} for row in ROWS]))  # same answers
+    staged = _stage(server, "feed", "share=1&min_requests=10&max_changed_ratio=0")
+    if staged is None:
+        assert server.status()["version"] == 1
+        return
+    decision = _decided(server, IDS)
+    assert (decision["decision"], decision["by"]) == ("promote", "thresholds"), decision
+    summary = decision["summary"]
+    assert summary["requests"] >= 10 and summary["same"] == summary["requests"], summary
+    wait_until("the promoted value serves", lambda: server.status()["version"] == 2)
+    status = server.status()  # swapped as a refresh: after the decision is kept
+    assert condition(status, "Pinned")["status"] == "False", status
+    assert condition(status, "Valid")["status"] == "True"
+    assert server.count(r"json_file/feed: swapped in version 2") == 1
+    assert _ids(server) == IDS
+
+
+def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_each_other(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_bytes(orjson.dumps(ROWS))
+    closes = tmp_path / "closes.log"
+    config = _config(feed, cand=items_resource("cand", "c1"))
+    server = serve(config, "--plugin", PLUGIN, env={"PINEAPPLE_TEST_CLOSE_LOG": str(closes)})
+    staged = _stage(server, "cand", "share=0.5")
+    if staged is None:
+        assert not closes.exists()  # nothing was fetched
+        return
+    view = server.http.get("/config/candidate").json()["staged"]
+    assert view["resource"] == "cand" and view["share"] == 0.5, view
+    for refused in (
+        server.http.post("/admin/reload?stage=1"),  # a config stage while a refresh is
+        server.admin("refresh", "feed", "?stage=1"),  # another staged refresh
+        server.admin("refresh", "cand"),  # a plain refresh of the staged one (its pin)
+    ):
+        assert refused.status_code == 409, refused.text
+        assert "a staged refresh of 'cand'" in refused.text or "resource 'cand'" in refused.text
+    for _ in range(4):
+        assert _ids(server) == IDS
+    aborted = server.http.post("/admin/config/abort")
+    assert aborted.status_code == 200, aborted.text
+    body = aborted.json()
+    assert (body["result"], body["by"], body["resource"]) == ("aborted", "admin", "cand"), body
+    assert body["closed"] is True, body
+    wait_until("the candidate value closed", lambda: "close cand" in _read(closes))
+    assert _read(closes).count("close cand") == 1  # the candidate's; the live one serves on
+    assert server.http.post("/admin/config/abort").status_code == 404  # ended once
+
+    # A config stage excludes a staged refresh the same way (409 naming the config).
+    config["_PINEAPPLE_CREATE_TIME"] = "2026-01-01T00:00:00Z/v2"
+    server.config.write_bytes(orjson.dumps(config))
+    assert server.http.post("/admin/reload?stage=1").status_code == 200
+    refused = server.admin("refresh", "feed", "?stage=1")
+    assert refused.status_code == 409 and "config " in refused.json()["error"], refused.text
+    aborted = server.http.post("/admin/config/abort")  # (it shared the live cand value)
+    assert aborted.status_code == 200 and aborted.json()["closed"] is True, aborted.text
+
+    shown = admin_cli(server, "stage", "--resource", "cand", "--share", "0.5")
+    assert shown.returncode == 0 and "resource cand: staged a refresh" in shown.stdout, shown
+    promoted = admin_cli(server, "promote")
+    assert promoted.returncode == 0 and "resource cand: refresh promoted" in promoted.stdout
+    assert server.status("cand")["version"] == 2
+    wait_until("the replaced live value closed", lambda: _read(closes).count("close cand") == 2)
+    lines = _read(closes).splitlines()
+    assert len(lines) == len(set(lines)), lines  # no value was closed twice
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
