@@ -205,6 +205,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._shadow_compare",
             "server._shadow_summary",
             "server._shadow",
+            "server._resource_stage",
         ),
     ),
     (
