@@ -33,6 +33,7 @@ __all__ = [
     "fill",
     "pipeline_config",
     "serve_plugin",
+    "unnamed_feed_files",
     "wait_until",
 ]
 
@@ -171,3 +172,16 @@ def wait_until(what: str, check: Callable[[], bool]) -> None:
     while not check():  # bounded by the deadline
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def unnamed_feed_files(shared: Path) -> list[str]:
+    """The json_file snapshot files in the pod's store that its manifest does not name."""
+    (store,) = shared.glob("pineapple-*")
+    manifest = orjson.loads((store / "manifest.json").read_bytes())
+    named = {
+        name
+        for key, entry in manifest.items()
+        if not key.startswith("_")
+        for name in entry["files"]
+    }
+    return sorted(p.name for p in store.glob("json_file-*") if p.name not in named)

@@ -10,8 +10,11 @@ swapped in by the next fetch, a changed file is); a feed whose answers are the s
 is promoted at ``min_requests`` and swapped in as a refresh would; an abort by hand
 closes the candidate value once; a stage of either kind excludes the other.
 
-Under ``--workers 2`` a staged refresh is refused (409, naming ``--workers``): the
-same requests, the refusal expected instead.
+Both process models, with the same expectations: under ``--workers 2`` the
+supervisor fetches the value and stages its files in the store unannounced (as a
+value trial's), every worker maps them as its candidate, a promote names them in
+the manifest (every worker maps them as any refresh) and an abort discards them. A
+resource each worker fetches itself (no codec) is not staged there (409).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import orjson
 import pytest
 
 from .fakes import items_resource
-from .pod import PLUGIN, WAIT, Server, admin_cli, condition, wait_until
+from .pod import PLUGIN, WAIT, Server, admin_cli, condition, unnamed_feed_files, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -58,13 +61,9 @@ def _ids(server: Server) -> list[str]:
     return [item["id"] for item in server.items()]
 
 
-def _stage(server: Server, name: str, query: str) -> dict[str, Any] | None:
-    """Stage a refresh of ``name``; its answer (None: refused under --workers, as it must)."""
+def _stage(server: Server, name: str, query: str) -> dict[str, Any]:
+    """Stage a refresh of ``name``; its answer."""
     response = server.admin("refresh", name, f"?stage=1&{query}")
-    if server.supervised:
-        assert response.status_code == 409, response.text
-        assert "not offered under --workers N" in response.json()["error"], response.text
-        return None
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     assert body["result"] == "staged" and body["candidate"]["resource"] == name, body
@@ -94,12 +93,6 @@ def test_a_reordered_feed_shows_every_answer_changed_and_is_aborted_by_threshold
     assert _ids(server) == IDS
     feed.write_bytes(orjson.dumps(list(reversed(ROWS))))
     staged = _stage(server, "feed", "share=1&min_requests=10&max_changed_ratio=0.5")
-    if staged is None:  # --workers: nothing staged, the live value serves, a refresh swaps
-        assert server.http.get("/config/candidate").status_code == 404
-        assert _ids(server) == IDS
-        assert server.admin("refresh").json()["result"] == "swapped"
-        server.items_become(list(reversed(ROWS)))
-        return
     assert staged["candidate"]["beside_version"] == 1
     pinned = condition(server.status(), "Pinned")  # held by the stage meanwhile
     assert pinned["status"] == "True" and "a staged refresh of 'feed'" in pinned["message"]
@@ -115,8 +108,13 @@ def test_a_reordered_feed_shows_every_answer_changed_and_is_aborted_by_threshold
     summary = decision["summary"]
     n = summary["requests"]
     assert n >= 10 and summary["changed"] == n and summary["items_moved"] == 4 * n, summary
+    # The decision is kept before the stage ends; the pin is lifted and the value refused
+    # just after (in the process that decided it).
+    wait_until(
+        "the pin is lifted", lambda: condition(server.status(), "Pinned")["status"] == "False"
+    )
     status = server.status()
-    assert status["version"] == 1 and condition(status, "Pinned")["status"] == "False", status
+    assert status["version"] == 1, status
     valid = condition(status, "Valid")
     assert valid["status"] == "False" and "refused by stage" in valid["message"], valid
     assert _ids(server) == IDS  # the live value serves
@@ -125,8 +123,11 @@ def test_a_reordered_feed_shows_every_answer_changed_and_is_aborted_by_threshold
     assert again.status_code == 422 and "refused by stage" in again.text, again.text
     feed.write_bytes(orjson.dumps(ROWS[1:]))  # a changed file: a plain refresh swaps it
     assert server.admin("refresh").json()["result"] == "swapped"
-    assert _ids(server) == IDS[1:]
+    server.items_become(ROWS[1:])
     assert condition(server.status(), "Valid")["status"] == "True"
+    if server.supervised:  # the aborted value's staged files were discarded
+        assert unnamed_feed_files(tmp_path / "shm") == []
+    _clean(server)
 
 
 def test_identical_answers_are_promoted_at_min_requests_and_the_new_value_serves(
@@ -137,10 +138,7 @@ def test_identical_answers_are_promoted_at_min_requests_and_the_new_value_serves
     server = serve(_config(feed))
     assert _ids(server) == IDS
     feed.write_bytes(orjson.dumps([{**row, "note": "unread"} for row in ROWS]))  # same answers
-    staged = _stage(server, "feed", "share=1&min_requests=10&max_changed_ratio=0")
-    if staged is None:
-        assert server.status()["version"] == 1
-        return
+    _stage(server, "feed", "share=1&min_requests=10&max_changed_ratio=0")
     decision = _decided(server, IDS)
     assert (decision["decision"], decision["by"]) == ("promote", "thresholds"), decision
     summary = decision["summary"]
@@ -149,8 +147,13 @@ def test_identical_answers_are_promoted_at_min_requests_and_the_new_value_serves
     status = server.status()  # swapped as a refresh: after the decision is kept
     assert condition(status, "Pinned")["status"] == "False", status
     assert condition(status, "Valid")["status"] == "True"
-    assert server.count(r"json_file/feed: swapped in version 2") == 1
+    serving = 3 if server.supervised else 1  # the supervisor's publisher and each worker
+    wait_until(
+        "every process serves version 2",
+        lambda: server.count(r"json_file/feed: swapped in version 2") == serving,
+    )
     assert _ids(server) == IDS
+    _clean(server)
 
 
 def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_each_other(
@@ -161,11 +164,13 @@ def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_eac
     closes = tmp_path / "closes.log"
     config = _config(feed, cand=items_resource("cand", "c1"))
     server = serve(config, "--plugin", PLUGIN, env={"PINEAPPLE_TEST_CLOSE_LOG": str(closes)})
-    staged = _stage(server, "cand", "share=0.5")
-    if staged is None:
-        assert server.http.get("/config/candidate").status_code == 404  # nothing staged
-        assert server.status("cand")["version"] == 1
+    if server.supervised:  # each worker fetches a test_items value: not staged there
+        refused = server.admin("refresh", "cand", "?stage=1")
+        assert refused.status_code == 409 and "not shared" in refused.text, refused.text
+        _abort_by_hand(server, feed, tmp_path)
+        _clean(server)
         return
+    _stage(server, "cand", "share=0.5")
     view = server.http.get("/config/candidate").json()["staged"]
     assert view["resource"] == "cand" and view["share"] == 0.5, view
     for refused in (
@@ -203,6 +208,33 @@ def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_eac
     wait_until("the replaced live value closed", lambda: _read(closes).count("close cand") == 2)
     lines = _read(closes).splitlines()
     assert len(lines) == len(set(lines)), lines  # no value was closed twice
+    _clean(server)
+
+
+def _abort_by_hand(server: Server, feed: Path, tmp_path: Path) -> None:
+    """A staged json_file refresh aborted by an admin: its staged files discarded."""
+    feed.write_bytes(orjson.dumps(ROWS[:2]))
+    _stage(server, "feed", "share=1")
+    refused = server.http.post("/admin/reload?stage=1")  # one stage at a time
+    assert refused.status_code == 409 and "a refresh of resource 'feed'" in refused.text
+    wait_until(  # every worker maps the staged value (the asked one had before it answered)
+        "every worker shadows",
+        lambda: server.http.get("/config/candidate").json()["staged"]["processes"] == 2,
+    )
+    for _ in range(4):
+        assert _ids(server) == IDS
+    aborted = server.http.post("/admin/config/abort")
+    assert aborted.status_code == 200, aborted.text
+    assert (aborted.json()["result"], aborted.json()["resource"]) == ("aborted", "feed")
+    assert unnamed_feed_files(tmp_path / "shm") == []
+    assert server.http.post("/admin/config/abort").status_code == 404  # ended once
+    assert _ids(server) == IDS
+
+
+def _clean(server: Server) -> None:
+    """No process logged an error or a traceback (a candidate mapped, closed, dropped)."""
+    text = server.text()
+    assert "Traceback" not in text and " ERROR " not in text, text
 
 
 def _read(path: Path) -> str:

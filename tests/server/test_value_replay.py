@@ -25,7 +25,7 @@ import httpx
 import orjson
 import pytest
 
-from .pod import Server, condition
+from .pod import Server, condition, unnamed_feed_files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -109,7 +109,7 @@ def test_a_refreshed_value_failing_the_replay_is_refused_and_the_old_one_serves(
     assert "refused by replay" in condition(server.status_anywhere(), "Valid")["message"]
     if server.supervised:  # the supervisor's trial replayed it; its staged files are gone
         assert server.count(r"trial \(pid \d+\): failed") == 1, server.text()
-        assert _unnamed_feed_files(tmp_path / "shm") == []
+        assert unnamed_feed_files(tmp_path / "shm") == []
 
     feed.write_bytes(orjson.dumps([{"id": 3, "score": 2.0}]))  # answers: swapped in
     assert server.admin("refresh").json()["result"] == "swapped"
@@ -120,7 +120,7 @@ def test_a_refreshed_value_failing_the_replay_is_refused_and_the_old_one_serves(
     assert _served_anywhere(server) == [[{"id": 3, "double": 4.0}]] * 6
     if server.supervised:
         assert server.count(r"trial \(pid \d+\): passed") == 1, server.text()
-        assert _unnamed_feed_files(tmp_path / "shm") == []
+        assert unnamed_feed_files(tmp_path / "shm") == []
 
 
 def _serving_pids(server: Server) -> set[str]:
@@ -129,19 +129,6 @@ def _serving_pids(server: Server) -> set[str]:
     pids = {m.group(1) for m in found if m}
     assert len(pids) == (2 if server.supervised else 1), server.text()
     return pids
-
-
-def _unnamed_feed_files(shared: Path) -> list[str]:
-    """The json_file snapshot files in the pod's store that its manifest does not name."""
-    (store,) = shared.glob("pineapple-*")
-    manifest = orjson.loads((store / "manifest.json").read_bytes())
-    named = {
-        name
-        for key, entry in manifest.items()
-        if not key.startswith("_")
-        for name in entry["files"]
-    }
-    return sorted(p.name for p in store.glob("json_file-*") if p.name not in named)
 
 
 def test_with_the_replay_off_a_refreshed_value_swaps_unreplayed(

@@ -72,6 +72,7 @@ import hashlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -98,7 +99,7 @@ from .._pod_status import STATUS_FILE, StatusBoard
 from .._publisher import start_publisher
 from .._sample_channel import candidate_requests
 from .._store_format import RELOAD_ENTRY, codec_of
-from ._publishing import PublishingFetcher, SharedStore, publishing_registry
+from ._publishing import PublishingFetcher, SharedStore, Staged, publishing_registry
 from ._staging import Staging
 from ._trial import trial_build
 from ._value_trial import SharedValueReplay
@@ -159,6 +160,10 @@ class ConfigAuthority:
         self._rollback_asked = 0
         """The newest generation a worker could not build (one rollback thread each)."""
         self.value_replay = SharedValueReplay(config, store, stopping)
+        self._made: weakref.WeakKeyDictionary[resource.Manager, list[PublishingFetcher]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """The publishing fetchers each live publisher made (a staged refresh's files)."""
         """Replays a refreshed shared value of a ``replay`` entry in a trial (``_value_trial``)."""
         self.board = StatusBoard(store.path / STATUS_FILE, self.pod_status)
         """Where the pod's status is posted for the workers (``_pod_status``)."""
@@ -232,7 +237,7 @@ class ConfigAuthority:
         registry = publishing_registry(
             self._base(), self.store, set() if named is None else named, staging, made
         )
-        return start_publisher(
+        manager = start_publisher(
             registry,
             loaded,
             metrics=_Noted(self.metrics, self.board),  # a refresh's end changes the status
@@ -242,6 +247,8 @@ class ConfigAuthority:
             starting=self._starting,
             replay=self.value_replay.checker(made),
         )
+        self._made[manager] = made
+        return manager
 
     @contextlib.contextmanager
     def _starting(self, manager: resource.Manager) -> Iterator[None]:
@@ -522,6 +529,17 @@ class ConfigAuthority:
             step="start",
         )
         return self.policy.record(outcome)
+
+    def shared_publisher(self, name: str) -> resource.Manager:
+        """The publisher Manager that holds ``name``; :class:`Refused` (503 nothing loaded,
+        400 each worker owns it)."""
+        return self._shared_publisher(name)
+
+    def staged_of(self, publisher: resource.Manager, value: Any) -> Staged | None:
+        """Where ``value``, fetched by ``publisher`` and not yet committed, is staged."""
+        made = self._made.get(publisher, [])
+        # Bounded: one fetcher per shared entry of the config.
+        return next((s for f in made if (s := f.staged_of(value)) is not None), None)
 
     def _shared_publisher(self, name: str) -> resource.Manager:
         publisher = self.publisher

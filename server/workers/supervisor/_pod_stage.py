@@ -22,6 +22,19 @@ resources (those the supervisor fetches and publishes): one that changes
 them is refused (409), since its values would have to be published beside
 the serving ones.
 
+A staged refresh (op ``stage_resource``) of a shared resource is fetched by
+the supervisor's publisher Manager (``Manager.fetch_candidate``: validated,
+and replayed by a value trial for a ``replay`` entry), whose publishing
+fetcher stages the value's files in the store unannounced, as a value trial's
+(``_value_trial.py``); the status names the resource and where its files are
+(``stem``, ``generation``), and every worker maps them as its candidate value,
+lent beside its serving snapshot (``server/_resource_stage.py``). A promote
+admits the value (``Manager.admit_candidate``: the fetcher's ``commit``
+names the staged files in the manifest, which every worker maps as any
+refresh); an abort refuses it and drops it (``discard``: the staged files
+go). A resource each worker fetches itself (a type without a codec) is not
+staged under ``--workers N`` (409).
+
 Bounds: counts are kept for at most ``MAX_REPORTERS`` worker processes (a
 restarted worker is a new one; its predecessor's counts stay); the decision
 thread of a stage wakes at least every ``TICK_SECONDS`` and ends with the
@@ -48,11 +61,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pineapple import PineappleError, resource
+
 from ..._atomic_file import write_atomically
 from ..._build_error import BuildError
 from ..._config import Config
-from ..._decisions import Refused
+from ..._decisions import Refused, act_refused
 from ..._reload_policy import ReloadOutcome
+from ..._resource_stage import hold
 from ..._shadow import TICK_SECONDS
 from ..._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
 from ..._stage import parse_share, stage_refused
@@ -63,10 +79,24 @@ __all__ = ["MAX_REPORTERS", "STAGE_OPS", "PodStage"]
 
 _log = logging.getLogger("pineapple.server")
 
-STAGE_OPS = ("stage", "promote", "abort", "shadow_counts")
+STAGE_OPS = ("stage", "stage_resource", "promote", "abort", "shadow_counts")
 """The control requests a :class:`PodStage` answers."""
 MAX_REPORTERS = 64
 """The most worker processes whose counts a stage keeps."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Refreshed:
+    """A staged refresh's value in the supervisor: the publisher it came from and its pin,
+    and where its files are staged."""
+
+    name: str
+    value: Any
+    publisher: resource.Manager
+    pin: str
+    stem: str
+    generation: int
+    version: int | None
 
 
 @dataclass(eq=False)
@@ -74,10 +104,12 @@ class _Staged:
     id: int
     content_hash: str
     data: bytes
-    file: Path
+    file: Path | None
     share: float
     thresholds: Thresholds
     expires: float
+    refreshed: _Refreshed | None = None
+    """A staged refresh (None: a staged config, its bytes in ``file``)."""
     staged_at: float = field(default_factory=time.time)
     reports: dict[int, dict[str, Any]] = field(default_factory=dict)
     """``pid -> counts`` (``ShadowSummary.counts``), the newest each worker sent."""
@@ -117,6 +149,11 @@ class PodStage:
             if not isinstance(given, dict):
                 raise ControlError("control request 'stage': its settings are an object")
             return self.stage(given)
+        if op == "stage_resource":
+            given, name = request.get("given"), request.get("name")
+            if not isinstance(given, dict) or not isinstance(name, str):
+                raise ControlError("control request 'stage_resource': a name and settings")
+            return self.stage_resource(name, given)
         if op == "promote":
             return self._end("promote", "admin", "promoted by an admin")
         if op == "abort":
@@ -137,11 +174,7 @@ class PodStage:
                 raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
             if authority.stopping.is_set():
                 raise Refused(503, "shutting down")
-            staged = self._staged
-            if staged is not None:
-                raise Refused(
-                    409, f"config {staged.content_hash[:12]} is staged: promote or abort it first"
-                )
+            self._refuse_if_staged()
             try:
                 data = authority.read()
                 digest = hashlib.sha256(data).hexdigest()
@@ -170,6 +203,79 @@ class PodStage:
         _log.info("config %s staged in every worker: %g of /execute shadowed", digest[:12], share)
         return {"result": "staged", "candidate": self._view(staged), "report": report}
 
+    def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Fetch a new value of the shared resource ``name`` and stage it (see module docs)."""
+        try:
+            thresholds = Thresholds.parse(given)
+            share = parse_share(given, self._config.shadow_share)
+        except ThresholdError as exc:
+            raise Refused(400, str(exc)) from None
+        authority = self._authority
+        with self._policy.exclusive() as held:
+            if not held:
+                raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
+            if authority.stopping.is_set():
+                raise Refused(503, "shutting down")
+            self._refuse_if_staged()
+            digest = authority.serving_hash
+            if digest is None:
+                raise Refused(503, "the supervisor has not loaded the config yet")
+            refreshed = self._fetched(name)
+            with self._lock:
+                self._ids += 1
+                expires = time.monotonic() + self._config.shadow_max_seconds
+                staged = _Staged(
+                    self._ids, digest, b"", None, share, thresholds, expires, refreshed
+                )
+                self._staged = staged
+        threading.Thread(
+            target=self._decide, args=(staged,), name="pineapple-stage", daemon=True
+        ).start()
+        _log.info(
+            "resource %r staged in every worker (a refresh beside version %s): %g of /execute "
+            "shadowed",
+            name,
+            refreshed.version,
+            share,
+        )
+        return {"result": "staged", "candidate": self._view(staged)}
+
+    def _fetched(self, name: str) -> _Refreshed:
+        """A new value of ``name``, its files staged in the store, pinned by the stage."""
+        try:
+            publisher = self._authority.shared_publisher(name)
+        except Refused as exc:
+            if exc.status != 400:
+                raise
+            raise Refused(
+                409, f"{exc}, so a refresh of it is not staged under --workers N"
+            ) from None
+        pin = hold(name, time.time())
+        version = publisher.version_of(name)
+        try:
+            value = publisher.fetch_candidate(name, pin)
+        except PineappleError as exc:
+            raise act_refused(publisher, name, exc) from None
+        if value is resource.NOT_MODIFIED:
+            raise Refused(409, f"resource {name!r} is not modified: nothing to stage")
+        where = self._authority.staged_of(publisher, value)
+        if where is None:  # pragma: no cover - a publishing fetcher stages every value
+            publisher.refuse_candidate(name, pin, "its staged files were not found")
+            publisher.drop_candidate(name, value)
+            raise Refused(500, f"resource {name!r}: its staged files were not found")
+        return _Refreshed(name, value, publisher, pin, where.stem, where.generation, version)
+
+    def _refuse_if_staged(self) -> None:
+        """:class:`Refused` (409) naming what is staged, if anything is."""
+        staged = self._staged
+        if staged is None:
+            return
+        if staged.refreshed is not None:
+            what = f"a refresh of resource {staged.refreshed.name!r}"
+        else:
+            what = f"config {staged.content_hash[:12]}"
+        raise Refused(409, f"{what} is staged: promote or abort it first")
+
     def _end(
         self, decision: Decision, by: str, reason: str, expect: _Staged | None = None
     ) -> dict[str, Any]:
@@ -178,6 +284,8 @@ class PodStage:
                 raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
             staged = self._take(decision, by, reason, expect)
             kept = self.last_decision or {}
+            if staged.refreshed is not None:
+                return self._refresh_ended(staged.refreshed, decision, reason, kept)
             if decision == "abort":
                 self._policy.refuse_again(staged.content_hash)  # the watcher leaves these bytes
                 _log.warning("config %s aborted (%s): %s", kept.get("revision"), by, reason)
@@ -204,6 +312,25 @@ class PodStage:
         _log.info("config %s promoted (%s): %s", kept.get("revision"), by, reason)
         return {"result": "promoted", **kept, "reload": outcome.to_dict()}
 
+    def _refresh_ended(
+        self, refreshed: _Refreshed, decision: Decision, reason: str, kept: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A staged refresh promoted (admitted: its files named in the manifest) or aborted
+        (refused, its files discarded). The workers dropped their candidates meanwhile."""
+        name, by = refreshed.name, kept.get("by")
+        publisher = refreshed.publisher
+        if decision == "abort":
+            publisher.refuse_candidate(name, refreshed.pin, f"aborted ({by}): {reason}")
+            publisher.drop_candidate(name, refreshed.value)
+            _log.warning("staged refresh of %r aborted (%s): %s", name, by, reason)
+            return {"result": "aborted", **kept}
+        try:
+            version = publisher.admit_candidate(name, refreshed.value, refreshed.pin)
+        except PineappleError as exc:  # the swap refused it (budget, a pin): dropped
+            raise act_refused(publisher, name, exc) from None
+        _log.info("staged refresh of %r promoted (%s) as version %s", name, by, version)
+        return {"result": "promoted", **kept, "version": version}
+
     def _take(
         self, decision: Decision, by: str, reason: str, expect: _Staged | None = None
     ) -> _Staged:
@@ -218,6 +345,7 @@ class PodStage:
                 "by": by,
                 "reason": reason,
                 "revision": staged.content_hash[:12],
+                "resource": None if staged.refreshed is None else staged.refreshed.name,
                 "at": time.time(),
                 "summary": self._summary(staged).to_dict(),
             }
@@ -225,8 +353,9 @@ class PodStage:
         self._policy.staged = None
         staged.ended.set()
         self._authority.board.post()  # the workers drop their candidates
-        with contextlib.suppress(FileNotFoundError):
-            staged.file.unlink()
+        if staged.file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                staged.file.unlink()
         return staged
 
     def _decide(self, staged: _Staged) -> None:
@@ -258,8 +387,15 @@ class PodStage:
         revision = str(outcome.content_hash)[:12]
         reason = f"superseded by a reload ({outcome.trigger}) of config {revision}"
         with contextlib.suppress(Refused):
-            self._take("abort", "reload", reason)
-            _log.warning("the staged config was aborted: %s", reason)
+            staged = self._take("abort", "reload", reason)
+            refreshed = staged.refreshed
+            if refreshed is None:
+                _log.warning("the staged config was aborted: %s", reason)
+                return
+            current = self._authority.publisher  # the pin was carried over to it
+            if current is not None and refreshed.name in current.names():
+                current.release_hold(refreshed.name, refreshed.pin)
+            self._refresh_ended(refreshed, "abort", reason, self.last_decision or {})
 
     # -- the counts and the views -------------------------------------------------------
 
@@ -303,7 +439,10 @@ class PodStage:
         with self._lock:
             summary = self._summary(staged).to_dict()
             workers = len(staged.reports)
+        refreshed = staged.refreshed
         return {
+            "resource": None if refreshed is None else refreshed.name,
+            "beside_version": None if refreshed is None else refreshed.version,
             "revision": staged.content_hash[:12],
             "content_hash": staged.content_hash,
             "share": staged.share,
@@ -323,7 +462,12 @@ class PodStage:
             build = {
                 "id": staged.id,
                 "content_hash": staged.content_hash,
-                "file": staged.file.name,
+                "file": None if staged.file is None else staged.file.name,
                 "share": staged.share,
             }
+            refreshed = staged.refreshed
+            if refreshed is not None:  # a worker maps these files as its candidate value
+                build.update(
+                    resource=refreshed.name, stem=refreshed.stem, generation=refreshed.generation
+                )
         return {"staged": build, "candidate": self.candidate()}

@@ -82,7 +82,12 @@ class WorkerRole:
     def staging(self, shadow: Shadow) -> StageDecisions:
         """The stage routes' decisions (the supervisor's), over this worker's ``shadow``."""
         follow = StageFollow(
-            self._config, self._local.reloader, shadow, self.decisions.pod, self._channel
+            self._config,
+            self._local.reloader,
+            shadow,
+            self.decisions.pod,
+            self._channel,
+            self._local.holder,
         )
         self._stage_follow = follow
         return StageLink(self._channel, follow)

@@ -8,7 +8,12 @@ reads the status every ``FOLLOW_SECONDS``: a new stage is read (at most
 lock as a reload builds (``SnapshotTarget.prepare``: carried over from the
 serving snapshot, the shared values mapped) and set on the worker's
 :class:`~server._shadow.Shadow`; a stage the status no longer names is
-ended and its candidate retired. The shadow's thread sends the worker's
+ended and its candidate retired. A staged refresh (the status names its
+``resource``, and the ``stem`` and ``generation`` of its files the
+supervisor staged in the store, unannounced) is mapped with the type's codec
+and lent beside this worker's serving snapshot
+(:class:`~server._resource_stage.LentCandidate`), whose retirement closes
+the mapping once its last shadowed request ends. The shadow's thread sends the worker's
 cumulative counts to the supervisor (``shadow_counts``) at most every
 ``REPORT_SECONDS`` when they changed. :class:`StageLink` is the worker's
 :class:`~server._stage.StageDecisions`: every decision is the supervisor's,
@@ -41,9 +46,12 @@ from ..._build_error import BuildError
 from ..._config import Config
 from ..._decisions import Refused
 from ..._reloader import Reloader
+from ..._resource_stage import LentCandidate
 from ..._shadow import Shadow, Stage
 from ..._shadow_summary import ShadowSummary, Thresholds
+from ..._snapshot import SnapshotHolder
 from .._pod_status import StatusReader
+from .._store_format import codec_of
 from ._supervisor_link import SupervisorChannel
 
 __all__ = [
@@ -78,8 +86,10 @@ class StageFollow:
         shadow: Shadow,
         pod: StatusReader,
         channel: SupervisorChannel,
+        holder: SnapshotHolder,
     ) -> None:
         self._config = config
+        self._holder = holder
         self._reloader = reloader
         self._shadow = shadow
         self._pod = pod
@@ -143,11 +153,13 @@ class StageFollow:
         stage_id, digest = posted.get("id"), posted.get("content_hash")
         name, share = posted.get("file"), posted.get("share")
         if not (
-            isinstance(stage_id, int)
-            and isinstance(digest, str)
-            and isinstance(name, str)
-            and isinstance(share, int | float)
+            isinstance(stage_id, int) and isinstance(digest, str) and isinstance(share, int | float)
         ):
+            return
+        if posted.get("resource") is not None:
+            self._follow_refresh(posted, stage_id, digest, float(share))
+            return
+        if not isinstance(name, str):
             return
         try:
             data = _read(self._pod.path.parent / Path(name).name, self._config.max_config_bytes)
@@ -167,6 +179,37 @@ class StageFollow:
         summary = ShadowSummary(self._config.shadow_examples)
         self._shadow.begin(
             Stage(snap, digest, float(share), Thresholds(), summary, expires=math.inf)
+        )
+        self.following = stage_id
+        self._sent = None
+        self._send(self._shadow.stage)  # at once: the pod counts this worker as shadowing
+
+    def _follow_refresh(
+        self, posted: Mapping[str, Any], stage_id: int, digest: str, share: float
+    ) -> None:
+        """Map the staged value the status names and shadow it beside the serving snapshot."""
+        name, stem = posted.get("resource"), posted.get("stem")
+        generation = posted.get("generation")
+        if not (isinstance(name, str) and isinstance(stem, str) and isinstance(generation, int)):
+            return
+        serving = self._holder.acquire()
+        if serving is None:
+            return  # nothing serves yet: the next turn tries again
+        try:
+            entry = serving.manager.entries().get(name)
+            codec = None if entry is None else codec_of(self._config.resource_types(), entry.type)
+            if codec is None:
+                raise BuildError("read", f"resource {name!r} is not shared in this worker")
+            value = codec.open(self._pod.path.parent / Path(stem).name, generation)
+        except Exception as exc:  # a codec's error, a file gone: this worker does not shadow
+            serving.release()
+            _log.error("cannot map the staged refresh of %r: %s", name, exc)
+            self._failed = stage_id
+            return
+        candidate = LentCandidate(serving, name, value, pin="")
+        summary = ShadowSummary(self._config.shadow_examples)
+        self._shadow.begin(
+            Stage(candidate, digest, share, Thresholds(), summary, expires=math.inf, resource=name)
         )
         self.following = stage_id
         self._sent = None
@@ -249,12 +292,10 @@ class StageLink:
         return answer
 
     def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
-        """Not offered under ``--workers N``: :class:`Refused` (409) saying so."""
-        raise Refused(
-            409,
-            f"a staged refresh of a resource ({name!r}) is not offered under --workers N: "
-            "refresh it (a replay entry is replayed before it is published), or stage a config",
-        )
+        answer = self._channel.ask({"op": "stage_resource", "name": name, "given": dict(given)})
+        if answer.get("result") == "staged":  # this worker shadows before it answers
+            self._follow.wait_for(self._follow.posted())
+        return answer
 
     def candidate(self) -> dict[str, Any]:
         """The pod's summary as the supervisor last posted it (never a control request)."""
