@@ -211,6 +211,35 @@ def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_eac
     _clean(server)
 
 
+def test_a_reload_supersedes_a_staged_refresh_and_lifts_its_pin(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    feed = tmp_path / "feed.json"
+    feed.write_bytes(orjson.dumps(ROWS))
+    config = _config(feed)
+    server = serve(config)
+    feed.write_bytes(orjson.dumps(list(reversed(ROWS))))
+    _stage(server, "feed", "share=1")
+    config["_PINEAPPLE_CREATE_TIME"] = "2026-01-01T00:00:00Z/v2"  # the same feed entry
+    replaced = server.reload(config)
+    assert replaced.status_code == 200 and replaced.json()["result"] == "ok", replaced.text
+    decision = server.http.get("/config/candidate").json()["last_decision"]
+    assert (decision["decision"], decision["by"], decision["resource"]) == (
+        "abort",
+        "reload",
+        "feed",
+    ), decision
+    wait_until(  # the new config carried the stage's pin over: lifted there too
+        "the pin is lifted", lambda: condition(server.status(), "Pinned")["status"] == "False"
+    )
+    assert _ids(server) == IDS
+    assert server.admin("refresh").json()["result"] == "swapped"  # refreshed as usual
+    server.items_become(list(reversed(ROWS)))
+    if server.supervised:
+        wait_until("the staged files discarded", lambda: unnamed_feed_files(tmp_path / "shm") == [])
+    _clean(server)
+
+
 def _abort_by_hand(server: Server, feed: Path, tmp_path: Path) -> None:
     """A staged json_file refresh aborted by an admin: its staged files discarded."""
     feed.write_bytes(orjson.dumps(ROWS[:2]))
