@@ -23,6 +23,12 @@ The rules:
   again (the policy's ``refuse_again``), until the file changes.
 - A stage older than ``--shadow-max-seconds`` is aborted (``lifetime``).
 
+A staged refresh (``POST /admin/resources/{name}/refresh?stage=1``) stages
+one resource's fetched value instead, lent beside the serving snapshot
+(``server/_resource_stage.py``): the same shadow, thresholds, lifetime and
+routes; a promote swaps the value in as a refresh would, an abort refuses it.
+One stage of either kind at a time (409 naming the one staged).
+
 This module is one process's (:class:`LocalStage`); under ``--workers N`` the
 supervisor holds the stage and each worker shadows its share.
 

@@ -209,6 +209,12 @@ def stage_line(status: int, body: Any) -> str:
 _DONE = {"promote": "promoted", "abort": "aborted"}
 
 
+def _staged_name(staged: Mapping[str, Any]) -> str:
+    """A config's revision, or a staged refresh's ``refresh of NAME``."""
+    name = staged.get("resource")
+    return f"refresh of {name}" if name is not None else str(staged.get("revision"))
+
+
 def candidate_line(status: int, body: Any) -> str:
     """One line for ``admin candidate``: the staged candidate's counts and ratios, or the
     last decision when none is staged."""
@@ -219,14 +225,14 @@ def candidate_line(status: int, body: Any) -> str:
         summary = staged.get("summary")
         s = summary if isinstance(summary, Mapping) else {}
         return (
-            f"candidate {staged.get('revision')} (share {staged.get('share')}): "
+            f"candidate {_staged_name(staged)} (share {staged.get('share')}): "
             f"{s.get('requests')} compared, {s.get('changed')} changed, {s.get('errors')} "
             f"errors, {s.get('dropped')} dropped; changed_ratio {s.get('changed_ratio')}, "
             f"p99 {s.get('live_p99_seconds')}s live vs {s.get('candidate_p99_seconds')}s"
         )
     if isinstance(last, Mapping):
         return (
-            f"candidate: none staged; {last.get('revision')} was "
+            f"candidate: none staged; {_staged_name(last)} was "
             f"{_DONE.get(str(last.get('decision')), last.get('decision'))} "
             f"({last.get('by')}: {last.get('reason')})"
         )

@@ -27,6 +27,19 @@ def test_stage_promote_and_abort_lines() -> None:
     assert failed.startswith("config: error at step engine (HTTP 422)")
 
 
+def test_a_staged_refresh_names_its_resource() -> None:
+    staged = {"result": "staged", "candidate": {"revision": "abc", "resource": "feed", "share": 1}}
+    assert stage_line(200, staged) == "resource feed: staged a refresh (share 1)"
+    ended = {"result": "promoted", "resource": "feed", "by": "thresholds", "reason": "ok"}
+    assert stage_line(200, ended) == "resource feed: refresh promoted (thresholds: ok)"
+    view = {"staged": {"revision": "abc", "resource": "feed", "share": 0.5, "summary": SUMMARY}}
+    assert candidate_line(200, view).startswith("candidate refresh of feed (share 0.5): 20 ")
+    last = {"resource": "feed", "decision": "abort", "by": "admin", "reason": "x"}
+    assert candidate_line(404, {"staged": None, "last_decision": last}) == (
+        "candidate: none staged; refresh of feed was aborted (admin: x)"
+    )
+
+
 def test_candidate_lines() -> None:
     staged = {"staged": {"revision": "abc", "share": 0.5, "summary": SUMMARY}}
     assert candidate_line(200, staged) == (
