@@ -61,6 +61,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -509,7 +510,7 @@ class Manager:
             raise PinnedError(name, pinned)
         if force:
             self._refresher.resume_from_current(slot)
-        result = self._fetch(slot, force=force)
+        result = self._fetch(slot, force=force, unless_pinned=True)
         if result == "error":
             raise RefreshError(f"refresh of resource {name!r} failed: {slot.last_error}")
         if result == "refused":
@@ -639,9 +640,12 @@ class Manager:
         """Date the conditions ``slot``'s change at ``now`` flipped (caller holds its lock)."""
         slot.observe(self._state == "stopped", now, self.halted_reason)
 
-    def _fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
-        """Fetch ``slot`` now, on this thread: the path of ``start``, the timer and ``refresh``."""
-        return self._refresher.fetch(slot, force)
+    def _fetch(
+        self, slot: Slot, force: bool = False, *, unless_pinned: bool = False
+    ) -> RefreshResult:
+        """Fetch ``slot`` now, on this thread: the path of ``start``, the timer and ``refresh``
+        (``unless_pinned``: :class:`PinnedError` when pinned once the refresh lock is held)."""
+        return self._refresher.fetch(slot, force, unless_pinned=unless_pinned)
 
     def _next_delay(self, slot: Slot) -> float | None:
         """Seconds until ``slot``'s next fetch (see ``Backoff``); None: never."""
@@ -662,7 +666,8 @@ class Manager:
             return
         try:
             if slot.pinned is None:  # a pinned resource is held: skip, check again next time
-                self._fetch(slot)
+                with contextlib.suppress(PinnedError):  # pinned while it waited for the lock
+                    self._fetch(slot, unless_pinned=True)
         finally:  # even when metrics or status code raised: the next refresh is due
             self._schedule_next(slot)
 

@@ -59,9 +59,18 @@ class Refresher:
         """``replay(name, value)``: what a value of a ``replay`` entry answers before it is
         swapped in (``Manager.set_replay``); raises with a reason to refuse it."""
 
-    def fetch(self, slot: Slot, force: bool = False) -> RefreshResult:
-        """Fetch ``slot`` now, on this thread: one attempt, reported to the metrics."""
+    def fetch(
+        self, slot: Slot, force: bool = False, *, unless_pinned: bool = False
+    ) -> RefreshResult:
+        """Fetch ``slot`` now, on this thread: one attempt, reported to the metrics.
+
+        ``unless_pinned``: :class:`PinnedError` when ``slot`` is pinned once the refresh
+        lock is held (a pin that landed while this fetch waited for it: a staged
+        refresh's, whose fetched value must stay the one its fetcher holds)."""
         with slot.refresh_lock:
+            pinned = slot.pinned
+            if unless_pinned and pinned is not None:
+                raise PinnedError(slot.name, pinned)
             started = time.monotonic()
             result = self._fetch_locked(slot, force)
             if self._metrics is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -105,4 +106,50 @@ def test_a_failed_fetch_stages_nothing() -> None:
     with pytest.raises(RefreshError, match="source down"):
         rm.fetch_candidate("feed", HOLD)
     assert _condition(rm, "Pinned")[0] == "False"
+    rm.stop()
+
+
+class _Watched:
+    """A lock that says when a thread asks for it (the refresh lock of one slot)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.asked = threading.Semaphore(0)
+
+    def __enter__(self) -> bool:
+        self.asked.release()
+        return self._lock.acquire(timeout=10)
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_a_refresh_waiting_for_the_lock_while_a_stage_pins_fetches_nothing() -> None:
+    live, new = rows(2, "live"), rows(3, "new")
+    rm, fetcher = _started(live, new)
+    watched = _Watched()
+    rm._slots["feed"].refresh_lock = watched  # type: ignore[assignment]  # the interleaving
+    fetcher.gate = threading.Event()
+    staged: list[Any] = []
+    stage = threading.Thread(target=lambda: staged.append(rm.fetch_candidate("feed", HOLD)))
+    stage.start()
+    assert watched.asked.acquire(timeout=10) and fetcher.entered.wait(10)  # it holds the lock
+    fetcher.entered.clear()
+    refused: list[BaseException] = []
+
+    def refresh() -> None:
+        try:
+            rm._fetch(rm._slots["feed"], unless_pinned=True)  # past the check, as the timer
+        except PinnedError as exc:
+            refused.append(exc)
+
+    waiting = threading.Thread(target=refresh)
+    waiting.start()
+    assert watched.asked.acquire(timeout=10)  # it waits for the lock the stage holds
+    fetcher.gate.set()
+    stage.join(10)
+    waiting.join(10)
+    assert staged == [new] and len(refused) == 1 and "a staged refresh" in str(refused[0])
+    assert fetcher.calls == 2  # the start and the stage: the waiting refresh fetched nothing
+    assert rm.admit_candidate("feed", new, HOLD) == 2
     rm.stop()
