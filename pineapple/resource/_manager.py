@@ -49,7 +49,12 @@ Guarantees:
 - A pinned resource is never swapped by a fetch: timed refreshes skip it and
   ``refresh`` raises :class:`PinnedError`; ``rollback`` swaps the kept previous
   value back under the swap table's lock and pins the resource. A second ``pin``
-  raises :class:`PinnedError` (the first one's reason holds).
+  raises :class:`PinnedError` (the first one's reason holds). A staged refresh
+  (``fetch_candidate``) pins the resource under its refresh lock before it
+  fetches, and a timed or admin fetch that waited for that lock re-checks the
+  pin under it, so the candidate stays the one value its fetcher last fetched
+  until ``admit_candidate`` (a swap as a refresh's, the pin lifted under the
+  same lock) or ``refuse_candidate``.
 - Two-phase fetchers (a supervisor publishing for its workers): a fetcher may
   define ``commit(value)``, called under the swap table's lock once ``value`` passed
   every check (validators, budget, pin) and just before it is served, and

@@ -164,6 +164,13 @@ def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_eac
     closes = tmp_path / "closes.log"
     config = _config(feed, cand=items_resource("cand", "c1"))
     server = serve(config, "--plugin", PLUGIN, env={"PINEAPPLE_TEST_CLOSE_LOG": str(closes)})
+    same = server.admin("refresh", "feed", "?stage=1")  # the file has not changed
+    assert same.status_code == 409 and "not modified: nothing to stage" in same.text, same.text
+    bad = server.admin("refresh", "feed", "?stage=1&share=2")
+    assert bad.status_code == 400 and "share must be between 0 and 1" in bad.text, bad.text
+    unknown = server.admin("refresh", "nope", "?stage=1")
+    assert unknown.status_code in (404, 409) and "'nope'" in unknown.text, unknown.text
+    assert server.http.get("/config/candidate").status_code == 404  # nothing was staged
     if server.supervised:  # each worker fetches a test_items value: not staged there
         refused = server.admin("refresh", "cand", "?stage=1")
         assert refused.status_code == 409 and "not shared" in refused.text, refused.text
