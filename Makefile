@@ -49,12 +49,12 @@ fmt: $(STAMP)
 codegen: $(STAMP)
 	$(BIN)/python -m codegen
 
-# The whole suite on the compiled engine core, then the engine, operator and
-# conformance tests again on the pure-Python fallback. Two test processes
-# (pytest-xdist): most tests wait on the servers they start; tests that change
+# The whole suite on the compiled engine core, then PURE_TESTS again on the
+# pure-Python fallback. Four test processes on two
+# cores (pytest-xdist): most tests wait on the servers they start; tests that change
 # a global setting take a lock for it (xdist_group marks do not group on
 # pytest 9.2: pytest-xdist issue 1386).
-XDIST := -n 2
+XDIST := -n 4
 test: $(NATIVE)
 	PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} $(BIN)/python -m pytest $(XDIST)
 	PINEAPPLE_PURE_PYTHON=1 PINE_FIXTURES_DIR=$${PINE_FIXTURES_DIR-../shared/fixtures/pineapple} \

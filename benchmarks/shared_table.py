@@ -20,7 +20,7 @@ from typing import Any
 
 from resources import FeedTable
 from resources._feed_index import build_index
-from resources._mapped_table import _read_indices
+from resources._mapped_table import read_indices
 from resources.lowlevel import build_feed_table, open_mapped_table, write_feed_snapshot
 
 from ._measure import Result, interleaved
@@ -100,7 +100,7 @@ def shared_table() -> list[Result]:
             )
         )
         started = time.perf_counter()
-        _read_indices(stem.with_name("feed.index.arrow"))
+        read_indices(stem.with_name("feed.index.arrow"))
         deserialize = time.perf_counter() - started
         started = time.perf_counter()
         for column in ("cat", "region", "tag"):

@@ -33,15 +33,7 @@ to 5 s, plus one reconnect)."""
 
 pytestmark = [
     pytest.mark.timeout(300),
-    IN_BOTH_MODES,
-    # nats-py's reconnect loop, when a silent server times its handshake out, drops the
-    # attempt's StreamWriter without closing it (inside the library, in this test's own
-    # store client): its __del__ warns. Only that warning is let through; any other
-    # unraisable exception still fails the test.
-    pytest.mark.filterwarnings(
-        r"ignore:Exception ignored in. <function StreamWriter.__del__"
-        r":pytest.PytestUnraisableExceptionWarning"
-    ),
+    IN_BOTH_MODES,  # nats-py's unclosed StreamWriter: tests/fleet/conftest.py
 ]
 
 
