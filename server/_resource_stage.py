@@ -8,7 +8,8 @@ for a ``replay`` entry) as a refresh's, without swapping it in
 that value lent in place of the live one (:func:`~server._value_replay.lend`,
 as a value replay lends it). While it is staged, the stage's pin (:func:`hold`)
 holds the resource: no timed or admin refresh swaps it (an admin's answers
-409 naming the stage). Promote swaps the value in exactly as a refresh would
+409 naming the stage, as do its rollback, pin and unpin: the stage routes'
+guard). Promote swaps the value in exactly as a refresh would
 (``Manager.admit_candidate``); abort refuses it (``Valid=False``, check
 ``stage``: the unchanged source is not swapped in by the next fetch, a changed
 one is) and drops it.

@@ -245,7 +245,9 @@ def routes(service: Service) -> list[Route]:
         *(
             admin(
                 f"/admin/resources/{{name}}/{a}",
-                staged.refresh(asked.acting(a)) if a == "refresh" else asked.acting(a),
+                staged.refresh(asked.acting(a))
+                if a == "refresh"
+                else staged.guarded(asked.acting(a)),
             )
             for a in ACTIONS
         ),

@@ -72,6 +72,23 @@ class Staged:
 
         return handler
 
+    def guarded(self, plain: Handler) -> Handler:
+        """``/admin/resources/{name}/rollback|pin|unpin``: 409 while a refresh of ``name`` is
+        staged (its pin holds the resource until the stage ends), else ``plain``."""
+
+        async def handler(request: Request) -> Response:
+            name = request.path_params["name"]
+            stages = self._service.stages
+            if stages is not None:
+                body = await anyio.to_thread.run_sync(stages.candidate)
+                staged = body.get("staged")
+                if isinstance(staged, dict) and staged.get("resource") == name:
+                    refused = f"a refresh of resource {name!r} is staged: promote or abort it first"
+                    return JSONResponse({"error": refused}, 409)
+            return await plain(request)
+
+        return handler
+
     async def promote(self, request: Request) -> Response:
         return await decided(lambda: self._asked().promote())
 

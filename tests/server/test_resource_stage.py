@@ -184,6 +184,8 @@ def test_an_abort_by_hand_closes_the_candidate_value_once_and_stages_exclude_eac
         server.http.post("/admin/reload?stage=1"),  # a config stage while a refresh is
         server.admin("refresh", "feed", "?stage=1"),  # another staged refresh
         server.admin("refresh", "cand"),  # a plain refresh of the staged one (its pin)
+        server.admin("unpin", "cand"),  # the stage's pin is the stage's to lift
+        server.admin("rollback", "cand"),
     ):
         assert refused.status_code == 409, refused.text
         assert "a staged refresh of 'cand'" in refused.text or "resource 'cand'" in refused.text
@@ -251,8 +253,11 @@ def _abort_by_hand(server: Server, feed: Path, tmp_path: Path) -> None:
     """A staged json_file refresh aborted by an admin: its staged files discarded."""
     feed.write_bytes(orjson.dumps(ROWS[:2]))
     _stage(server, "feed", "share=1")
-    refused = server.http.post("/admin/reload?stage=1")  # one stage at a time
-    assert refused.status_code == 409 and "a refresh of resource 'feed'" in refused.text
+    for refused in (
+        server.http.post("/admin/reload?stage=1"),  # one stage at a time
+        server.admin("unpin"),  # the stage's pin is the stage's to lift
+    ):
+        assert refused.status_code == 409 and "a refresh of resource 'feed'" in refused.text
     wait_until(  # every worker maps the staged value (the asked one had before it answered)
         "every worker shadows",
         lambda: server.http.get("/config/candidate").json()["staged"]["processes"] == 2,
