@@ -7,6 +7,7 @@ query parameters (``share``, ``min_requests``, ``max_error_ratio``,
 ``max_changed_ratio``, ``max_p99_growth``) or the same keys in a small JSON
 object body (at most ``MAX_STAGE_BODY_BYTES``); a query parameter wins.
 ``GET /config`` gains ``candidate`` (what ``GET /config/candidate`` answers).
+While a refresh of a resource is staged, its rollback, pin and unpin answer 409.
 """
 
 from __future__ import annotations
