@@ -89,6 +89,9 @@ UPLOAD_WINDOW = 16
 """Chunks an upload keeps unacknowledged (2 MiB in flight)."""
 RECORD_BUCKET_BYTES = 256 * 1024 * 1024
 """The byte limit of each record bucket (records are at most 1 MiB each)."""
+ERROR_LOG_SECONDS = 60.0
+"""The same connection error (a store down: one per reconnect attempt) is logged at most
+this often; a different one at once."""
 WATCH_PULL_SECONDS = 1.0
 """A watch thread asks the loop for the next update at least this often (to see stop)."""
 _KV_OP = "KV-Operation"
@@ -190,8 +193,18 @@ class JetStreamStore:
             self._up.set()
             _log.info("fleet store %s: reconnected", self.url)
 
+        said: list[Any] = [None, 0.0, 0]  # the error last logged, when, and how many since
+
         async def error(exc: Exception) -> None:
-            _log.warning("fleet store %s: %s", self.url, type(exc).__name__)
+            # nats-py calls this on every reconnect attempt (each 0.5 s while the store is
+            # down): a new kind of error is logged at once, the same one once a minute.
+            name, now = type(exc).__name__, time.monotonic()
+            if name == said[0] and now - said[1] < ERROR_LOG_SECONDS:
+                said[2] += 1
+                return
+            again = f" ({said[2]} more since)" if name == said[0] and said[2] else ""
+            said[:] = [name, now, 0]
+            _log.warning("fleet store %s: %s%s", self.url, name, again)
 
         logged = False
         while True:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 import socket
 import threading
@@ -147,6 +148,23 @@ def test_a_stopped_server_is_unavailable_within_the_deadline_then_serves_again(
             one_node.nodes[0].resume()
         record = _eventually(lambda: store.get(PINS, "a"))
         assert record is not None and record.revision >= revision
+    finally:
+        store.close()
+
+
+def test_a_store_down_logs_its_connection_error_once_not_per_attempt(
+    one_node: NatsCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(one_node.url, timeout=DEADLINE, limits=LIMITS)
+    try:
+        store.put(PINS, "a", b"before")
+        with caplog.at_level(logging.WARNING, logger="pineapple"):
+            one_node.nodes[0].stop()
+            time.sleep(3.0)  # six reconnect attempts, 0.5 s apart, each refused
+        refused = [r for r in caplog.records if "ConnectionRefusedError" in r.getMessage()]
+        assert len(refused) == 1, [r.getMessage() for r in refused]
+        one_node.nodes[0].start()
+        assert _eventually(lambda: store.get(PINS, "a")) is not None
     finally:
         store.close()
 
