@@ -138,6 +138,18 @@ def _hex_digest(nats_digest: str | None) -> str:
     return DIGEST_PREFIX + raw.hex()
 
 
+def _abandon(futures: list[asyncio.Future[Any]]) -> None:
+    """Read each future's outcome when it comes (on the loop): an abandoned chunk's
+    acknowledgement that fails is then not reported as "never retrieved"."""
+    for future in futures:  # bounded: at most UPLOAD_WINDOW
+        future.add_done_callback(_retrieved)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class JetStreamStore:
     """A :class:`~server.fleet.FleetStore` on NATS JetStream (see the module's Guarantees).
 
@@ -526,22 +538,26 @@ class JetStreamStore:
             wait = self._left("put_object", name, deadline)
             self._call("put_object", name, lambda: asyncio.wait_for(oldest, wait), wait + 1)
 
-        with open(source, "rb") as src:
-            while chunk := src.read(CHUNK_BYTES):
-                wait = self._left("put_object", name, deadline)
-                pending.append(
-                    self._call(
-                        "put_object",
-                        name,
-                        lambda c=chunk: js.publish_async(chunks, c, stream=f"OBJ_{OBJECTS}"),  # type: ignore[misc]
-                        wait,
+        try:
+            with open(source, "rb") as src:
+                while chunk := src.read(CHUNK_BYTES):
+                    wait = self._left("put_object", name, deadline)
+                    pending.append(
+                        self._call(
+                            "put_object",
+                            name,
+                            lambda c=chunk: js.publish_async(chunks, c, stream=f"OBJ_{OBJECTS}"),  # type: ignore[misc]
+                            wait,
+                        )
                     )
-                )
-                count += 1
-                if len(pending) >= UPLOAD_WINDOW:
-                    acknowledged(pending.popleft())
-        while pending:
-            acknowledged(pending.popleft())
+                    count += 1
+                    if len(pending) >= UPLOAD_WINDOW:
+                        acknowledged(pending.popleft())
+            while pending:
+                acknowledged(pending.popleft())
+        finally:
+            if pending:  # a failed upload: the acknowledgements left are nobody's to read
+                self._loop.loop.call_soon_threadsafe(_abandon, list(pending))
         return count
 
     def _check_room(self, js: JetStreamContext, name: str, size: int) -> None:

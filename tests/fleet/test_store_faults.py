@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import gc
 import logging
 import os
 import socket
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import nats
+import nats.js.errors
 import pytest
 
 from resources.lowlevel import FILE_CODEC
@@ -29,6 +31,7 @@ from server.fleet import (
     FleetLimits,
     SnapshotCache,
     StoreUnavailableError,
+    _jetstream,
     open_store,
     publish_snapshot,
 )
@@ -311,3 +314,24 @@ def test_a_watch_goes_on_after_the_server_restarts(one_node: NatsCluster) -> Non
         assert seen.count(b"before") == 1 and seen.count(b"") == 1, seen
     finally:
         store.close()
+
+
+def test_an_abandoned_upload_acknowledgement_that_fails_is_not_reported_unretrieved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A failed upload leaves up to UPLOAD_WINDOW acknowledgements nobody awaits; when they
+    fail later, asyncio would log "Future exception was never retrieved" for each."""
+    loop = asyncio.new_event_loop()
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            kept, dropped = loop.create_future(), loop.create_future()
+            _jetstream._abandon([kept])
+            for future in (kept, dropped):
+                future.set_exception(nats.js.errors.NoStreamResponseError())
+            loop.run_until_complete(asyncio.sleep(0))  # the done callbacks run
+            del kept, dropped, future
+            gc.collect()
+        unretrieved = [r for r in caplog.records if "never retrieved" in r.getMessage()]
+        assert len(unretrieved) == 1  # the one not abandoned: the check can fail
+    finally:
+        loop.close()
