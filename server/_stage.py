@@ -64,7 +64,15 @@ from ._shadow import Shadow, Stage
 from ._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
 from ._snapshot import Snapshot, SnapshotHolder
 
-__all__ = ["ABORT_WAIT_SECONDS", "LocalStage", "StageDecisions", "parse_share", "stage_refused"]
+__all__ = [
+    "ABORT_WAIT_SECONDS",
+    "LocalStage",
+    "StageDecisions",
+    "parse_share",
+    "stage_refused",
+    "stage_settings",
+    "staged_refusal",
+]
 
 _log = logging.getLogger("pineapple.server")
 
@@ -110,6 +118,24 @@ def parse_share(given: Mapping[str, Any], default: float) -> float:
     return share
 
 
+def stage_settings(given: Mapping[str, Any], default_share: float) -> tuple[Thresholds, float]:
+    """A stage's thresholds and share from ``given``; :class:`Refused` (400) naming what is
+    wrong (both process models' stages read them so)."""
+    try:
+        return Thresholds.parse(given), parse_share(given, default_share)
+    except ThresholdError as exc:
+        raise Refused(400, str(exc)) from None
+
+
+def staged_refusal(resource_name: str | None, content_hash: str) -> Refused:
+    """The 409 of a stage asked while another is staged, naming the one staged."""
+    if resource_name is not None:
+        what = f"a refresh of resource {resource_name!r}"
+    else:
+        what = f"config {content_hash[:12]}"
+    return Refused(409, f"{what} is staged: promote or abort it first")
+
+
 class LocalStage:
     """:class:`StageDecisions` of one process: its reloader's policy and its shadow."""
 
@@ -129,11 +155,7 @@ class LocalStage:
     # -- the routes -----------------------------------------------------------------------
 
     def stage(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            thresholds = Thresholds.parse(given)
-            share = parse_share(given, self._config.shadow_share)
-        except ThresholdError as exc:
-            raise Refused(400, str(exc)) from None
+        thresholds, share = stage_settings(given, self._config.shadow_share)
         with self._policy.exclusive() as held:
             if not held:
                 raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
@@ -176,11 +198,7 @@ class LocalStage:
         }
 
     def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            thresholds = Thresholds.parse(given)
-            share = parse_share(given, self._config.shadow_share)
-        except ThresholdError as exc:
-            raise Refused(400, str(exc)) from None
+        thresholds, share = stage_settings(given, self._config.shadow_share)
         with self._policy.exclusive() as held:
             if not held:
                 raise Refused(503, f"a reload has been running for over {self._policy.wait:g}s")
@@ -228,13 +246,8 @@ class LocalStage:
     def _refuse_if_staged(self) -> None:
         """:class:`Refused` (409) naming what is staged, if anything is."""
         staged = self._shadow.stage
-        if staged is None:
-            return
-        if staged.resource is not None:
-            what = f"a refresh of resource {staged.resource!r}"
-        else:
-            what = f"config {staged.content_hash[:12]}"
-        raise Refused(409, f"{what} is staged: promote or abort it first")
+        if staged is not None:
+            raise staged_refusal(staged.resource, staged.content_hash)
 
     def promote(self) -> dict[str, Any]:
         return self._end("promote", "admin", "promoted by an admin")

@@ -70,8 +70,8 @@ from ..._decisions import Refused, act_refused
 from ..._reload_policy import ReloadOutcome
 from ..._resource_stage import hold
 from ..._shadow import TICK_SECONDS
-from ..._shadow_summary import Decision, ShadowSummary, ThresholdError, Thresholds
-from ..._stage import parse_share, stage_refused
+from ..._shadow_summary import Decision, ShadowSummary, Thresholds
+from ..._stage import stage_refused, stage_settings, staged_refusal
 from .._control import ControlError
 from ._authority import ConfigAuthority
 
@@ -163,11 +163,7 @@ class PodStage:
     # -- the decisions ----------------------------------------------------------------
 
     def stage(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            thresholds = Thresholds.parse(given)
-            share = parse_share(given, self._config.shadow_share)
-        except ThresholdError as exc:
-            raise Refused(400, str(exc)) from None
+        thresholds, share = stage_settings(given, self._config.shadow_share)
         authority = self._authority
         with self._policy.exclusive() as held:
             if not held:
@@ -205,11 +201,7 @@ class PodStage:
 
     def stage_resource(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
         """Fetch a new value of the shared resource ``name`` and stage it (see module docs)."""
-        try:
-            thresholds = Thresholds.parse(given)
-            share = parse_share(given, self._config.shadow_share)
-        except ThresholdError as exc:
-            raise Refused(400, str(exc)) from None
+        thresholds, share = stage_settings(given, self._config.shadow_share)
         authority = self._authority
         with self._policy.exclusive() as held:
             if not held:
@@ -268,13 +260,9 @@ class PodStage:
     def _refuse_if_staged(self) -> None:
         """:class:`Refused` (409) naming what is staged, if anything is."""
         staged = self._staged
-        if staged is None:
-            return
-        if staged.refreshed is not None:
-            what = f"a refresh of resource {staged.refreshed.name!r}"
-        else:
-            what = f"config {staged.content_hash[:12]}"
-        raise Refused(409, f"{what} is staged: promote or abort it first")
+        if staged is not None:
+            name = None if staged.refreshed is None else staged.refreshed.name
+            raise staged_refusal(name, staged.content_hash)
 
     def _end(
         self, decision: Decision, by: str, reason: str, expect: _Staged | None = None
