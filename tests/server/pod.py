@@ -77,6 +77,21 @@ class Server(Serve):
         items: list[dict[str, Any]] = response.json()["items"]
         return items
 
+    def stage_decided(self, live: list[str]) -> dict[str, Any]:
+        """Send ``/execute`` requests, each answered with the ids ``live`` (a shadow never
+        changes a live answer), until the staged candidate is decided; the decision.
+        Bounded by ``WAIT``."""
+        deadline = time.monotonic() + WAIT
+        while True:  # bounded by the deadline
+            assert [item["id"] for item in self.items()] == live
+            candidate = self.http.get("/config/candidate")
+            if candidate.status_code == 404:
+                decision: dict[str, Any] = candidate.json()["last_decision"]
+                assert decision is not None, candidate.text + self.text()
+                return decision
+            assert candidate.status_code == 200, candidate.text
+            assert time.monotonic() < deadline, f"never decided: {candidate.text}"
+
     def items_become(self, want: list[dict[str, Any]]) -> None:
         """Wait until ``/execute`` serves ``want`` (another worker maps an admin's result
         within its follow poll; one process at once). Bounded by ``WAIT``."""

@@ -19,7 +19,6 @@ resource each worker fetches itself (no codec) is not staged there (409).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import orjson
 import pytest
 
 from .fakes import items_resource
-from .pod import PLUGIN, WAIT, Server, admin_cli, condition, unnamed_feed_files, wait_until
+from .pod import PLUGIN, Server, admin_cli, condition, unnamed_feed_files, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -70,20 +69,6 @@ def _stage(server: Server, name: str, query: str) -> dict[str, Any]:
     return body
 
 
-def _decided(server: Server, live: list[str]) -> dict[str, Any]:
-    """Send requests (each answered ``live``) until the stage is decided; the decision."""
-    deadline = time.monotonic() + WAIT
-    while True:  # bounded by the deadline
-        assert _ids(server) == live  # the shadow never changes a live answer
-        candidate = server.http.get("/config/candidate")
-        if candidate.status_code == 404:
-            decision: dict[str, Any] = candidate.json()["last_decision"]
-            assert decision is not None, candidate.text + server.text()
-            return decision
-        assert candidate.status_code == 200, candidate.text
-        assert time.monotonic() < deadline, f"never decided: {candidate.text}"
-
-
 def test_a_reordered_feed_shows_every_answer_changed_and_is_aborted_by_threshold(
     serve: Callable[..., Server], tmp_path: Path
 ) -> None:
@@ -98,7 +83,7 @@ def test_a_reordered_feed_shows_every_answer_changed_and_is_aborted_by_threshold
     assert pinned["status"] == "True" and "a staged refresh of 'feed'" in pinned["message"]
     refused = server.admin("refresh")  # the staged resource is held: 409 naming the stage
     assert refused.status_code == 409 and "a staged refresh of 'feed'" in refused.text
-    decision = _decided(server, IDS)
+    decision = server.stage_decided(IDS)
     assert (decision["decision"], decision["by"], decision["resource"]) == (
         "abort",
         "thresholds",
@@ -139,7 +124,7 @@ def test_identical_answers_are_promoted_at_min_requests_and_the_new_value_serves
     assert _ids(server) == IDS
     feed.write_bytes(orjson.dumps([{**row, "note": "unread"} for row in ROWS]))  # same answers
     _stage(server, "feed", "share=1&min_requests=10&max_changed_ratio=0")
-    decision = _decided(server, IDS)
+    decision = server.stage_decided(IDS)
     assert (decision["decision"], decision["by"]) == ("promote", "thresholds"), decision
     summary = decision["summary"]
     assert summary["requests"] >= 10 and summary["same"] == summary["requests"], summary

@@ -12,7 +12,6 @@ and counts them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import orjson
 import pytest
 
 from .fakes import items_resource
-from .pod import PLUGIN, WAIT, Server, admin_cli, wait_until
+from .pod import PLUGIN, Server, admin_cli, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -72,20 +71,6 @@ def _stage(server: Server, config: dict[str, Any], query: str) -> dict[str, Any]
     return body
 
 
-def _decided(server: Server, live: list[str]) -> dict[str, Any]:
-    """Send requests (each answered ``live``) until the stage has been decided; the decision."""
-    deadline = time.monotonic() + WAIT
-    while True:  # bounded by the deadline
-        assert _ids(server) == live  # the shadow never changes a live answer
-        candidate = server.http.get("/config/candidate")
-        if candidate.status_code == 404:
-            decision: dict[str, Any] = candidate.json()["last_decision"]
-            assert decision is not None, candidate.text + server.text()
-            return decision
-        assert candidate.status_code == 200, candidate.text
-        assert time.monotonic() < deadline, f"never decided: {candidate.text}"
-
-
 def test_a_reversed_sort_shows_every_answer_changed_and_is_aborted_by_threshold(
     serve: Callable[..., Server],
 ) -> None:
@@ -93,7 +78,7 @@ def test_a_reversed_sort_shows_every_answer_changed_and_is_aborted_by_threshold(
     staged = _stage(server, _config("desc"), "share=1&min_requests=20&max_changed_ratio=0.5")
     assert staged["candidate"]["share"] == 1.0
     assert staged["candidate"]["thresholds"]["min_requests"] == 20
-    decision = _decided(server, ASC)
+    decision = server.stage_decided(ASC)
     assert decision["decision"] == "abort" and decision["by"] == "thresholds", decision
     assert "changed_ratio 1 is above max_changed_ratio 0.5" in decision["reason"], decision
     summary = decision["summary"]
@@ -122,7 +107,7 @@ def test_identical_answers_are_promoted_at_min_requests(
         "share=1&min_requests=10&max_changed_ratio=0&max_error_ratio=0",
     )
     revision = staged["candidate"]["revision"]
-    decision = _decided(server, ASC)
+    decision = server.stage_decided(ASC)
     assert decision["decision"] == "promote" and decision["by"] == "thresholds", decision
     summary = decision["summary"]
     assert summary["requests"] >= 10 and summary["same"] == summary["requests"], summary
