@@ -356,10 +356,7 @@ def _post(args: argparse.Namespace, token: str | None, addr: str, path: str) -> 
     text = body.decode("utf-8", "replace")
     if args.output == "json":
         return _Said(code, text)
-    try:
-        parsed: Any = json.loads(text)
-    except ValueError:
-        parsed = text
+    parsed = _json_or_text(text)
     if args.admin_action == "config":
         return _Said(code, config_line(status, parsed))
     if args.admin_action in ("stage", "promote", "abort"):
@@ -379,11 +376,15 @@ def _get(args: argparse.Namespace, token: str | None, addr: str, path: str) -> _
     text = body.decode("utf-8", "replace")
     if args.output == "json":
         return _Said(code, text)
+    return _Said(code, candidate_line(status, _json_or_text(text)))
+
+
+def _json_or_text(text: str) -> Any:
+    """An answer's JSON, or its text when it is not JSON (a proxy's page, say)."""
     try:
-        parsed: Any = json.loads(text)
+        return json.loads(text)
     except ValueError:
-        parsed = text
-    return _Said(code, candidate_line(status, parsed))
+        return text
 
 
 def _status_of(args: argparse.Namespace, token: str | None, addr: str) -> _Said:
