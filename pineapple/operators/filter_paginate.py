@@ -29,7 +29,7 @@ class FilterPaginate(Operator):
     mutates_row_set = True
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        n = len(inp.items)
+        n = len(inp)
         fields = self.meta.common_input
         if n == 0 or len(fields) < 2:
             return
