@@ -172,7 +172,7 @@ class TransformByLua(Operator):
         pool = self._pool
         if pool is None:
             raise LuaRuntimeError(f'lua: operator "{self.name}" was not prepared')
-        n = len(inp.items)
+        n = len(inp)
         if self._item_mode and n == 0:
             return
         get = inp.common.get
