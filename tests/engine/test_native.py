@@ -17,13 +17,14 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+import pineapple.engine
 from pineapple import Context, PineappleError, _native, builtins, resource
 from pineapple.engine import Engine, all_operator_schemas
 from pineapple.engine.http import respond
@@ -60,11 +61,64 @@ def test_the_pure_copy_runs_source(pure: _native.PureCopy) -> None:
     assert frame is not sys.modules["pineapple.engine._frame"]
 
 
+Extra = Callable[[Any], list[tuple[Any, Any]]]
+"""Operator types to register beside the built-ins, made for one side's ``pineapple.engine``."""
+
+
+def _row_operators(engine: Any) -> list[tuple[Any, Any]]:
+    """Plugin operators that work on rows, on ``engine`` (this process's module or the pure
+    copy's): items added as dicts of three shapes, the row view read, single values written,
+    items removed by what their dicts hold."""
+
+    class RowRecall(engine.Operator):  # type: ignore[misc,name-defined]
+        def execute(self, ctx: Any, inp: Any, out: Any) -> None:
+            for i in range(3):  # bounded: three rows
+                row: dict[str, Any] = {"id": f"row{i}"}
+                if i != 1:
+                    row["a"] = i / 2
+                if i == 2:
+                    row["b"] = None
+                out.add_item(row)
+
+    class RowTransform(engine.Operator):  # type: ignore[misc,name-defined]
+        def execute(self, ctx: Any, inp: Any, out: Any) -> None:
+            written = self.meta.item_output
+            for i, row in enumerate(inp.items):  # bounded: the items
+                if written and i % 2 == 0:
+                    out.set_item(i, written[0], f"{len(row)}:{row.get('id')}:{row.get('a')}")
+
+    class RowFilter(engine.Operator):  # type: ignore[misc,name-defined]
+        def execute(self, ctx: Any, inp: Any, out: Any) -> None:
+            out.remove_items([i for i, row in enumerate(inp.items) if len(row) % 3 == 0])
+
+    schema = engine.OperatorSchema
+    return [
+        (schema("test_row_recall", "recall", "adds dicts of three shapes"), RowRecall),
+        (schema("test_row_transform", "transform", "writes from the row view"), RowTransform),
+        (schema("test_row_filter", "filter", "removes by the row view"), RowFilter),
+    ]
+
+
+def _with(engine: Any, registry: Any, extra: Extra | None) -> Any:
+    """``registry`` itself, or a new one holding its types and ``extra``'s."""
+    if extra is None:
+        return registry
+    both = engine.OperatorRegistry()
+    for schema in registry.all():  # bounded: the registered types
+        both.register(schema, registry.factory(schema.name))
+    for schema, factory in extra(engine):
+        both.register(schema, factory)
+    return both
+
+
 class _Both:
     """One config built by this process's core and by the pure copy."""
 
-    def __init__(self, pure: _native.PureCopy, config: Any, static: Any = None) -> None:
+    def __init__(
+        self, pure: _native.PureCopy, config: Any, static: Any = None, extra: Extra | None = None
+    ) -> None:
         self.pure = pure
+        self.extra = extra
         self.error: tuple[str, str] | None = None
         self.engines: tuple[Any, Any] | None = None
         built: list[Any] = []
@@ -91,16 +145,18 @@ class _Both:
             ctx = Context().with_timeout(30.0)
             if static is not None:
                 ctx = resource.with_resources(ctx, resource.Static(static))
-            return Engine(config, registry=builtins.operator_registry()), ctx
+            registry = _with(pineapple.engine, builtins.operator_registry(), self.extra)
+            return Engine(config, registry=registry), ctx
         with self.pure:
             p = self.pure.module
             ctx = p("pineapple").Context().with_timeout(30.0)
             if static is not None:
                 res = p("pineapple.resource")
                 ctx = res.with_resources(ctx, res.Static(static))
-            engine = p("pineapple.engine").Engine(
-                config, registry=p("pineapple.builtins").operator_registry()
+            registry = _with(
+                p("pineapple.engine"), p("pineapple.builtins").operator_registry(), self.extra
             )
+            engine = p("pineapple.engine").Engine(config, registry=registry)
             return engine, ctx
 
     def answers(self, body: bytes) -> tuple[tuple[int, bytes], tuple[int, bytes]]:
@@ -125,9 +181,15 @@ class _Both:
                 self.engines[1][0].close()
 
 
-def _compare(pure: _native.PureCopy, config: Any, bodies: list[bytes], static: Any = None) -> int:
+def _compare(
+    pure: _native.PureCopy,
+    config: Any,
+    bodies: list[bytes],
+    static: Any = None,
+    extra: Extra | None = None,
+) -> int:
     """Assert both cores answer every body alike; returns the number of answers compared."""
-    both = _Both(pure, config, static)
+    both = _Both(pure, config, static, extra)
     try:
         if both.error is not None:
             assert both.error[0] == both.error[1]
@@ -191,6 +253,26 @@ def test_seeded_random_pipelines_give_the_same_bytes(pure: _native.PureCopy) -> 
         bodies = [test_property._request(rng) for _ in range(test_property.REQUESTS)]
         compared += _compare(pure, config, bodies)
     assert compared >= test_property.CASES // 2, compared
+
+
+def test_rows_and_columns_mixed_in_one_pipeline_give_the_same_bytes(
+    pure: _native.PureCopy,
+) -> None:
+    """Seeded random pipelines of every built-in operator (columns) and plugin operators
+    that read the row view, add dicts of mixed shapes and write single values (rows)."""
+    pytest.importorskip("lupa")
+    rng = random.Random(test_property.SEED + 1)
+    builtin = [s for s in all_operator_schemas() if not s.name.startswith("test_")]
+    rows = [schema for schema, _ in _row_operators(pineapple.engine)]
+    compared = mixed = 0
+    for _case in range(test_property.CASES):
+        config = test_property._config(rng, builtin + rows * 4)
+        types = {op["type_name"] for op in config["pipeline_config"]["operators"].values()}
+        if types & {s.name for s in rows} and types - {s.name for s in rows}:
+            mixed += 1
+        bodies = [test_property._request(rng) for _ in range(test_property.REQUESTS)]
+        compared += _compare(pure, config, bodies, extra=_row_operators)
+    assert mixed >= test_property.CASES // 3 and compared >= test_property.CASES, (mixed, compared)
 
 
 def _package_copy(tmp: Path) -> Path:
