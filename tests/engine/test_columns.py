@@ -125,7 +125,7 @@ def test_the_row_view_is_built_once_per_change() -> None:
 
 
 def test_rows_given_to_an_input_are_its_row_view_until_a_change() -> None:
-    rows = [{"id": 1}, {"id": 2, "x": None}]
+    rows: Rows = [{"id": 1}, {"id": 2, "x": None}]
     frame = Frame.of_rows(rows, keep_view=True)
     assert frame.rows() is rows
     assert frame.first_missing("x") == 0 and frame.column("x") == [None, None]

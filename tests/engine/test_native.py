@@ -70,7 +70,7 @@ def _row_operators(engine: Any) -> list[tuple[Any, Any]]:
     copy's): items added as dicts of three shapes, the row view read, single values written,
     items removed by what their dicts hold."""
 
-    class RowRecall(engine.Operator):  # type: ignore[misc,name-defined]
+    class RowRecall(engine.Operator):  # type: ignore[misc]
         def execute(self, ctx: Any, inp: Any, out: Any) -> None:
             for i in range(3):  # bounded: three rows
                 row: dict[str, Any] = {"id": f"row{i}"}
@@ -80,14 +80,14 @@ def _row_operators(engine: Any) -> list[tuple[Any, Any]]:
                     row["b"] = None
                 out.add_item(row)
 
-    class RowTransform(engine.Operator):  # type: ignore[misc,name-defined]
+    class RowTransform(engine.Operator):  # type: ignore[misc]
         def execute(self, ctx: Any, inp: Any, out: Any) -> None:
             written = self.meta.item_output
             for i, row in enumerate(inp.items):  # bounded: the items
                 if written and i % 2 == 0:
                     out.set_item(i, written[0], f"{len(row)}:{row.get('id')}:{row.get('a')}")
 
-    class RowFilter(engine.Operator):  # type: ignore[misc,name-defined]
+    class RowFilter(engine.Operator):  # type: ignore[misc]
         def execute(self, ctx: Any, inp: Any, out: Any) -> None:
             out.remove_items([i for i, row in enumerate(inp.items) if len(row) % 3 == 0])
 
