@@ -48,12 +48,17 @@ original exception is kept as ``__cause__``)::
         ScaleOp,                          # the factory: params -> operator
     )
 
-Reading: ``inp.common`` (declared common inputs), ``inp.items`` (the
-frame's rows: read-only), ``inp.column(field)``, ``inp.item(i, field)``,
-``len(inp)``, ``inp.templated`` (per-request values of ``{{field}}`` params).
+Reading: ``inp.common`` (declared common inputs), ``inp.column(field)``,
+``inp.item(i, field)``, ``len(inp)``, ``inp.templated`` (per-request values
+of ``{{field}}`` params), ``inp.items`` (the items as dicts: read-only).
+The engine holds the items as columns, one list per field: ``column`` is a
+list copy, ``set_column`` and ``add_columns`` hand over whole lists, while
+``items`` builds a dict per item on its first use after a change (for an
+operator that wants rows; count with ``len(inp)``, not ``len(inp.items)``).
 Writing: ``out.set_common``, ``out.set_item``, ``out.set_column``,
-``out.add_item(s)``, ``out.remove_item(s)``, ``out.set_item_order``,
-``out.warn``; what a kind may write is listed on :class:`OperatorOutput`.
+``out.add_item(s)``, ``out.add_columns``, ``out.remove_item(s)``,
+``out.set_item_order``, ``out.warn``; what a kind may write is listed on
+:class:`OperatorOutput`.
 
 Resources: borrow with ``pineapple.resource.borrow(ctx, name, operator)``
 (it raises ``ResourceUnavailableError`` naming both when the context cannot
