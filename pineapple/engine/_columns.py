@@ -8,6 +8,14 @@ Operators never see ``ABSENT``: :meth:`Frame.column` gives None there, and
 the row view (:meth:`Frame.rows`, what ``OperatorInput.items`` shows) leaves
 the field out of that item's dict.
 
+Removing and reordering items gathers no column: :meth:`Frame.keep` makes a
+new selection, and each list stays in the selection it was made in
+(``layout``), beside one index list per such selection that says where each
+present item is in it (``selections``, updated by each keep: one gather per
+selection still in use, not one per column). A column is gathered into the
+present selection when it is first read (:meth:`Frame.present`), so a
+column that no later operator and no output reads is never gathered.
+
 Lists from outside (``set_column``, ``add_columns``) are kept as they are
 and never changed: a column in ``shared`` is copied before the frame first
 changes it in place (a ``set_item`` write, an append), so an operator may
@@ -55,18 +63,25 @@ class Frame:
     (2, [1, None], [{'id': 'a', 'n': 1}, {'id': 'b'}])
     """
 
-    __slots__ = ("columns", "count", "holes", "shared", "view")
+    __slots__ = ("columns", "count", "current", "holes", "layout", "selections", "shared", "view")
 
     def __init__(self, count: int = 0, columns: dict[str, list[Any]] | None = None) -> None:
         self.count = count
         self.columns: dict[str, list[Any]] = columns if columns is not None else {}
-        """Field -> its ``count`` values; insertion order is the row view's field order."""
+        """Field -> its values; insertion order is the row view's field order. A column
+        whose ``layout`` is not ``current`` holds the items of an earlier selection."""
         self.holes: set[str] = set()
         """Fields that may hold ABSENT (an item without the field)."""
         self.shared: set[str] = set()
         """Fields whose list came from outside: copied before the frame changes it."""
         self.view: list[dict[str, Any]] | None = None
         """The row view, built on demand; dropped by every change to the items."""
+        self.current = 0
+        """The number of the items' present selection (one more after each keep)."""
+        self.layout: dict[str, int] = {}
+        """Field -> the selection its list is in, where that is not ``current``."""
+        self.selections: dict[int, list[int]] = {}
+        """Selection -> for each present item, its position in that selection's lists."""
 
     @staticmethod
     def of_rows(rows: list[dict[str, Any]], keep_view: bool = False) -> Frame:
@@ -89,10 +104,28 @@ class Frame:
 
     # -- reading ---------------------------------------------------------------
 
+    def present(self, field: str) -> list[Any] | None:
+        """The frame's own list of ``field`` for the present items (None: no item has it).
+
+        A column of an earlier selection is gathered here, once. Read-only:
+        the caller must not change or keep it.
+        """
+        col = self.columns.get(field)
+        if col is None or not self.layout:
+            return col
+        at = self.layout.pop(field, -1)
+        if at < 0:
+            return col
+        col = self.columns[field] = _gather(col, self.selections[at])
+        self.shared.discard(field)
+        if at not in self.layout.values():
+            del self.selections[at]  # no list is in that selection any more
+        return col
+
     def column(self, field: str, default: Any = None) -> list[Any]:
         """Every item's value of ``field`` (None where absent; ``default`` for None and
         absent when it is not None). A fresh list, the caller's to keep or change."""
-        col = self.columns.get(field)
+        col = self.present(field)
         if col is None:
             return _filled(default, self.count)
         if default is None and field not in self.holes:
@@ -108,7 +141,7 @@ class Frame:
 
     def value(self, index: int, field: str) -> Any:
         """Item ``index``'s value of ``field`` (None when absent or out of range)."""
-        col = self.columns.get(field)
+        col = self.present(field)
         if col is None or index < 0 or index >= self.count:
             return None
         v = col[index]
@@ -118,12 +151,12 @@ class Frame:
         """The index of the first item without ``field``, or -1 (every item has it)."""
         if self.count == 0:
             return -1
-        col = self.columns.get(field)
-        if col is None:
+        if field not in self.columns:
             return 0
         if field not in self.holes:
             return -1
-        at = _first_of(col, True)
+        col = self.present(field)
+        at = _first_of(col, True) if col is not None else 0
         if at < 0:
             self.holes.discard(field)  # known now: on every item
         return at
@@ -132,7 +165,7 @@ class Frame:
         """The index of the first item where ``field`` is None or absent, or -1."""
         if self.count == 0:
             return -1
-        col = self.columns.get(field)
+        col = self.present(field)
         if col is None:
             return 0
         return _first_of(col, False)
@@ -148,6 +181,7 @@ class Frame:
         return view
 
     def _build_rows(self, start: int, end: int) -> list[dict[str, Any]]:
+        self._settle()
         cols = list(self.columns.items())
         out: list[dict[str, Any]] = []
         for a, b in spans(end - start) if end - start > PIECE else ((0, end - start),):
@@ -160,8 +194,14 @@ class Frame:
                 out.append(row)
         return out
 
+    def _settle(self) -> None:
+        """Gather every column of an earlier selection (all lists are then in the present one)."""
+        for f in list(self.layout):  # bounded: the fields
+            self.present(f)
+
     def slice(self, start: int, end: int) -> Frame:
         """Items ``start`` to ``end`` as a frame of their own (lists copied)."""
+        self._settle()
         part = Frame(end - start, {f: col[start:end] for f, col in self.columns.items()})
         part.holes = set(self.holes)
         return part
@@ -174,6 +214,10 @@ class Frame:
         old = self.columns.get(field)
         self.columns[field] = values
         self.holes.discard(field)
+        if field in self.layout:
+            at = self.layout.pop(field)
+            if at not in self.layout.values():
+                del self.selections[at]
         if old is not None and field not in self.shared and len(old) > PIECE:
             release(old)
         self.shared.add(field)
@@ -186,8 +230,9 @@ class Frame:
         self.view = None
 
     def _own(self, field: str) -> list[Any]:
-        """The column of ``field``, the frame's own (copied if shared; made if new)."""
-        col = self.columns.get(field)
+        """The column of ``field`` for the present items, the frame's own (copied if shared;
+        made if new)."""
+        col = self.present(field)
         if col is None:
             col = self.columns[field] = _filled(ABSENT, self.count)
             self.holes.add(field)
@@ -255,32 +300,46 @@ class Frame:
             self.holes.add(f)  # may hold ABSENT (first_missing finds out)
 
     def keep(self, index: list[int]) -> None:
-        """The items at ``index`` (valid, distinct), in that order, become the frame."""
-        m = len(index)
-        for f, col in self.columns.items():  # bounded: the fields
-            new = _gather(col, index)
-            if f not in self.shared and len(col) > PIECE:
-                release(col)
-            self.columns[f] = new
-        self.shared.clear()
-        self.count = m
+        """The items at ``index`` (valid, distinct positions), in that order, become the frame;
+        ``index`` is the frame's afterwards.
+
+        No column is gathered here: the lists stay in the selection they are
+        in, and one index list per earlier selection is (``present`` gathers
+        a column when it is read).
+        """
+        for at, sel in self.selections.items():  # bounded: the selections still in use
+            self.selections[at] = _gather(sel, index)
+        now = self.current
+        if len(self.layout) < len(self.columns):  # some lists are in the present selection
+            self.selections[now] = index
+            for f in self.columns:  # bounded: the fields
+                if f not in self.layout:
+                    self.layout[f] = now
+        self.current = now + 1
+        self.count = len(index)
         self.view = None
 
     def truncate(self, count: int) -> None:
         """Keep the first ``count`` items."""
+        for at, sel in self.selections.items():  # bounded: the selections still in use
+            self.selections[at] = sel[:count]
         for f, col in self.columns.items():  # bounded: the fields
-            self.columns[f] = col[:count]
-            if f not in self.shared and len(col) > PIECE:
-                release(col)
-        self.shared.clear()
+            if f not in self.layout:
+                self.columns[f] = col[:count]
+                if f not in self.shared and len(col) > PIECE:
+                    release(col)
+                self.shared.discard(f)
         self.count = count
         self.view = None
 
     def release(self) -> None:
-        """Free the frame's own large columns in pieces (the frame is done with)."""
+        """Free the frame's own large lists in pieces (the frame is done with)."""
         for f, col in self.columns.items():  # bounded: the fields
             if f not in self.shared and len(col) > PIECE:
                 release(col)
+        for sel in self.selections.values():  # bounded: the selections still in use
+            if len(sel) > PIECE:
+                release(sel)
 
 
 def _present(col: list[Any], default: Any, start: int, end: int) -> list[Any]:

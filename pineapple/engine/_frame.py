@@ -314,7 +314,7 @@ def project(
         return rc, [_NO_FIELDS] * n
     cols: list[tuple[str, list[Any]]] = []
     for f in item_out:  # bounded: the contract's item_output
-        col = frame.columns.get(f)
+        col = frame.present(f)
         if col is not None:
             cols.append((f, col))
     rows: list[dict[str, Any]] = []

@@ -146,14 +146,13 @@ def run_steps(
 
 
 def release_output(out: OperatorOutput) -> None:
-    """Free a large request's applied order and removals in pieces.
+    """Free a large request's applied removals in pieces.
 
-    Both are the engine's (lists handed to the output belong to the engine):
-    freed in one call each, 280,000 indices hold the GIL for 10 to 40 ms.
-    The frame frees the columns it replaces itself (``Frame.keep``).
+    They are the engine's (what is handed to the output belongs to the
+    engine): freed in one call, 280,000 indices hold the GIL for 10 to 40 ms.
+    An applied order is the frame's own after ``Frame.keep`` (it frees it
+    with its columns, ``Frame.release``).
     """
-    if out.item_order is not None:
-        release(out.item_order)
     removed = out.removed
     if removed is not None and len(removed) > PIECE:
         parts = list(batches(removed))

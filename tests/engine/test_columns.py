@@ -20,31 +20,47 @@ from pineapple.engine._columns import ABSENT, Frame
 from pineapple.engine._pieces import PIECE
 
 SEED = 20261205
-WALKS = 60
+WALKS = 300
 STEPS = 40
+"""Changes of a walk: each one is followed by a random part of the checks (all at the end)."""
 FIELDS = ["a", "b", "c", "d"]
 VALUES: list[Any] = [None, 0, 1.5, "x", "", False, [1], {"k": None}]
 
 Rows = list[dict[str, Any]]
 
 
-def _check(frame: Frame, rows: Rows) -> None:
+def _check(frame: Frame, rows: Rows, rng: random.Random | None = None) -> None:
+    """The frame says what ``rows`` say; with ``rng``, a random part of it in a random order
+    (so that columns of earlier selections are read one by one, not all at once)."""
     assert frame.count == len(rows)
-    assert frame.rows() == rows
-    for f in [*FIELDS, "never"]:
-        assert frame.column(f) == [row.get(f) for row in rows], f
-        assert frame.column(f, "dflt") == [
-            "dflt" if row.get(f) is None else row[f] for row in rows
-        ], f
-        missing = [i for i, row in enumerate(rows) if f not in row]
-        unset = [i for i, row in enumerate(rows) if row.get(f) is None]
-        assert frame.first_missing(f) == (missing[0] if missing else -1), f
-        assert frame.first_unset(f) == (unset[0] if unset else -1), f
-        for i in (0, len(rows) - 1, len(rows)):
-            assert frame.value(i, f) == (rows[i].get(f) if 0 <= i < len(rows) else None)
-    for col in frame.columns.values():
-        assert len(col) == frame.count
-    assert all(ABSENT not in row.values() for row in frame.rows())
+    fields = [*FIELDS, "never"]
+    reads = [(f, k) for f in fields for k in range(5)]
+    if rng is not None:
+        reads = rng.sample(reads, rng.randint(0, len(reads)))
+    if rng is None or rng.random() < 0.3:
+        assert frame.rows() == rows
+    for f, k in reads:
+        if k == 0:
+            assert frame.column(f) == [row.get(f) for row in rows], f
+        elif k == 1:
+            assert frame.column(f, "dflt") == [
+                "dflt" if row.get(f) is None else row[f] for row in rows
+            ], f
+        elif k == 2:
+            missing = [i for i, row in enumerate(rows) if f not in row]
+            assert frame.first_missing(f) == (missing[0] if missing else -1), f
+        elif k == 3:
+            unset = [i for i, row in enumerate(rows) if row.get(f) is None]
+            assert frame.first_unset(f) == (unset[0] if unset else -1), f
+        else:
+            for i in (0, len(rows) - 1, len(rows)):
+                assert frame.value(i, f) == (rows[i].get(f) if 0 <= i < len(rows) else None)
+    if rng is None:
+        assert frame.rows() == rows
+        for f in frame.columns:
+            col = frame.present(f)
+            assert col is not None and len(col) == frame.count
+        assert all(ABSENT not in row.values() for row in frame.rows())
 
 
 def _row(rng: random.Random) -> dict[str, Any]:
@@ -111,7 +127,8 @@ def test_a_frame_changes_as_its_rows_would() -> None:
         _check(frame, rows)
         for _ in range(STEPS):
             rows = _step(rng, frame, rows, handed)
-            _check(frame, rows)
+            _check(frame, rows, rng)
+        _check(frame, rows)
         for given, was in handed:
             assert given == was  # the frame never changed a list it was handed
 
