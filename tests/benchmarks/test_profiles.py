@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from benchmarks import frame_primitives
 from benchmarks.instruction_profile import parse_annotation
 
 ANNOTATION = """\
@@ -38,24 +35,3 @@ def test_inclusive_counts_keep_the_largest_part_and_skip_cycles_and_unnamed_code
         "free_keys_object": 2_592_000,
         "CPyDef__io____column": 3_370_380,
     }
-
-
-def _as_rows(value: Any) -> Any:
-    """A column side's answer turned into rows, to compare with the row side's."""
-    if isinstance(value, dict) and all(isinstance(v, list) for v in value.values()):
-        names = list(value)
-        return [dict(zip(names, row, strict=True)) for row in zip(*value.values(), strict=True)]
-    return value
-
-
-def test_both_sides_of_each_primitive_compute_the_same_thing() -> None:
-    rows = frame_primitives._row_primitives()
-    cols = frame_primitives._column_primitives()
-    assert set(rows) == set(cols) == set(frame_primitives.PRIMITIVES)
-    for name in frame_primitives.PRIMITIVES:
-        by_rows: Any = rows[name]()
-        by_cols = cols[name]()
-        if name == "answer two fields":
-            assert by_rows[1] == by_cols
-        elif by_rows is not None:
-            assert by_rows == _as_rows(by_cols), name
