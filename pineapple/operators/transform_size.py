@@ -24,7 +24,7 @@ class TransformSize(Operator):
         self.dst = self.meta.first("common_output", "transform_size")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        out.set_common(self.dst, len(inp.items))
+        out.set_common(self.dst, len(inp))
 
 
 register_operator(SCHEMA, TransformSize)
