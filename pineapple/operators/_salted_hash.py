@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from mypy_extensions import i64
 
-from ..engine._gofmt import format_g, go_json
+from ..engine._gofmt import format_value, go_json
 from ..engine._pieces import PIECE, spans, stable_order
 
 __all__ = ["salt_text", "salted_hash", "salted_rank"]
@@ -39,14 +39,11 @@ def salt_text(value: Any) -> str:
     """A value as text for hashing: Go ``%g`` for numbers, "" for null, JSON for composites."""
     if isinstance(value, str):
         return value
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        return format_g(float(value))
     if value is None:
         return ""
+    # Two isinstance tests: compiled, ``int | float`` would build a union on every call.
+    if isinstance(value, int) or isinstance(value, float):  # noqa: SIM101
+        return format_value(value)  # true, false, or Go %g (an int's digits below 1e6)
     return go_json(value).decode()
 
 
@@ -86,10 +83,10 @@ def _fractions(hi: i64, lo: i64, values: list[Any], start: int, end: int) -> lis
     Bounded: ``end - start`` values. ``hi * 2**32`` is exact in a float; adding
     ``lo`` rounds once, as ``float(h)`` does; dividing by 2**64 is exact.
     """
-    ranks: list[float] = []
+    ranks = [0.0] * (end - start)
     for i in range(start, end):  # bounded: end - start values
         h, low = _fnv1a(hi, lo, salt_text(values[i]).encode())
-        ranks.append((float(h) * _TWO32 + float(low)) / _TWO64)
+        ranks[i - start] = (float(h) * _TWO32 + float(low)) / _TWO64
     return ranks
 
 
@@ -116,15 +113,24 @@ def _break_ties(order: list[int], ranks: list[float], values: list[Any]) -> None
     two hashes one float apart), so the ids of only those items are read.
     """
     n = len(order)
-    i = 0
-    while i < n:  # bounded: i grows every turn
-        r = ranks[order[i]]
-        j = i + 1
-        while j < n and ranks[order[j]] == r:  # bounded: j grows every turn
-            j += 1
-        if j - i > 1:
-            run = order[i:j]
-            ids = [_uint(salt_text(values[k])) for k in run]
-            keyed = sorted(range(j - i), key=ids.__getitem__)
-            order[i:j] = [run[p] for p in keyed]
-        i = j
+    if n == 0:
+        return
+    start = 0
+    prev = ranks[order[0]]
+    for p in range(1, n):  # bounded: n positions
+        r = ranks[order[p]]
+        if r != prev:
+            if p - start > 1:
+                _by_number(order, start, p, values)
+            start = p
+            prev = r
+    if n - start > 1:
+        _by_number(order, start, n, values)
+
+
+def _by_number(order: list[int], start: int, end: int, values: list[Any]) -> None:
+    """Stably sort ``order[start:end]`` by the values' numbers (bounded: the run)."""
+    run = order[start:end]
+    ids = [_uint(salt_text(values[k])) for k in run]
+    keyed = sorted(range(end - start), key=ids.__getitem__)
+    order[start:end] = [run[q] for q in keyed]
