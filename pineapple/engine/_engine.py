@@ -30,11 +30,12 @@ from mypy_extensions import mypyc_attr
 from .._context import Context
 from .._errors import ExecutionError, PineappleError, ValidationError
 from ._answer import AnswerBytes
+from ._columns import Frame
 from ._config import FlowContract, PipelineConfig, default_group, expand_sequence, parse_config
 from ._dag import Graph, build_graph
 from ._frame import project
 from ._io import OperatorInput, OperatorOutput
-from ._pieces import PIECE, release, spans
+from ._pieces import PIECE, spans
 from ._render import render_dag
 from ._run import run_steps
 from ._schema import OperatorRegistry, default_operator_registry
@@ -254,7 +255,7 @@ class Engine:
         pipeline = self._main if group is None else self._pipelines.get(group)
         if pipeline is None:
             raise UnknownGroupError(str(group), self.groups)
-        common, items = self._admit(request)
+        common, frame = self._admit(request)
         if ctx is None:
             ctx = Context()
         warnings: list[str] = []
@@ -268,11 +269,11 @@ class Engine:
         answer = AnswerBytes(max_answer_bytes) if max_answer_bytes is not None else None
         steps = pipeline.steps
         if not timed:
-            walk = run_steps(steps, ctx, common, items, warnings, None, traces, answer)
+            walk = run_steps(steps, ctx, common, frame, warnings, None, traces, answer)
         else:  # one in time_every: durations into this thread's shard
             timer = self.stats.shard()
             started = _clock()
-            walk = run_steps(steps, ctx, common, items, warnings, timer, traces, answer)
+            walk = run_steps(steps, ctx, common, frame, warnings, timer, traces, answer)
             timer.timed_run(_clock() - started)
         error = walk.error
         if tick is not None:
@@ -282,16 +283,16 @@ class Engine:
                 self.stats.irregular(
                     pipeline.index, walk.end, walk.skipped, walk.failed, error is not None
                 )
-        items = walk.items
+        frame = walk.frame
         contract = self.contract
-        out_common, out_items = project(common, items, contract.common_output, contract.item_output)
-        if len(items) > PIECE:
-            release(items)
+        out_common, out_items = project(common, frame, contract.common_output, contract.item_output)
+        if frame.count > PIECE:
+            frame.release()
         if error is not None:
             error.result = {"common": out_common, "items": out_items}
         return Result(out_common, out_items, warnings, error, traces)
 
-    def _admit(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def _admit(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], Frame]:
         """Check the request against the flow contract and copy it into a frame."""
         if request is None:
             raise ValidationError("pine: validation error: request must not be nil")
@@ -309,10 +310,9 @@ class Engine:
         if not isinstance(raw_items, list | tuple):
             raise ValidationError("pine: validation error: request.items must be an array")
         n = len(raw_items)
-        items: list[dict[str, Any]] = []
         for a, b in spans(n) if n > PIECE else ((0, n),):  # GIL handed over between pieces
-            _admit_items(raw_items, a, b, self.contract.item_input, items)
-        return dict(common), items
+            _admit_items(raw_items, a, b, self.contract.item_input)
+        return dict(common), Frame.of_rows(list(raw_items))
 
     def close(self) -> None:
         """Close every operator once (errors are logged, not raised). Idempotent."""
@@ -346,9 +346,8 @@ def _admit_items(
     start: int,
     end: int,
     item_input: tuple[str, ...],
-    out: list[dict[str, Any]],
 ) -> None:
-    """Check ``raw[start:end]`` against the contract and append copies of them to ``out``."""
+    """Check ``raw[start:end]`` against the contract."""
     for i in range(start, end):
         item = raw[i]
         if not isinstance(item, dict):
@@ -358,7 +357,6 @@ def _admit_items(
                 raise ValidationError(
                     f'pine: validation error: item[{i}] missing required item input field "{f}"'
                 )
-        out.append(dict(item))
 
 
 def _nothing() -> None:

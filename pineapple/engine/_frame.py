@@ -1,14 +1,14 @@
-"""The request frame: building operator inputs from it and applying outputs to it.
+"""Building operator inputs from the request frame and applying operator outputs to it.
 
-A frame is a plain ``common`` dict and a list of item dicts, owned by one
-request (copied from the request on entry). Errors raised here are
-``FrameError``; the runner wraps them into ``ExecutionError`` naming the
+The frame is a plain ``common`` dict and the items as columns (``_columns.Frame``),
+owned by one request (copied from the request on entry). Errors raised here
+are ``FrameError``; the runner wraps them into ``ExecutionError`` naming the
 operator, with the same texts as the public engines.
 
-The per-item loops are written out plainly (``for row in rows``) because
-mypyc compiles this module (``pineapple._native``) into C loops; past
-:data:`PIECE` items they run piece by piece (``spans``), so that no loop
-holds the GIL for more than one piece.
+The per-item loops are written out plainly because mypyc compiles this
+module (``pineapple._native``) into C loops; past :data:`PIECE` items they
+run piece by piece (``spans``), so that no loop holds the GIL for more than
+one piece.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ._answer import AnswerBytes, value_bytes
+from ._columns import ABSENT, Frame
 from ._io import OperatorInput, OperatorOutput
 from ._pieces import PIECE, batches, spans
 from ._step import Step
@@ -38,8 +39,6 @@ SOURCE_FIELD: Final = "_source"
 """The item field that names the recall step an item came from (written on every added item)."""
 
 _EMPTY: Mapping[str, Any] = {}
-_ABSENT: Final = object()
-"""What ``dict.get`` returns for a missing key where None is a value."""
 _isfinite = math.isfinite
 _NO_FIELDS: dict[str, Any] = {}
 """Every response item of a flow without item outputs (one dict, never written)."""
@@ -67,9 +66,7 @@ def build_common(step: Step, common: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def step_input(
-    step: Step, common: dict[str, Any], items: list[dict[str, Any]], present: dict[str, int]
-) -> OperatorInput:
+def step_input(step: Step, common: dict[str, Any], frame: Frame) -> OperatorInput:
     """What ``step``'s operator reads: its common view, the items checked, its templated params.
 
     Raises ``FrameError`` (or ``ValueError`` from a template) for input the
@@ -78,70 +75,34 @@ def step_input(
     """
     view = build_common(step, common) if step.needs_common else _EMPTY
     if step.item_strict or step.item_nullable:
-        check_items(step, items, present)
+        check_items(step, frame)
     templated = resolve_templates(step.templated, common) if step.templated else _EMPTY
-    return OperatorInput(view, items, templated=templated, item_defaults=step.item_defaults)
+    return OperatorInput(view, templated=templated, item_defaults=step.item_defaults, frame=frame)
 
 
-def check_items(step: Step, items: list[dict[str, Any]], present: dict[str, int]) -> None:
+def check_items(step: Step, frame: Frame) -> None:
     """Strict item fields must be non-null, nullable ones present, on every item.
 
-    ``present`` maps a field to the length of the item-list prefix known to
-    carry it (keys are never removed from a row, so presence only grows); it
-    spares re-checking fields that earlier operators already verified.
+    The first error is the one the engines report going item by item: the
+    lowest item index, and on it the strict fields first, in order.
     """
-    n = len(items)
-    ok = True
+    first = frame.count
     for f in step.item_strict:
-        if not _all_set(items, f, 0, n):
-            ok = False
+        bad = frame.first_unset(f)
+        if 0 <= bad < first:
+            first = bad
     for f in step.item_nullable:
-        known = present.get(f, 0)
-        if known >= n:
-            continue
-        if _all_contain(items, f, known, n):
-            present[f] = n
-        else:
-            ok = False
-    if ok:
+        bad = frame.first_missing(f)
+        if 0 <= bad < first:
+            first = bad
+    if first == frame.count:
         return
-    for i, row in enumerate(items):  # item-major, for the first error as the engines report it
-        for f in step.item_strict:
-            if row.get(f) is None:
-                raise FrameError(f'required field "{f}" is nil on item[{i}]')
-        for f in step.item_nullable:
-            if f not in row:
-                raise FrameError(f'required field "{f}" is missing on item[{i}]')
-
-
-def _all_set(rows: list[dict[str, Any]], field: str, start: int, end: int) -> bool:
-    """Every row of ``rows[start:end]`` has ``field`` set (not None)."""
-    if end - start > PIECE:
-        return all(_all_set(rows, field, start + a, start + b) for a, b in spans(end - start))
-    return all(rows[i].get(field) is not None for i in range(start, end))
-
-
-def _all_contain(rows: list[dict[str, Any]], field: str, start: int, end: int) -> bool:
-    """Every row of ``rows[start:end]`` has ``field`` (None allowed)."""
-    if end - start > PIECE:
-        return all(_all_contain(rows, field, start + a, start + b) for a, b in spans(end - start))
-    return all(field in rows[i] for i in range(start, end))
-
-
-def _set_column(rows: list[dict[str, Any]], field: str, values: list[Any]) -> None:
-    """``rows[i][field] = values[i]`` for every row (the lengths are equal).
-
-    Past :data:`PIECE` rows, piece by piece (slices share the rows). The loop
-    walks both lists at once: compiled, no bounds-checked index per value (a
-    positional ``zip`` is what mypyc compiles so; the lengths are checked).
-    """
-    n = len(rows)
-    if n > PIECE:
-        for a, b in spans(n):
-            _set_column(rows[a:b], field, values[a:b])
-        return
-    for row, v in zip(rows, values):  # noqa: B905  (bounded: n <= PIECE rows)
-        row[field] = v
+    for f in step.item_strict:
+        if frame.value(first, f) is None:
+            raise FrameError(f'required field "{f}" is nil on item[{first}]')
+    for f in step.item_nullable:
+        if frame.first_missing(f) == first:
+            raise FrameError(f'required field "{f}" is missing on item[{first}]')
 
 
 def _bad_float(v: Any) -> bool:
@@ -178,15 +139,15 @@ def apply_output(
     step: Step,
     out: OperatorOutput,
     common: dict[str, Any],
-    items: list[dict[str, Any]],
-    present: dict[str, int],
+    frame: Frame,
     answer: AnswerBytes | None = None,
-) -> list[dict[str, Any]]:
-    """Apply ``out`` to the frame; returns the (possibly new) item list.
+) -> None:
+    """Apply ``out`` to the frame (``common`` and ``frame`` are changed in place).
 
-    ``present`` (see :func:`check_items`) is kept true for the returned list.
     ``answer``: the run's answer bound, charged with what ``out`` adds before
-    anything is applied (``AnswerTooLargeError`` past it).
+    anything is applied (``AnswerTooLargeError`` past it). The writes are
+    applied in the order the public engines apply them: common, item writes,
+    column writes, removals, the order, added items; a bad write stops there.
     """
     if answer is not None and (out.common_writes or out.fills):
         charge_answer(step, out, answer)
@@ -196,14 +157,14 @@ def apply_output(
             if _bad_float(v):
                 raise FrameError(f"common write: {_nan(f)}")
         common.update(cw)
-    n = len(items)
+    n = frame.count
     if out.item_writes:
         for i, f, v in out.item_writes:
             if i < 0 or i >= n:
                 raise FrameError(f"SetItem index {i} out of range [0, {n})")
             if _bad_float(v):
                 raise FrameError(f"item[{i}] write: {_nan(f)}")
-            items[i][f] = v
+            frame.set_value(i, f, v)
     if out.column_writes:
         for f, values in out.column_writes:
             if len(values) != n:
@@ -213,42 +174,36 @@ def apply_output(
             bad = _first_bad(values)
             if bad >= 0:
                 raise FrameError(f"item[{bad}] write: {_nan(f)}")
-            _set_column(items, f, values)
-            present[f] = n
-    if out.removed or out.item_order is not None:
-        if out.removed:
-            items = _remove(items, out.removed)
-        if out.item_order is not None:
-            items = _reorder(items, out.item_order)
-        # Survivors of fully verified fields still carry them; others start over
-        # (nothing to do when every field is verified on all rows and none left).
-        m = len(items)
-        if present and (m != n or min(present.values()) < n):
-            kept = {f: m for f, known in present.items() if known >= n}
-            present.clear()
-            present.update(kept)
-    added = out.added_items
-    if added:
+            frame.set_column(f, values)
+    if out.removed:
+        _remove(frame, out.removed)
+    if out.item_order is not None:
+        frame.keep(_checked_order(out.item_order, frame.count))
+    if out.added_count:
+        _add(step, out, frame)
+
+
+def _add(step: Step, out: OperatorOutput, frame: Frame) -> None:
+    """Append ``out``'s added items (checked for NaN and infinity unless promised), with the
+    recall step's name in ``_source`` where they do not hold it already."""
+    before = frame.count
+    columns = out.added_columns
+    rows = out.added_rows
+    if columns is not None:
         if not out.finite_added:
-            for row in added:
+            for f, col in columns.items():  # bounded: the added fields
+                if _first_bad(col) >= 0:
+                    raise FrameError(f"added item write: {_nan(f)}")
+        frame.extend_columns(columns, out.added_count)
+    elif rows is not None:
+        if not out.finite_added:
+            for row in rows:  # bounded: the added items times their fields
                 for f, v in row.items():
                     if _bad_float(v):
                         raise FrameError(f"added item write: {_nan(f)}")
-        if step.recall and out.added_source != step.name:
-            name = step.name
-            count = len(added)
-            for a, b in spans(count) if count > PIECE else ((0, count),):
-                for i in range(a, b):
-                    added[i][SOURCE_FIELD] = name
-        before = len(items)
-        items.extend(added)
-        after = len(items)
-        for f in out.added_fields:
-            if present.get(f, 0) >= before:
-                present[f] = after
-        if step.recall and present.get(SOURCE_FIELD, 0) >= before:
-            present[SOURCE_FIELD] = after
-    return items
+        frame.extend_rows(rows)
+    if step.recall and out.added_source != step.name:
+        frame.fill(SOURCE_FIELD, before, step.name)
 
 
 def charge_answer(step: Step, out: OperatorOutput, answer: AnswerBytes) -> None:
@@ -266,29 +221,30 @@ def charge_answer(step: Step, out: OperatorOutput, answer: AnswerBytes) -> None:
     answer.charge(step.name, added)
 
 
-def _remove(items: list[dict[str, Any]], removed: set[int]) -> list[dict[str, Any]]:
-    """The items whose index is not in ``removed`` (a set of indices into ``items``).
+def _remove(frame: Frame, removed: set[int]) -> None:
+    """Drop the items whose index is in ``removed`` (a set of indices into the frame).
 
     Compiled, the indices are unboxed once each: their range in one pass, a
     keep-mask in another (a set lookup per item would box every index).
     """
-    n = len(items)
+    n = frame.count
     lo, hi = _index_range(removed)
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
     if hi == n - 1 and hi - lo + 1 == len(removed):  # a tail: truncation
-        return items[:lo]
+        frame.truncate(lo)
+        return
     keep = [True] * n
     for part in batches(removed) if len(removed) > PIECE else (removed,):
         for j in part:  # bounded: len(removed) indices, PIECE a piece
             keep[j] = False
-    kept: list[dict[str, Any]] = []
+    kept: list[int] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
         for i in range(a, b):
             if keep[i]:
-                kept.append(items[i])
-    return kept
+                kept.append(i)
+    frame.keep(kept)
 
 
 def _index_range(indices: set[int]) -> tuple[int, int]:
@@ -303,15 +259,12 @@ def _index_range(indices: set[int]) -> tuple[int, int]:
     return lo, hi
 
 
-def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, Any]]:
-    n = len(items)
+def _checked_order(order: list[int], n: int) -> list[int]:
+    """``order`` when it is a permutation of ``range(n)``; else the FrameError naming why."""
     if len(order) != n:
         raise FrameError(f"SetItemOrder length {len(order)} does not match item count {n}")
-    if n == 0:
-        return items
     # One pass: a permutation of range(n) has n distinct in-range indices
     # (``seen`` marks the taken ones); the first that is not stops it.
-    reordered: list[dict[str, Any]] = []
     seen = [False] * n
     valid = True
     try:
@@ -321,7 +274,6 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
                     valid = False
                     break
                 seen[j] = True
-                reordered.append(items[j])
             if not valid:
                 break
     except TypeError:  # a non-integer index
@@ -329,7 +281,7 @@ def _reorder(items: list[dict[str, Any]], order: list[int]) -> list[dict[str, An
     if not valid:
         _check_permutation(order, n)
         raise FrameError(f"SetItemOrder is not a permutation of [0, {n})")
-    return reordered
+    return order
 
 
 def _check_permutation(order: list[int], n: int) -> None:
@@ -346,7 +298,7 @@ def _check_permutation(order: list[int], n: int) -> None:
 
 def project(
     common: Mapping[str, Any],
-    items: list[dict[str, Any]],
+    frame: Frame,
     common_out: tuple[str, ...],
     item_out: tuple[str, ...],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -354,25 +306,24 @@ def project(
 
     Without item outputs every response item is the one empty dict
     ``_NO_FIELDS``: a flow's result is read-only (``Result``), and n fresh
-    empty dicts cost an allocation and a free each (a tenth of a
-    1,000-item run's instructions).
+    empty dicts cost an allocation and a free each.
     """
     rc = {f: common[f] for f in common_out if f in common}
-    n = len(items)
+    n = frame.count
     if not item_out:
         return rc, [_NO_FIELDS] * n
+    cols: list[tuple[str, list[Any]]] = []
+    for f in item_out:  # bounded: the contract's item_output
+        col = frame.columns.get(f)
+        if col is not None:
+            cols.append((f, col))
     rows: list[dict[str, Any]] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for row in items[a:b] if n > PIECE else items:  # compiled: no index per row
-            rows.append(_projected(row, item_out))
+        for i in range(a, b):  # bounded: the items times the output fields
+            row: dict[str, Any] = {}
+            for f, col in cols:
+                v = col[i]
+                if v is not ABSENT:
+                    row[f] = v
+            rows.append(row)
     return rc, rows
-
-
-def _projected(row: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
-    """The ``fields`` that ``row`` has, in that order (one lookup each)."""
-    out: dict[str, Any] = {}
-    for f in fields:  # bounded: the contract's item_output
-        v = row.get(f, _ABSENT)
-        if v is not _ABSENT:
-            out[f] = v
-    return out

@@ -20,7 +20,8 @@ from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from ._pieces import PIECE, pieces, spans
+from ._columns import Frame
+from ._pieces import PIECE, pieces
 
 __all__ = ["OperatorInput", "OperatorOutput"]
 
@@ -32,16 +33,19 @@ class OperatorInput:
     """Read-only view of the request frame for one operator invocation.
 
     ``common``: the declared ``common_input`` fields (engine-internal skip and
-    template fields removed, ``common_defaults`` applied). ``items``: the
-    frame's rows, in order. ``templated``: per-request values of
-    ``{{field}}``-templated params, by param name (empty when none).
+    template fields removed, ``common_defaults`` applied). The items: read a
+    field of every item with :meth:`column` (the frame holds columns: the
+    cheap way), one value with :meth:`item`, their count with ``len(inp)``;
+    ``items`` is the row view, one dict per item, built on first use.
+    ``templated``: per-request values of ``{{field}}``-templated params, by
+    param name (empty when none).
 
     >>> inp = OperatorInput({"page": 0}, [{"id": "a"}, {"id": "b"}])
-    >>> len(inp), inp.column("id"), inp.item(1, "id")
-    (2, ['a', 'b'], 'b')
+    >>> len(inp), inp.column("id"), inp.item(1, "id"), inp.items[0]
+    (2, ['a', 'b'], 'b', {'id': 'a'})
     """
 
-    __slots__ = ("common", "item_defaults", "items", "templated")
+    __slots__ = ("common", "frame", "item_defaults", "templated")
 
     def __init__(
         self,
@@ -50,21 +54,36 @@ class OperatorInput:
         *,
         templated: Mapping[str, Any] | None = None,
         item_defaults: Mapping[str, Any] | None = None,
+        frame: Frame | None = None,
     ) -> None:
         self.common: Mapping[str, Any] = common if common is not None else _EMPTY
-        self.items: list[dict[str, Any]] = items if items is not None else []
+        self.frame: Frame = (
+            frame if frame is not None else Frame.of_rows(items or [], keep_view=True)
+        )
+        """The request's items (engine-internal: read them through this class)."""
         self.templated: Mapping[str, Any] = templated if templated is not None else _EMPTY
         self.item_defaults: Mapping[str, Any] = (
             item_defaults if item_defaults is not None else _EMPTY
         )
 
     def __len__(self) -> int:
-        return len(self.items)
+        return self.frame.count
 
     @property
     def item_count(self) -> int:
         """The number of items."""
-        return len(self.items)
+        return self.frame.count
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The items as dicts, in order (read-only; built on first use after a change:
+        prefer :meth:`column`)."""
+        return self.frame.rows()
+
+    @property
+    def fields(self) -> list[str]:
+        """The item fields that some item has, in the frame's order."""
+        return list(self.frame.columns)
 
     def get_common(self, field: str, default: Any = None) -> Any:
         """A common field's value (None when absent)."""
@@ -72,11 +91,9 @@ class OperatorInput:
 
     def item(self, index: int, field: str) -> Any:
         """One item field (the item default when the value is None/absent)."""
-        if index < 0 or index >= len(self.items):
-            return None
-        value = self.items[index].get(field)
-        if value is None and field in self.item_defaults:
-            return self.item_defaults[field]
+        value = self.frame.value(index, field)
+        if value is None and 0 <= index < self.frame.count:
+            return self.item_defaults.get(field)
         return value
 
     def column(self, field: str) -> list[Any]:
@@ -84,28 +101,7 @@ class OperatorInput:
 
         A fresh list: the operator may keep or change it.
         """
-        items = self.items
-        default = self.item_defaults.get(field)
-        n = len(items)
-        if n <= PIECE:
-            return _column(items, field, default, 0, n)
-        col: list[Any] = []
-        for start, end in spans(n):  # bounded: n / PIECE pieces
-            col += _column(items, field, default, start, end)
-        return col
-
-
-def _column(
-    items: list[dict[str, Any]], field: str, default: Any, start: int, end: int
-) -> list[Any]:
-    """``field`` of ``items[start:end]`` (a plain loop: compiled to C by mypyc)."""
-    if start == 0 and end == len(items):
-        col = [row.get(field) for row in items]
-    else:
-        col = [items[i].get(field) for i in range(start, end)]
-    if default is not None:
-        return [default if v is None else v for v in col]
-    return col
+        return self.frame.column(field, self.item_defaults.get(field))
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
@@ -113,15 +109,16 @@ class OperatorOutput:
     """Collects one invocation's writes; the engine validates and applies them.
 
     What each operator kind may use (others are a type violation):
-    recall: ``set_common``, ``add_item(s)``; transform: ``set_common``,
+    recall: ``set_common``, ``add_item(s)``/``add_columns``; transform: ``set_common``,
     ``set_item``/``set_column``; filter: ``remove_item(s)``; merge:
     ``set_item``/``set_column``, ``remove_item(s)``; reorder:
     ``set_item_order``; observe: nothing. ``warn`` is always allowed.
     """
 
     __slots__ = (
-        "added_fields",
-        "added_items",
+        "added_columns",
+        "added_count",
+        "added_rows",
         "added_source",
         "column_writes",
         "common_writes",
@@ -139,8 +136,12 @@ class OperatorOutput:
         self.column_writes: list[tuple[str, list[Any]]] | None = None
         self.fills: list[tuple[Any, int]] | None = None
         """The value and item count of each ``fill_column`` (the answer's bound counts them)."""
-        self.added_items: list[dict[str, Any]] | None = None
-        self.added_fields: frozenset[str] = frozenset()
+        self.added_rows: list[dict[str, Any]] | None = None
+        """Items added as dicts (``add_item(s)``)."""
+        self.added_columns: dict[str, list[Any]] | None = None
+        """Items added as columns (``add_columns``; never both this and ``added_rows``)."""
+        self.added_count = 0
+        """How many items were added, either way."""
         self.added_source: str | None = None
         self.finite_added = True
         self.removed: set[int] | None = None
@@ -185,11 +186,7 @@ class OperatorOutput:
 
     def add_item(self, fields: dict[str, Any]) -> None:
         """Append a new item (recall). The dict belongs to the engine afterwards."""
-        if self.added_items is None:
-            self.added_items = []
-        self.added_items.append(fields)
-        self.finite_added = False
-        self.added_fields = frozenset()
+        self.add_items((fields,))
 
     def add_items(
         self,
@@ -203,22 +200,69 @@ class OperatorOutput:
 
         Optional promises that spare the engine per-value work:
         ``checked=True``: the values hold no NaN or infinity (e.g. validated
-        when the config was loaded); ``fields``: keys that every one of these
-        items has; ``source``: the ``_source`` every one of them holds already
-        (a recall step's items get its name there; the engine writes it only
-        where this is not the step's name).
+        when the config was loaded); ``source``: the ``_source`` every one of
+        them holds already (a recall step's items get its name there; the
+        engine writes it only where this is not the step's name). ``fields``
+        is accepted for older operators and not needed: the engine finds the
+        items' fields as it turns them into columns.
         """
-        if self.added_items is None:
-            self.added_items = list(items)
+        rows = list(items)
+        if self.added_columns is not None:  # keep the call order: columns first, as rows
+            self.added_rows = _rows_of(self.added_columns, self.added_count)
+            self.added_columns = None
+        self._added(len(rows), checked, source)
+        if self.added_rows is None:
+            self.added_rows = rows
+        else:
+            self.added_rows.extend(rows)
+
+    def add_columns(
+        self,
+        columns: dict[str, list[Any]],
+        count: int,
+        *,
+        checked: bool = False,
+        source: str | None = None,
+    ) -> None:
+        """Append ``count`` new items given as columns (recall): ``columns[f][i]`` is
+        field ``f`` of the ``i``-th new item; every list is ``count`` long.
+
+        The cheap way to add many items: the engine appends whole lists, and
+        never changes the lists (an operator may pass the same ones on every
+        request). ``checked`` and ``source`` as for :meth:`add_items`.
+        """
+        for f, col in columns.items():  # bounded: the fields
+            if len(col) != count:
+                raise ValueError(
+                    f'add_columns: column "{f}" has {len(col)} values for {count} items'
+                )
+        first = self.added_count == 0
+        self._added(count, checked, source)
+        if self.added_rows is not None:
+            self.added_rows.extend(_rows_of(columns, count))
+        elif first:
+            self.added_columns = dict(columns)
+        else:
+            self.added_rows = _rows_of(self.added_columns or {}, self.added_count - count)
+            self.added_rows.extend(_rows_of(columns, count))
+            self.added_columns = None
+
+    def _added(self, count: int, checked: bool, source: str | None) -> None:
+        if self.added_count == 0:
             self.finite_added = checked
-            self.added_fields = fields
             self.added_source = source
         else:
-            self.added_items.extend(items)
             self.finite_added = self.finite_added and checked
-            self.added_fields = self.added_fields & fields
             if self.added_source != source:
                 self.added_source = None
+        self.added_count += count
+
+    @property
+    def added_items(self) -> list[dict[str, Any]] | None:
+        """The added items as dicts (None when none was added)."""
+        if self.added_columns is not None:
+            return _rows_of(self.added_columns, self.added_count)
+        return self.added_rows
 
     def remove_item(self, index: int) -> None:
         """Remove the item at ``index`` (indices refer to the input order)."""
@@ -264,7 +308,12 @@ class OperatorOutput:
         return (
             bool(self.common_writes),
             bool(self.item_writes) or bool(self.column_writes),
-            bool(self.added_items),
+            self.added_count > 0,
             bool(self.removed),
             self.item_order is not None,
         )
+
+
+def _rows_of(columns: dict[str, list[Any]], count: int) -> list[dict[str, Any]]:
+    """Items given as columns, as one dict each."""
+    return Frame(count, columns).rows()

@@ -39,8 +39,8 @@ class ShardedExecute:
 
     def __call__(self, ctx: Context, inp: OperatorInput, merged: OperatorOutput) -> None:
         execute = self.execute
-        items = inp.items
-        total = len(items)
+        frame = inp.frame
+        total = frame.count
         n = min(self.shards, total)
         if n <= 1:
             execute(ctx, inp, merged)
@@ -51,9 +51,9 @@ class ShardedExecute:
             size = base + (1 if k < rem else 0)
             shard = OperatorInput(
                 inp.common,
-                items[start : start + size],
                 templated=inp.templated,
                 item_defaults=inp.item_defaults,
+                frame=frame.slice(start, start + size),
             )
             out = OperatorOutput()
             execute(ctx, shard, out)
@@ -62,7 +62,7 @@ class ShardedExecute:
 
 
 def _merge(name: str, merged: OperatorOutput, out: OperatorOutput, offset: int) -> None:
-    if out.added_items or out.item_order is not None or out.common_writes:
+    if out.added_count or out.item_order is not None or out.common_writes:
         raise ShardError(
             f'pine: panic in operator "{name}": data_parallel shard emitted added_items, '
             "item_order, or common writes; only item_writes / removed_items / warnings "

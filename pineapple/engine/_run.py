@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, final
 from .._context import Context
 from .._errors import AnswerTooLargeError, DeadlineExceededError, ExecutionError
 from ._answer import AnswerBytes
+from ._columns import Frame
 from ._frame import FrameError, apply_output, step_input
 from ._io import OperatorInput, OperatorOutput
 from ._parallel import ShardError
@@ -35,7 +36,7 @@ __all__ = [
     "Walk",
     "deadline_error",
     "failure_error",
-    "release_frame",
+    "release_output",
     "run_steps",
     "skip_step",
     "violation_error",
@@ -55,17 +56,17 @@ class Walk:
     (a ``NamedTuple``'s is), once per run.
     """
 
-    __slots__ = ("end", "error", "failed", "items", "skipped")
+    __slots__ = ("end", "error", "failed", "frame", "skipped")
 
     def __init__(
         self,
-        items: list[dict[str, Any]],
+        frame: Frame,
         error: ExecutionError | None,
         end: int,
         skipped: list[int] | None,
         failed: int,
     ) -> None:
-        self.items = items
+        self.frame = frame
         self.error = error
         self.end = end
         """Steps processed: skipped, executed or failed (the failed one included)."""
@@ -79,7 +80,7 @@ def run_steps(
     steps: tuple[Step, ...],
     ctx: Context,
     common: dict[str, Any],
-    items: list[dict[str, Any]],
+    frame: Frame,
     warnings: list[str],
     shard: Shard | None = None,
     traces: list[TraceEntry] | None = None,
@@ -89,7 +90,6 @@ def run_steps(
     traced into ``traces`` (when given; snapshots for ``debug`` operators); what the
     operators' writes add to the answer is counted against ``answer`` (when given)."""
     observed = shard is not None or traces is not None
-    present: dict[str, int] = {}
     skipped: list[int] | None = None
     deadline = ctx.deadline
     started = 0
@@ -102,14 +102,14 @@ def run_steps(
                 traces.append(TraceEntry(step.name, 0, skipped=True))
             continue
         if deadline is not None and _monotonic() >= deadline:
-            return Walk(items, deadline_error(step.name), step.position, skipped, -1)
+            return Walk(frame, deadline_error(step.name), step.position, skipped, -1)
         if observed:
             started = _clock()
         snap_in = None
         error: ExecutionError | None = None
         out = _NO_OUTPUT
         try:
-            inp: OperatorInput = step_input(step, common, items, present)
+            inp: OperatorInput = step_input(step, common, frame)
         except (FrameError, ValueError) as refused:  # one name per clause: mypyc types each
             error = wrap_error(step, refused)
         else:
@@ -131,32 +131,27 @@ def run_steps(
                 snap_out = snapshot_output(out) if step.debug and error is None else None
                 traces.append(TraceEntry(step.name, took, False, snap_in, snap_out))
         if error is not None:
-            return Walk(items, error, step.position + 1, skipped, step.slot)
+            return Walk(frame, error, step.position + 1, skipped, step.slot)
         if out.warning is not None:
             warnings.append(f'operator "{step.name}": {out.warning}')
         try:
-            applied = apply_output(step, out, common, items, present, answer)
+            apply_output(step, out, common, frame, answer)
         except FrameError as unapplied:
-            return Walk(items, wrap_error(step, unapplied), step.position + 1, skipped, step.slot)
+            return Walk(frame, wrap_error(step, unapplied), step.position + 1, skipped, step.slot)
         except AnswerTooLargeError as too_large:  # nothing of ``out`` was applied
-            return Walk(items, too_large, step.position + 1, skipped, step.slot)
-        if len(items) > PIECE:
-            release_frame(items, applied, out)
-        items = applied
-    return Walk(items, None, len(steps), skipped, -1)
+            return Walk(frame, too_large, step.position + 1, skipped, step.slot)
+        if frame.count > PIECE:
+            release_output(out)
+    return Walk(frame, None, len(steps), skipped, -1)
 
 
-def release_frame(
-    old: list[dict[str, Any]], new: list[dict[str, Any]], out: OperatorOutput
-) -> None:
-    """Free a large frame's replaced item list and applied order/removals in pieces.
+def release_output(out: OperatorOutput) -> None:
+    """Free a large request's applied order and removals in pieces.
 
-    All are the engine's (the frame is copied on entry; lists handed to the
-    output belong to the engine): freed in one call each, 280,000 items hold
-    the GIL for 10 to 40 ms.
+    Both are the engine's (lists handed to the output belong to the engine):
+    freed in one call each, 280,000 indices hold the GIL for 10 to 40 ms.
+    The frame frees the columns it replaces itself (``Frame.keep``).
     """
-    if new is not old:
-        release(old)
     if out.item_order is not None:
         release(out.item_order)
     removed = out.removed

@@ -100,7 +100,7 @@ class Step:
         if (
             (common or not out.common_writes)
             and (item or not (out.item_writes or out.column_writes))
-            and (add or not out.added_items)
+            and (add or not out.added_count)
             and (remove or not out.removed)
             and (order or out.item_order is None)
         ):

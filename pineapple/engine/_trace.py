@@ -71,8 +71,8 @@ def snapshot_output(out: OperatorOutput) -> dict[str, Any]:
         snap["common_writes"] = dict(out.common_writes)
     if out.item_writes or out.column_writes:
         snap["item_writes"] = {str(i): row for i, row in out.item_write_map().items()}
-    if out.added_items:
-        snap["added_items"] = list(out.added_items)
+    if out.added_count:
+        snap["added_items"] = list(out.added_items or ())
     if out.removed:
         snap["removed_items"] = sorted(out.removed)
     return snap

@@ -45,7 +45,7 @@ class FilterTruncate(Operator):
         top_n = inp.templated.get("top_n", self.top_n)
         if top_n < 0:
             raise ValueError(f"filter_truncate: top_n must be non-negative, got {top_n}")
-        n = len(inp.items)
+        n = len(inp)
         if n > top_n:
             out.remove_items(range(top_n, n))
 

@@ -41,8 +41,10 @@ class ObserveLog(Operator):
         m = self.meta
         if m.common_input:
             snapshot["common"] = {k: inp.common.get(k) for k in m.common_input}
-        if m.item_input and inp.items:
-            snapshot["items"] = [{k: row.get(k) for k in m.item_input} for row in inp.items]
+        n = len(inp)
+        if m.item_input and n:
+            cols = [(k, inp.frame.column(k)) for k in m.item_input]  # as read, no defaults
+            snapshot["items"] = [{k: col[i] for k, col in cols} for i in range(n)]
         try:
             text = go_json(snapshot).decode()
         except TypeError as exc:

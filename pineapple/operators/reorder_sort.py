@@ -48,7 +48,7 @@ class ReorderSort(Operator):
         self.field = self.meta.item_input[0] if self.meta.item_input else ""
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        n = len(inp.items)
+        n = len(inp)
         if n == 0:
             return
         if not self.field:

@@ -69,7 +69,7 @@ class TransformBenchCPU(Operator):
         self.dst = self.meta.first("item_output", "transform_bench_cpu")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        n = len(inp.items)
+        n = len(inp)
         if n:
             # Bounded by the item count and the request's deadline (checked inside).
             out.set_column(self.dst, [cpu_work(self.iterations, ctx, self.name) for _ in range(n)])

@@ -54,7 +54,7 @@ class TransformBenchSleep(Operator):
         remaining = ctx.remaining()
         time.sleep(self.delay if remaining is None else min(self.delay, remaining))
         ctx.check_deadline(self.name)
-        n = len(inp.items)
+        n = len(inp)
         if n:
             out.fill_column(SLEPT_FIELD, True, n)
 

@@ -55,7 +55,7 @@ class TransformCopy(Operator):
             for src, dst in self.pairs:
                 out.set_common(dst, inp.common.get(src))
         elif direction == "common_to_item":
-            n = len(inp.items)
+            n = len(inp)
             for src, dst in self.pairs:
                 out.fill_column(dst, inp.common.get(src), n)
         elif direction == "item_to_item":

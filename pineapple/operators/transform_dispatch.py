@@ -27,7 +27,7 @@ class TransformDispatch(Operator):
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         if self.src is None or self.dst is None:
             return
-        out.fill_column(self.dst, inp.common.get(self.src), len(inp.items))
+        out.fill_column(self.dst, inp.common.get(self.src), len(inp))
 
 
 register_operator(SCHEMA, TransformDispatch)

@@ -81,7 +81,7 @@ class TransformNormalize(Operator):
         self.dst = self.meta.item_output[0] if self.meta.item_output else ""
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        if not inp.items:
+        if not len(inp):
             return
         for field, kind in ((self.src, "item_input"), (self.dst, "item_output")):
             if not field:

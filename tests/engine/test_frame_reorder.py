@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from pineapple.engine._frame import FrameError, _reorder
+from pineapple.engine._columns import Frame
+from pineapple.engine._frame import FrameError, _checked_order
 
 ITEMS = [{"id": 0}, {"id": 1}, {"id": 2}]
 
 
 def test_a_permutation_reorders() -> None:
-    assert [r["id"] for r in _reorder(list(ITEMS), [2, 0, 1])] == [2, 0, 1]
-    assert _reorder([], []) == []
+    frame = Frame.of_rows(list(ITEMS))
+    frame.keep(_checked_order([2, 0, 1], 3))
+    assert frame.column("id") == [2, 0, 1]
+    assert _checked_order([], 0) == []
 
 
 @pytest.mark.parametrize(
@@ -26,5 +29,5 @@ def test_a_permutation_reorders() -> None:
 )
 def test_a_bad_order_names_what_is_wrong(order: list[int], message: str) -> None:
     with pytest.raises(FrameError) as info:
-        _reorder(list(ITEMS), order)
+        _checked_order(order, len(ITEMS))
     assert message in str(info.value)

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from pineapple import RegistryError
@@ -33,26 +31,54 @@ def test_bad_items(items: object, message: str) -> None:
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("fields", [0, 3, 4, 5, 9, 10, 16, 30])
-def test_templates_are_the_rows_with_room_for_the_engine_writes(fields: int) -> None:
-    from pineapple.operators.recall_static import ROOM, _with_room
+def _flow(items: list[dict[str, object]]) -> dict[str, object]:
+    """recall_static, then a transform that writes over a recalled field on item 0."""
+    return {
+        "pipeline_config": {
+            "operators": {
+                "recall": {"type_name": "recall_static", "recall": True, "items": items},
+                "write": {
+                    "type_name": "transform_by_lua",
+                    "lua_script": "function f() return 'written' end",
+                    "function_for_item": "f",
+                    "$metadata": {"item_output": ["id"]},
+                },
+            },
+            "pipeline_map": {"stage": {"pipeline": ["recall", "write"]}},
+        },
+        "pipeline_group": {"main": {"pipeline": ["stage"]}},
+        "flow_contract": {"item_output": ["id", "n", "_source"]},
+    }
 
-    row: dict[str, object] = {f"f{i}": float(i) for i in range(fields)}
-    row["\x000"] = "a placeholder's name"  # a row's own key is never taken for one
-    roomy = _with_room(row, "r")
-    assert roomy == {**row, "_source": "r"} and list(roomy) == [*row, "_source"]
-    copy = roomy.copy()
-    size = sys.getsizeof(copy)
-    for f in range(ROOM):
-        copy[f"new{f}"] = 0.0
-    assert sys.getsizeof(copy) == size  # written in place: the table did not grow
-    copy["one more"] = 0.0
-    if fields == 4:  # the smallest table that has the room: the next field grows it
-        assert sys.getsizeof(copy) > size
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [{"id": "a", "n": 1}, {"n": 2, "id": "b"}],  # one shape: added as columns
+        [{"id": "a", "n": 1}, {"id": "b"}],  # two shapes: added as dicts
+    ],
+)
+def test_the_configured_items_are_never_changed_by_a_request(
+    items: list[dict[str, object]],
+) -> None:
+    from pineapple import Context
+    from pineapple.engine import Engine
+    from pineapple.operators.recall_static import RecallStatic
+
+    with Engine(_flow(items)) as engine:
+        op = engine._main.steps[0].op
+        assert isinstance(op, RecallStatic)
+        assert (op.columns is not None) == (len(items[1]) == 2)
+        for _ in range(2):
+            got = engine.execute(Context(), {"common": {}, "items": []})
+            want = [{**row, "id": "written", "_source": "recall"} for row in items]
+            assert got["items"] == want
+        if op.columns is not None:
+            assert op.columns == {"id": ["a", "b"], "n": [1, 2], "_source": ["recall"] * 2}
+        else:
+            assert op.items == [{**row, "_source": "recall"} for row in items]
 
 
-def test_a_row_with_its_own_source_keeps_it_in_place() -> None:
-    from pineapple.operators.recall_static import _with_room
-
-    roomy = _with_room({"_source": "x", "id": 1}, "r")
-    assert list(roomy.items()) == [("_source", "r"), ("id", 1)]
+def test_a_row_with_its_own_source_gets_the_step_name() -> None:
+    out = run("recall_static", {"items": [{"_source": "x", "id": 1}]})
+    assert out.added_items == [{"_source": "recall_static", "id": 1}]
