@@ -95,8 +95,8 @@ def _ignored(type_: ParamType = "string") -> ParamSpec:
 class RecallFeedDataStub(_Stub):
     """Adds ``bench_item_count`` synthetic feed items (id, item_id, type, score, created_at).
 
-    The items are ``recall_static``'s (its compiled copies of templates that
-    hold their ``_source`` already), followed by the profile's latency.
+    The items are ``recall_static``'s (compiled; its columns hold ``_source``
+    already), followed by the profile's latency.
     """
 
     additive_writes_row_set = True
