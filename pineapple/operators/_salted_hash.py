@@ -1,17 +1,37 @@
-"""The salted FNV-1a ranking shared by ``reorder_shuffle_by_salt`` and ``reorder_topn_boost``."""
+"""The salted FNV-1a ranking shared by ``reorder_shuffle_by_salt`` and ``reorder_topn_boost``.
+
+An item's rank is the 64-bit FNV-1a hash of ``prefix + text`` (``text``: the
+item's value as Go prints it) as a fraction of 2**64; ties go to the value's
+number (a text of decimal digits, else 0), then to the item's index.
+
+Compiled by mypyc (``pineapple/_native_modules.txt``): the hash runs on two
+native 32-bit halves held in ``i64`` (no sum or product reaches 2**42, so
+nothing wraps and the pure-Python run computes the same numbers), the
+prefix is hashed once a request, and a value's number is read only where two
+ranks tie. ``salted_hash`` is the plain 64-bit hash, for tests.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
-from ..engine._gofmt import format_g, go_json
+from mypy_extensions import i64
 
-__all__ = ["salt_text", "salted_rank"]
+from ..engine._gofmt import format_value, go_json
+from ..engine._pieces import PIECE, spans, stable_order
 
-_OFFSET = 0xCBF29CE484222325
-_PRIME = 0x100000001B3
-_MASK = 0xFFFFFFFFFFFFFFFF
+__all__ = ["salt_text", "salted_hash", "salted_rank"]
+
+_OFFSET_HI: Final = 0xCBF29CE4
+_OFFSET_LO: Final = 0x84222325
+"""The FNV-1a 64-bit offset basis 0xCBF29CE484222325, as its two 32-bit halves."""
+_PRIME_LOW: Final = 0x1B3
+"""The FNV-1a 64-bit prime is ``2**40 + 0x1B3``: a product is the shift plus this multiple."""
+_LOW32: Final = 0xFFFFFFFF
+_TWO32: Final = 4294967296.0
+_TWO64: Final = 18446744073709551616.0
+_MAX_UINT = 0xFFFFFFFFFFFFFFFF
 _UINT = re.compile(r"^[0-9]+$")
 
 
@@ -19,38 +39,98 @@ def salt_text(value: Any) -> str:
     """A value as text for hashing: Go ``%g`` for numbers, "" for null, JSON for composites."""
     if isinstance(value, str):
         return value
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        return format_g(float(value))
     if value is None:
         return ""
+    # Two isinstance tests: compiled, ``int | float`` would build a union on every call.
+    if isinstance(value, int) or isinstance(value, float):  # noqa: SIM101
+        return format_value(value)  # true, false, or Go %g (an int's digits below 1e6)
     return go_json(value).decode()
 
 
-def _fnv1a(data: bytes) -> int:
-    h = _OFFSET
-    for byte in data:
-        h = ((h ^ byte) * _PRIME) & _MASK
-    return h
+def _fnv1a(hi: i64, lo: i64, data: bytes) -> tuple[i64, i64]:
+    """The FNV-1a 64-bit state ``hi * 2**32 + lo`` after ``data`` (bounded: ``len(data)``).
+
+    ``h * (2**40 + 0x1B3) mod 2**64`` on halves: ``lo * 0x1B3`` is below
+    2**41; its carry, ``hi * 0x1B3`` and ``lo << 8`` (the low half's share of
+    ``h << 40``) make the new high half, below 2**42 before the mask.
+    """
+    k: i64 = 0
+    for k in range(len(data)):  # bounded: len(data) bytes
+        lo ^= data[k]
+        low = lo * _PRIME_LOW
+        hi = (hi * _PRIME_LOW + (lo << 8) + (low >> 32)) & _LOW32
+        lo = low & _LOW32
+    return hi, lo
+
+
+def salted_hash(data: bytes) -> int:
+    """The 64-bit FNV-1a hash of ``data``."""
+    hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, data)
+    return int(hi) << 32 | int(lo)
 
 
 def _uint(text: str) -> int:
     if _UINT.match(text):
         n = int(text)
-        if n <= _MASK:
+        if n <= _MAX_UINT:
             return n
     return 0
 
 
+def _fractions(hi: i64, lo: i64, values: list[Any], start: int, end: int) -> list[float]:
+    """The hashes of ``values[start:end]`` after the state ``(hi, lo)``, over 2**64.
+
+    Bounded: ``end - start`` values. ``hi * 2**32`` is exact in a float; adding
+    ``lo`` rounds once, as ``float(h)`` does; dividing by 2**64 is exact.
+    """
+    ranks = [0.0] * (end - start)
+    for i in range(start, end):  # bounded: end - start values
+        h, low = _fnv1a(hi, lo, salt_text(values[i]).encode())
+        ranks[i - start] = (float(h) * _TWO32 + float(low)) / _TWO64
+    return ranks
+
+
 def salted_rank(prefix: str, values: list[Any]) -> list[int]:
     """Item indices sorted by (hash(prefix + text) / 2**64, numeric id, index)."""
-    keyed = []
-    for i, v in enumerate(values):
-        text = salt_text(v)
-        r = float(_fnv1a((prefix + text).encode())) / 18446744073709551616.0
-        keyed.append((r, _uint(text), i))
-    keyed.sort()
-    return [k[2] for k in keyed]
+    hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, prefix.encode())
+    n = len(values)
+    if n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
+        ranks = _fractions(hi, lo, values, 0, n)
+        order = sorted(range(n), key=ranks.__getitem__)
+    else:
+        ranks = []
+        for start, end in spans(n):  # bounded: n / PIECE pieces
+            ranks += _fractions(hi, lo, values, start, end)
+        order = stable_order(ranks)
+    _break_ties(order, ranks, values)
+    return order
+
+
+def _break_ties(order: list[int], ranks: list[float], values: list[Any]) -> None:
+    """Order each run of equal ranks by numeric id (a stable sort keeps the indices ascending).
+
+    Bounded: one pass over ``order``; equal ranks are rare (a repeated value, or
+    two hashes one float apart), so the ids of only those items are read.
+    """
+    n = len(order)
+    if n == 0:
+        return
+    start = 0
+    prev = ranks[order[0]]
+    for p in range(1, n):  # bounded: n positions
+        r = ranks[order[p]]
+        if r != prev:
+            if p - start > 1:
+                _by_number(order, start, p, values)
+            start = p
+            prev = r
+    if n - start > 1:
+        _by_number(order, start, n, values)
+
+
+def _by_number(order: list[int], start: int, end: int, values: list[Any]) -> None:
+    """Stably sort ``order[start:end]`` by the values' numbers (bounded: the run)."""
+    run = order[start:end]
+    ids = [_uint(salt_text(values[k])) for k in run]
+    keyed = sorted(range(end - start), key=ids.__getitem__)
+    order[start:end] = [run[q] for q in keyed]

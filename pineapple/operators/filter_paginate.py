@@ -39,7 +39,8 @@ class FilterPaginate(Operator):
             size = 10
         start = page * size
         end = min(start + size, n)
-        out.remove_items(i for i in range(n) if i < start or i >= end)
+        out.remove_items(range(0, min(start, n)))  # before the page
+        out.remove_items(range(end, n))  # after it (empty when the page starts past n)
 
 
 register_operator(SCHEMA, FilterPaginate)

@@ -26,7 +26,7 @@ class ReorderShuffleBySalt(Operator):
         self.field = self.meta.item_input[0] if self.meta.item_input else ""
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        if not inp.items:
+        if len(inp) == 0:
             return
         if not self.field:
             raise ValueError("reorder_shuffle_by_salt: $metadata.item_input needs one field")

@@ -38,15 +38,23 @@ class ReorderTopnBoost(Operator):
         )
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        n = len(inp.items)
+        n = len(inp)
         if n == 0:
             return
         prefix = salt_text(inp.common.get("shuffle_salt")) + "|"
-        ranked = salted_rank(prefix, [row.get("id") for row in inp.items])
+        # The rows' own ids: an item default of "id" is not applied (read from the
+        # rows only then; the column read is the cheap one).
+        ids = inp.column("id") if "id" not in inp.item_defaults else _raw_ids(inp)
+        ranked = salted_rank(prefix, ids)
         boost = max(0, min(self.size, n))
         head = ranked[:boost]
         boosted = set(head)
         out.set_item_order(head + [i for i in range(n) if i not in boosted])
+
+
+def _raw_ids(inp: OperatorInput) -> list[Any]:
+    """Every row's own ``id`` (None when absent), item defaults not applied."""
+    return [row.get("id") for row in inp.items]
 
 
 register_operator(SCHEMA, ReorderTopnBoost)

@@ -32,6 +32,13 @@ def _run(type_name: str, params: dict[str, Any], items: list[Any], latency: bool
     return op, out
 
 
+def _run_on(op: Any) -> list[dict[str, Any]]:
+    """The items ``op`` adds on one more request."""
+    out = OperatorOutput()
+    op.execute(Context(), OperatorInput({}, []), out)
+    return list(out.added_items or ())
+
+
 def test_the_nine_go_stubs_are_provided() -> None:
     assert STUB_NAMES == (
         "filter_blocked_creator",
@@ -47,15 +54,20 @@ def test_the_nine_go_stubs_are_provided() -> None:
 
 
 def test_recall_adds_the_synthetic_feed() -> None:
-    _, out = _run("recall_feed_data", {"resource_name": "feed_data"}, [])
+    op, out = _run("recall_feed_data", {"resource_name": "feed_data"}, [])
     assert len(out.added_items) == FEED_ITEMS
+    # recall_static's items: each holds the step's _source (promised to the engine).
     assert out.added_items[1] == {
         "id": 2,
         "item_id": "10001",
         "type": 2,
         "score": 999,
         "created_at": "2026-01-01T00:00:00Z",
+        "_source": op.name,
     }
+    assert out.added_source == op.name and out.finite_added
+    assert out.added_columns is not None  # one shape: added as columns
+    assert _run_on(op) == out.added_items  # the same items on the next request
     _, out = _run("recall_feed_data", {"bench_item_count": 4}, [])
     assert [row["id"] for row in out.added_items] == [1, 2, 3, 4]
 

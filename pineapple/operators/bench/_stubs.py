@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 from ..._context import Context
 from ..._params import ParamSpec, ParamType
 from ...engine import Operator, OperatorInput, OperatorOutput, OperatorSchema
+from ..recall_static import RecallStatic
 from ..reorder_topn_boost import ReorderTopnBoost
 from ._latency import LatencySampler, parse_bench_profile
 from ._resources import FEED_ITEMS, feed_items
@@ -92,7 +93,11 @@ def _ignored(type_: ParamType = "string") -> ParamSpec:
     resource_name=_ignored(),
 )
 class RecallFeedDataStub(_Stub):
-    """Adds ``bench_item_count`` synthetic feed items (id, item_id, type, score, created_at)."""
+    """Adds ``bench_item_count`` synthetic feed items (id, item_id, type, score, created_at).
+
+    The items are ``recall_static``'s (compiled; its columns hold ``_source``
+    already), followed by the profile's latency.
+    """
 
     additive_writes_row_set = True
 
@@ -106,10 +111,17 @@ class RecallFeedDataStub(_Stub):
                 f"recall_feed_data (bench stub): bench_item_count must be in "
                 f"[0, {_MAX_FEED_ITEMS}], got {count!r}"
             )
-        self.items = feed_items(int(count))
+        self.real = RecallStatic({"items": feed_items(int(count))})
 
-    def work(self, inp: OperatorInput, out: OperatorOutput) -> None:
-        out.add_items([dict(row) for row in self.items])
+    def prepare(self) -> None:
+        self.real.name = self.name
+        self.real.meta = self.meta
+        self.real.prepare()
+
+    def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
+        self.real.execute(ctx, inp, out)
+        if self.latency is not None:
+            self.latency.apply(ctx, self.name)
 
 
 @_stub(
@@ -138,7 +150,7 @@ class TransformHydrateStub(_Stub):
     consumes_row_set = True
 
     def work(self, inp: OperatorInput, out: OperatorOutput) -> None:
-        out.set_column("creator_id", [i % 1000 for i in range(len(inp.items))])
+        out.set_column("creator_id", [i % 1000 for i in range(len(inp))])
 
 
 @_stub(
@@ -167,7 +179,7 @@ class FilterImpressionStub(_Stub):
     mutates_row_set = True
 
     def work(self, inp: OperatorInput, out: OperatorOutput) -> None:
-        out.remove_items(range(0, len(inp.items), 5))
+        out.remove_items(range(0, len(inp), 5))
 
 
 @_stub("filter_blocked_creator", "filter", "blocked-creator filtering.")
