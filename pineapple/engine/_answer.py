@@ -75,7 +75,7 @@ def value_bytes(value: Any) -> int:
 def _size(value: Any, seen: dict[int, int], depth: int) -> int:
     if isinstance(value, str):
         return len(value) + 2
-    if not isinstance(value, dict | list | tuple) or depth >= MAX_DEPTH:
+    if not isinstance(value, (dict, list, tuple)) or depth >= MAX_DEPTH:
         return _SCALAR
     key = id(value)
     known = seen.get(key)

@@ -307,7 +307,7 @@ class Engine:
                     f'pine: validation error: missing required common input field "{f}"'
                 )
         raw_items = request.get("items") or ()
-        if not isinstance(raw_items, list | tuple):
+        if not isinstance(raw_items, (list, tuple)):
             raise ValidationError("pine: validation error: request.items must be an array")
         n = len(raw_items)
         for a, b in spans(n) if n > PIECE else ((0, n),):  # GIL handed over between pieces

@@ -106,7 +106,7 @@ def format_value(v: Any) -> str:
         return format_g(v)
     if isinstance(v, int):
         return str(v) if -1000000 < v < 1000000 else format_g(float(v))
-    if isinstance(v, list | tuple):
+    if isinstance(v, (list, tuple)):
         return "[" + " ".join(format_value(x) for x in v) + "]"
     if isinstance(v, dict):
         return "map[" + " ".join(f"{k}:{format_value(v[k])}" for k in sorted(v)) + "]"

@@ -276,7 +276,7 @@ class OperatorOutput:
         removed = self.removed
         if removed is None:
             removed = self.removed = set()
-        if isinstance(indices, range | list | tuple) and len(indices) > PIECE:
+        if isinstance(indices, (range, list, tuple)) and len(indices) > PIECE:
             for part in pieces(indices):  # bounded: len(indices) / PIECE pieces
                 removed.update(part)
         else:

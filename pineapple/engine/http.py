@@ -106,7 +106,7 @@ _GO_KIND = {dict: "object", list: "array", str: "string", bool: "bool", type(Non
 def _go_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return "number"
     return _GO_KIND.get(type(value), "value")
 
