@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 import pineapple.operators  # noqa: F401  (registers transform_by_lua)
 from pineapple import Context
 from pineapple.engine import OperatorInput, OperatorOutput, build_operator
-from pineapple.operators._lua import LuaBackend, available_backends
+from pineapple.operators._lua import LuaBackend, LuaRuntimeError, available_backends
 from pineapple.operators._lua import _sandbox as _lua_sandbox
 from pineapple.operators.transform_by_lua import TransformByLua
 
@@ -83,3 +84,55 @@ def each_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     backend: LuaBackend = request.param
     monkeypatch.setattr(_lua_sandbox, "_DEFAULT", backend)
     return backend
+
+
+def answer(op: TransformByLua, common: dict[str, Any], items: list[dict[str, Any]]) -> Any:
+    """The items ``op`` writes, or its error's text."""
+    try:
+        return run(op, common, items).item_write_map()
+    except LuaRuntimeError as exc:
+        return f"error: {exc}"
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Equal, with a float's sign and type told apart (-0.0 is not 0, 1.0 is not 1)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_values(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return type(a) is type(b) and a == b and repr(a) == repr(b)
+
+
+def three_ways(
+    script: str,
+    items: list[dict[str, Any]],
+    *,
+    function: str = "f",
+    common: dict[str, Any] | None = None,
+    item_input: tuple[str, ...],
+    common_input: tuple[str, ...] = (),
+    outputs: tuple[str, ...] = ("out",),
+) -> dict[str, Any]:
+    """What an item function answers on each of its paths (written items, or the error's
+    text): ``built`` (as the operator is built: numbers answered without Lua where
+    ``_arithmetic`` takes the script), ``inline`` (that off: Lua's inline item loop
+    where ``_expression`` takes it) and ``general`` (the script with a comment after
+    it, which neither takes: Lua's general loop); ``lua_calls`` is how many of the
+    built operator's calls borrowed a Lua state."""
+    answers: dict[str, Any] = {}
+    for path in ("built", "inline", "general"):
+        op = lua_op(
+            script if path != "general" else script + "\n-- the general loop",
+            item=function,
+            item_input=item_input,
+            common_input=common_input,
+            item_output=outputs,
+        )
+        if path == "inline":
+            op._arithmetic = None
+        answers[path] = answer(op, common or {}, items)
+        if path == "built":
+            answers["lua_calls"] = op.stats().get("borrow_count", 0)
+    return answers

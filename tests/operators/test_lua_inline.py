@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from pineapple import Context, DeadlineExceededError
+from pineapple._native import compiled
 from pineapple.engine import OperatorInput, OperatorOutput
-from pineapple.operators._lua import LuaRuntimeError
 from pineapple.operators._lua._expression import inline_return
 from pineapple.operators.transform_by_lua import TransformByLua
 
-from ._lua_helpers import each_backend, lua_op, run
+from ._lua_helpers import each_backend, lua_op, run, same_values, three_ways
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -84,26 +84,16 @@ def _both(
     outputs: tuple[str, ...] = ("out",),
 ) -> tuple[Any, Any]:
     """What the inline loop and the general loop answer: written items, or the error text."""
-    answers: list[Any] = []
-    for source in (script, script + "\n-- the general loop"):
-        op = lua_op(
-            source,
-            item="f",
-            item_input=item_input,
-            common_input=common_input,
-            item_output=outputs,
-        )
-        assert _inline(op) is (source == script)
-        answers.append(_answer(op, common or {}, items))
-    return answers[0], answers[1]
-
-
-def _answer(op: TransformByLua, common: dict[str, Any], items: list[dict[str, Any]]) -> Any:
-    """The items ``op`` writes, or its error's text."""
-    try:
-        return run(op, common, items).item_write_map()
-    except LuaRuntimeError as exc:
-        return f"error: {exc}"
+    got = three_ways(
+        script,
+        items,
+        common=common,
+        item_input=item_input,
+        common_input=common_input,
+        outputs=outputs,
+    )
+    assert same_values(got["built"], got["inline"]), got
+    return got["inline"], got["general"]
 
 
 def _inline(op: TransformByLua) -> bool:
@@ -116,38 +106,24 @@ def _inline(op: TransformByLua) -> bool:
         pool.give_back(state)
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal, with a float's sign and type told apart (-0.0 is not 0, 1.0 is not 1)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
-        return math.isnan(b)
-    return type(a) is type(b) and a == b and repr(a) == repr(b)
-
-
-def test_the_benchmarks_discount_is_inline_and_answers_as_before(each_backend: object) -> None:
+def test_the_benchmarks_discount_answers_alike_on_every_path(each_backend: object) -> None:
     items: list[dict[str, Any]] = [{"item_price": p} for p in (10, 2.5, -0.0, 0, 1e300, -7)]
     items.append({})  # no price: arithmetic on nil, the general loop's error
     script = "function apply_discount()\n  return item_price * 0.9\nend\n"
-    for rows in (items[:-1], items):
-        answers: list[Any] = []
-        for source in (script, script + "-- general"):
-            op = lua_op(
-                source,
-                item="apply_discount",
-                item_input=("item_price",),
-                item_output=("price",),
-            )
-            assert _inline(op) is (source == script)
-            answers.append(_answer(op, {}, rows))
-        inline, general = answers
-        assert _same(inline, general), (inline, general)
-    assert isinstance(general, str) and general.startswith(
+    op = lua_op(script, item="apply_discount", item_input=("item_price",), item_output=("p",))
+    assert _inline(op)
+    # Numbers only: no Lua at all on the compiled core.
+    for rows, lua_calls in ((items[:-1], 0 if compiled() else 1), (items, 1)):
+        got = three_ways(
+            script, rows, function="apply_discount", item_input=("item_price",), outputs=("p",)
+        )
+        assert same_values(got["built"], got["inline"]), got
+        assert same_values(got["inline"], got["general"]), got
+        assert got["lua_calls"] == lua_calls
+    assert isinstance(got["built"], str) and got["built"].startswith(
         'error: lua: item[6]: [string "transform_by_lua"]:2: '
         "attempt to perform arithmetic on global 'item_price' (a nil value)"
-    ), general
+    ), got
 
 
 def test_negative_zero_literals_and_results_keep_their_sign() -> None:
@@ -157,7 +133,7 @@ def test_negative_zero_literals_and_results_keep_their_sign() -> None:
         item_input=("x",),
         outputs=("a", "b", "c", "d"),
     )
-    assert _same(inline, general), (inline, general)
+    assert same_values(inline, general), (inline, general)
     assert math.copysign(1.0, inline[0]["a"]) < 0 and type(inline[0]["a"]) is float
     assert math.copysign(1.0, inline[0]["b"]) < 0
     # Lua 5.1 keeps one constant for 0 and -0 in a function: the script's 0 is its -0.0
@@ -174,10 +150,10 @@ def test_fields_named_like_the_drivers_locals_read_their_own_values() -> None:
     items = [{name: f"{name}{k}" for name in names} for k in range(3)]
     items[1].pop("z")  # a missing field: the concatenation fails on the general path too
     inline, general = _both(script, items, item_input=names, outputs=("all", "n"))
-    assert _same(inline, general), (inline, general)
+    assert same_values(inline, general), (inline, general)
     assert isinstance(inline, str) and "item[1]" in inline
     inline, general = _both(script, [items[0], items[2]], item_input=names, outputs=("all", "n"))
-    assert _same(inline, general), (inline, general)
+    assert same_values(inline, general), (inline, general)
     assert inline[1]["all"] == ",".join(f"{name}2" for name in names)
 
 
@@ -190,7 +166,7 @@ def test_an_item_field_wins_over_a_common_field_of_the_same_name() -> None:
         common_input=("x", "y"),
         outputs=("a", "b"),
     )
-    assert _same(inline, general), (inline, general)
+    assert same_values(inline, general), (inline, general)
     assert [inline[k]["a"] for k in range(3)] == [1, None, 3]
     assert {inline[k]["b"] for k in range(3)} == {"common y"}
 
@@ -250,7 +226,7 @@ def test_random_expressions_answer_alike_on_both_loops() -> None:
             common_input=("c",),
             outputs=tuple(f"o{k}" for k in range(count)),
         )
-        assert _same(inline, general), (script, items, inline, general)
+        assert same_values(inline, general), (script, items, inline, general)
         if isinstance(inline, str):
             errors_seen += 1
         else:

@@ -140,7 +140,7 @@ def test_a_negative_cap_is_refused() -> None:
 def test_the_operator_without_a_request_deadline_waits_at_most_timeout_ms() -> None:
     op, _ = build_operator(
         "transform_by_lua",
-        {"lua_script": "function f() return 1 end", "function_for_item": "f"}
+        {"lua_script": 'function f() return #"a" end', "function_for_item": "f"}
         | {"max_states": 1, "timeout_ms": 50},
         {"item_output": ["y"]},
         name="lua_op",

@@ -33,7 +33,7 @@ CONFIG: dict[str, Any] = {
             },
             "boost": {
                 "type_name": "transform_by_lua",
-                "lua_script": "function f() return score * 10 end",
+                "lua_script": "function f() return math.max(score, 0) * 10 end",  # through Lua
                 "function_for_item": "f",
                 "debug": True,
                 "$metadata": {"item_input": ["score"], "item_output": ["score"]},

@@ -6,15 +6,19 @@
   call's results.
 - ``_expression``: a script that is one ``return`` of its input fields, recognised so that
   the driver evaluates it inline.
+- ``_arithmetic``: such a script of numbers only, answered over columns without Lua.
 - ``_driver``: the Lua chunk that runs an operator's function over a request's items.
 - ``_state``: one Lua state running one operator's function, with its bounds.
 - ``_pool``: a bounded pool of states, one borrower at a time per state.
 - ``_errors``: the named errors, and the cap on an error's text.
 """
 
+from ._arithmetic import Arithmetic as Arithmetic
+from ._arithmetic import arithmetic as arithmetic
 from ._errors import LuaMemoryLimitError as LuaMemoryLimitError
 from ._errors import LuaRuntimeError as LuaRuntimeError
 from ._errors import LuaScriptError as LuaScriptError
+from ._expression import inline_return as inline_return
 from ._pool import DEFAULT_MAX_STATES as DEFAULT_MAX_STATES
 from ._pool import LuaStatePool as LuaStatePool
 from ._sandbox import MAX_MEMORY as MAX_MEMORY
@@ -26,12 +30,15 @@ from ._state import LuaState as LuaState
 __all__ = [
     "DEFAULT_MAX_STATES",
     "MAX_MEMORY",
+    "Arithmetic",
     "LuaBackend",
     "LuaMemoryLimitError",
     "LuaRuntimeError",
     "LuaScriptError",
     "LuaState",
     "LuaStatePool",
+    "arithmetic",
     "available_backends",
     "default_backend",
+    "inline_return",
 ]

@@ -56,6 +56,9 @@ class InlineReturn:
     """The text after ``return``, as written (one or more expressions, comma separated)."""
     fields: frozenset[str]
     """The input fields the expressions name."""
+    tokens: tuple[tuple[str, str], ...]
+    """The expressions' tokens, (kind, text): kinds ``name``, ``number``, ``string``,
+    ``literal``, ``op`` (``)`` included)."""
 
 
 def _tokens(script: str) -> list[tuple[str, str, int]] | None:
@@ -91,6 +94,7 @@ def inline_return(script: str, function: str, fields: frozenset[str]) -> InlineR
     if not body:
         return None
     named: set[str] = set()
+    kept: list[tuple[str, str]] = []
     previous = "op"
     for kind, text, _ in body:
         if text == ";":
@@ -107,6 +111,7 @@ def inline_return(script: str, function: str, fields: frozenset[str]) -> InlineR
         if (text == "(" or kind == "string") and previous in _CALLABLE:
             return None  # a call: f(...) or f "..."
         previous = kind
+        kept.append(("op" if kind == "close" else kind, text))
     _, last_text, last_at = body[-1]
     expressions = script[body[0][2] : last_at + len(last_text)]
-    return InlineReturn(expressions, frozenset(named))
+    return InlineReturn(expressions, frozenset(named), tuple(kept))
