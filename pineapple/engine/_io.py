@@ -103,6 +103,14 @@ class OperatorInput:
         """
         return self.frame.column(field, self.item_defaults.get(field))
 
+    def column_view(self, field: str) -> list[Any]:
+        """As :meth:`column`, without the copy where none is needed: read-only.
+
+        It may be the request's own list of the field: the operator must not
+        change it, nor keep it once ``execute`` has returned.
+        """
+        return self.frame.column_view(field, self.item_defaults.get(field))
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 class OperatorOutput:
@@ -126,7 +134,8 @@ class OperatorOutput:
         "finite_added",
         "item_order",
         "item_writes",
-        "removed",
+        "order_checked",
+        "removal",
         "warning",
     )
 
@@ -144,8 +153,13 @@ class OperatorOutput:
         """How many items were added, either way."""
         self.added_source: str | None = None
         self.finite_added = True
-        self.removed: set[int] | None = None
+        self.removal: set[int] | range | list[int] | None = None
+        """The removed indices (engine-internal; read :attr:`removed`): the range or a copy
+        of the list of a first ``remove_items`` call, kept as given until another removal
+        or a read of ``removed`` makes them a set."""
         self.item_order: list[int] | None = None
+        self.order_checked = False
+        """``set_item_order(checked=True)``: the order is a permutation of the items."""
         self.warning: str | None = None
 
     def set_common(self, field: str, value: Any) -> None:
@@ -266,25 +280,57 @@ class OperatorOutput:
 
     def remove_item(self, index: int) -> None:
         """Remove the item at ``index`` (indices refer to the input order)."""
-        if self.removed is None:
-            self.removed = {index}
-        else:
-            self.removed.add(index)
+        self._removed_set().add(index)
 
     def remove_items(self, indices: Iterable[int]) -> None:
-        """Remove every item in ``indices``."""
-        removed = self.removed
-        if removed is None:
-            removed = self.removed = set()
+        """Remove every item in ``indices``.
+
+        The first call's ``range`` (or a copy of its list) is kept as it is: the
+        engine drops a range without making a set of its indices.
+        """
+        if self.removal is None:
+            if isinstance(indices, range):
+                self.removal = indices
+                return
+            if isinstance(indices, list):
+                copied: list[int] = []
+                for part in pieces(indices) if len(indices) > PIECE else (indices,):
+                    copied += part  # bounded: len(indices) / PIECE pieces
+                self.removal = copied
+                return
+        removed = self._removed_set()
         if isinstance(indices, (range, list, tuple)) and len(indices) > PIECE:
             for part in pieces(indices):  # bounded: len(indices) / PIECE pieces
                 removed.update(part)
         else:
             removed.update(indices)
 
-    def set_item_order(self, order: list[int]) -> None:
-        """Reorder: new position ``k`` holds old item ``order[k]`` (a permutation)."""
+    @property
+    def removed(self) -> set[int] | None:
+        """The removed indices as a set (None when nothing was removed)."""
+        return None if self.removal is None else self._removed_set()
+
+    def _removed_set(self) -> set[int]:
+        """``removal`` as a set (made one, piece by piece past ``PIECE``, if it is not)."""
+        removal = self.removal
+        if isinstance(removal, set):
+            return removal
+        removed: set[int] = set()
+        if removal is not None:
+            for part in pieces(removal) if len(removal) > PIECE else (removal,):
+                removed.update(part)  # bounded: len(removal) / PIECE pieces
+        self.removal = removed
+        return removed
+
+    def set_item_order(self, order: list[int], *, checked: bool = False) -> None:
+        """Reorder: new position ``k`` holds old item ``order[k]`` (a permutation).
+
+        ``checked=True`` promises that ``order`` is a permutation of
+        ``range(len(inp))`` (e.g. ``sorted(range(n), key=...)``): the engine
+        then checks only its length.
+        """
         self.item_order = order
+        self.order_checked = checked
 
     def warn(self, message: str | BaseException) -> None:
         """Record a recoverable problem; the first warning of an invocation wins."""
@@ -309,7 +355,7 @@ class OperatorOutput:
             bool(self.common_writes),
             bool(self.item_writes) or bool(self.column_writes),
             self.added_count > 0,
-            bool(self.removed),
+            bool(self.removal),
             self.item_order is not None,
         )
 

@@ -86,7 +86,7 @@ class TransformNormalize(Operator):
         for field, kind in ((self.src, "item_input"), (self.dst, "item_output")):
             if not field:
                 raise ValueError(f"transform_normalize: $metadata.{kind} needs one field")
-        vals = inp.column(self.src)
+        vals = inp.column_view(self.src)  # read, not kept
         floats = float_range(vals)
         if floats is not None:  # the usual case: native arithmetic when compiled
             flo, fhi = floats
