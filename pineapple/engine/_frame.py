@@ -166,14 +166,16 @@ def apply_output(
                 raise FrameError(f"item[{i}] write: {_nan(f)}")
             frame.set_value(i, f, v)
     if out.column_writes:
-        for f, values in out.column_writes:
+        checked = out.column_checked
+        for k, (f, values) in enumerate(out.column_writes):
             if len(values) != n:
                 raise FrameError(
                     f'SetItemColumn "{f}" length {len(values)} does not match item count {n}'
                 )
-            bad = _first_bad(values)
-            if bad >= 0:
-                raise FrameError(f"item[{bad}] write: {_nan(f)}")
+            if checked is None or k >= len(checked) or not checked[k]:
+                bad = _first_bad(values)
+                if bad >= 0:
+                    raise FrameError(f"item[{bad}] write: {_nan(f)}")
             frame.set_column(f, values)
     removal = out.removal
     if removal is not None and len(removal) > 0:

@@ -15,6 +15,7 @@ Rules for operators:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -128,6 +129,7 @@ class OperatorOutput:
         "added_count",
         "added_rows",
         "added_source",
+        "column_checked",
         "column_writes",
         "common_writes",
         "fills",
@@ -143,6 +145,8 @@ class OperatorOutput:
         self.common_writes: dict[str, Any] | None = None
         self.item_writes: list[tuple[int, str, Any]] | None = None
         self.column_writes: list[tuple[str, list[Any]]] | None = None
+        self.column_checked: list[bool] | None = None
+        """Per column write, in order: its ``checked`` promise (no NaN or infinity)."""
         self.fills: list[tuple[Any, int]] | None = None
         """The value and item count of each ``fill_column`` (the answer's bound counts them)."""
         self.added_rows: list[dict[str, Any]] | None = None
@@ -175,15 +179,20 @@ class OperatorOutput:
             self.item_writes = []
         self.item_writes.append((index, field, value))
 
-    def set_column(self, field: str, values: list[Any]) -> None:
+    def set_column(self, field: str, values: list[Any], *, checked: bool = False) -> None:
         """Write ``field`` on every item at once: ``values[i]`` goes to item ``i``.
 
         ``len(values)`` must equal the item count. Applied after ``set_item``
-        writes. The list belongs to the engine afterwards.
+        writes. The list belongs to the engine afterwards. ``checked=True``
+        promises that the values hold no NaN or infinity (the engine then does
+        not look at each).
         """
         if self.column_writes is None:
             self.column_writes = []
+        if self.column_checked is None:
+            self.column_checked = [False] * len(self.column_writes)
         self.column_writes.append((field, values))
+        self.column_checked.append(checked)
 
     def fill_column(self, field: str, value: Any, count: int) -> None:
         """Write the one ``value`` on every item (``count``: the item count).
@@ -193,7 +202,7 @@ class OperatorOutput:
         (``Engine.run(max_answer_bytes=)``) counts the value's size once, times
         ``count``, before it is applied.
         """
-        self.set_column(field, [value] * count)
+        self.set_column(field, [value] * count, checked=not _bad_float(value))
         if self.fills is None:
             self.fills = []
         self.fills.append((value, count))
@@ -358,6 +367,11 @@ class OperatorOutput:
             bool(self.removal),
             self.item_order is not None,
         )
+
+
+def _bad_float(v: Any) -> bool:
+    """``v`` is a NaN or an infinity (not a valid JSON value)."""
+    return type(v) is float and not math.isfinite(v)
 
 
 def _rows_of(columns: dict[str, list[Any]], count: int) -> list[dict[str, Any]]:

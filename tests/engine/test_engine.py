@@ -263,6 +263,13 @@ def test_invalid_writes_fail_the_request(write: Any, message: str) -> None:
     assert message in str(info.value)
 
 
+def test_a_fill_of_a_bad_float_fails_as_a_column_write_does() -> None:
+    _Probe.run = lambda self, ctx, inp, out: out.fill_column("f", math.nan, len(inp))
+    engine = Engine(config({"p": op("probe")}), registry=_registry())
+    with pytest.raises(ExecutionError, match=r'item\[0\] write: field "f": NaN/Inf'):
+        engine.execute(None, {"common": {}, "items": [{}, {}]})
+
+
 def test_reorder_must_be_a_permutation() -> None:
     _Probe.run = lambda self, ctx, inp, out: out.set_item_order([0, 0])
     engine = Engine(config({"p": op("probe")}), registry=_registry("reorder"))
