@@ -17,7 +17,9 @@ Guarantees:
   renewal was refused. A renewal that fails because the store is slow or
   down is tried again at the next tick while the lease is still held; once it
   is not, or once a renewal is refused, :attr:`lost` is set and the producer
-  is woken (``on_lost``). The announcement's compare-and-set fences the rest
+  is woken (``on_lost``). If the leader's loop finds the lease lapsed
+  before the renew thread does, :meth:`stop` sets :attr:`lost`; either way
+  the loss is logged once, as an error. The announcement's compare-and-set fences the rest
   (``_publishing.py``).
 - The leadership never becomes held again without a new :meth:`acquire`.
 - Every wait is bounded: the renew thread waits ``ttl / 3`` between tries and
@@ -65,6 +67,7 @@ class Leadership:
         self._thread: threading.Thread | None = None
         self._unreachable = False
         """The last acquire found the store unreachable (said once per outage)."""
+        self._losing = threading.Lock()
 
     def held(self) -> bool:
         """Whether this replica leads now (see Guarantees)."""
@@ -123,10 +126,16 @@ class Leadership:
                 return
             _log.warning("cannot renew the producer lease yet; trying again in %gs", every)
 
-    def _lose(self, why: str) -> None:
-        self.lost.set()
+    def _lose(self, why: str, *, wake: bool = True) -> None:
+        """Mark the lease lost and say so, once (the renew thread and :meth:`stop`
+        may both find it gone); with ``wake``, wake the producer."""
+        with self._losing:
+            if self.lost.is_set():
+                return
+            self.lost.set()
         _log.error("lost the producer lease (%s): publishing nothing more", why)
-        self._on_lost()
+        if wake:
+            self._on_lost()
 
     def stop(self, *, release: bool) -> None:
         """Stop renewing; with ``release`` give the lease up at once (SIGTERM), so a
@@ -135,6 +144,10 @@ class Leadership:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(self.ttl)
+            if not release and not self._lease.held():
+                # It lapsed before the renew thread found out: the leader's loop saw it
+                # first (``held``). Said all the same, so a lost lease is always logged.
+                self._lose("it lapsed before a renewal got through", wake=False)
         if release and self._lease.held():
             try:
                 self._lease.release()

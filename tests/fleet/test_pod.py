@@ -22,8 +22,10 @@ from server.fleet import ANNOUNCEMENTS, PINS, PODS
 from ._nats import nats_cluster
 from ._pods import IN_BOTH_MODES, NAME, Fleet, wait_until
 
-FOLLOW_WITHIN = 10.0
-"""Seconds from an announcement to every pod serving it (the watch polls every 50 ms)."""
+FOLLOW_WITHIN = 30.0
+"""Seconds from an announcement to every pod serving it (the watch polls every 50 ms). The
+watch itself answers in well under a second; the rest is a reload's build on a CI machine
+that may run several suites at once."""
 
 pytestmark = [pytest.mark.timeout(240), IN_BOTH_MODES]
 

@@ -19,8 +19,10 @@ from server.fleet import PODS
 from .._serve import run_cli
 from ._pods import IN_BOTH_MODES, Fleet, wait_until
 
-FOLLOW_WITHIN = 10.0
-"""Seconds from a new config revision to the pod serving it (the watch polls every 50 ms)."""
+FOLLOW_WITHIN = 30.0
+"""Seconds from a new config revision to the pod serving it (the watch polls every 50 ms). The
+watch itself answers in well under a second; the rest is a reload's build on a CI machine
+that may run several suites at once."""
 
 pytestmark = [pytest.mark.timeout(240), IN_BOTH_MODES]
 

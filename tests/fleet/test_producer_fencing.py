@@ -168,3 +168,56 @@ def test_a_standby_without_a_store_says_so_once_and_takes_nothing(
         assert "127.0.0.1:20698" in said[0]
     finally:
         store.close()
+
+
+class _StalledLease:
+    """A lease whose renewal hangs until released; ``held`` is the test's to say."""
+
+    def __init__(self) -> None:
+        self.holding = True
+        self.renewing = threading.Event()
+        self.answer = threading.Event()
+
+    def acquire(self) -> bool:
+        return True
+
+    def held(self) -> bool:
+        return self.holding
+
+    def renew(self) -> bool:
+        self.renewing.set()
+        assert self.answer.wait(WAIT)
+        return False
+
+    def release(self) -> None:  # pragma: no cover - never held when released here
+        raise AssertionError("released a lapsed lease")
+
+
+@pytest.mark.parametrize("first", ["the leader's loop", "the renew thread"])
+def test_a_lapsed_lease_is_said_lost_once_whoever_finds_it_first(
+    first: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    lost = threading.Event()
+    leading = Leadership(None, "producer-a", ttl=0.3, on_lost=lost.set)  # type: ignore[arg-type]
+    lease = _StalledLease()
+    leading._lease = lease  # type: ignore[assignment]
+    caplog.set_level(logging.ERROR, "pineapple.fleet")
+    assert leading.acquire() and leading.held()
+    thread = leading._thread
+    assert thread is not None
+    assert lease.renewing.wait(WAIT)  # the renewal hangs (the store went away)
+    lease.holding = False  # and meanwhile the lease lapses
+    assert not leading.held()
+    if first == "the renew thread":
+        lease.answer.set()  # the renewal fails; the thread finds the lease gone
+        assert lost.wait(WAIT)
+        leading.stop(release=False)
+    else:
+        leading.stop(release=False)  # the loop saw it first; the thread still hangs
+        assert leading.lost.is_set() and not lost.is_set()  # said, not woken: it stops
+        lease.answer.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    said = [r.getMessage() for r in caplog.records if "lost the producer lease" in r.getMessage()]
+    assert len(said) == 1, said
+    assert not leading.held() and leading.lost.is_set()

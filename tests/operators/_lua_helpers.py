@@ -39,11 +39,21 @@ def lua_op(
     common_output: tuple[str, ...] = (),
     item_output: tuple[str, ...] = (),
     name: str = "lua_test",
+    timeout_ms: int | None = None,
 ) -> TransformByLua:
-    """A built and bound ``transform_by_lua`` operator."""
+    """A built and bound ``transform_by_lua`` operator (``timeout_ms``: the operator's own
+    default unless given; a test whose bound is not time gives a long one, so a loaded
+    machine cannot stop it by the clock first)."""
+    params: dict[str, Any] = {
+        "lua_script": script,
+        "function_for_item": item,
+        "function_for_common": common,
+    }
+    if timeout_ms is not None:
+        params["timeout_ms"] = timeout_ms
     op, _ = build_operator(
         "transform_by_lua",
-        {"lua_script": script, "function_for_item": item, "function_for_common": common},
+        params,
         {
             "common_input": list(common_input),
             "item_input": list(item_input),

@@ -133,6 +133,7 @@ def test_more_table_values_than_the_budget_are_refused() -> None:
         "return t end",
         common="f",
         common_output=("y",),
+        timeout_ms=60_000,  # the bound under test is the count
     )
     with pytest.raises(LuaRuntimeError) as info:
         run(op, {}, [])

@@ -4,6 +4,8 @@
 - ``_patterns``: ``string.find/match/gmatch/gsub`` bounded (Lua 5.1): C when cheap, else in Lua.
 - ``_values``: Python values to Lua and back, Go's number and table rules, the bounds of a
   call's results.
+- ``_expression``: a script that is one ``return`` of its input fields, recognised so that
+  the driver evaluates it inline.
 - ``_driver``: the Lua chunk that runs an operator's function over a request's items.
 - ``_state``: one Lua state running one operator's function, with its bounds.
 - ``_pool``: a bounded pool of states, one borrower at a time per state.

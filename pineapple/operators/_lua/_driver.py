@@ -8,9 +8,18 @@ call (a shallow reset, as in Go) and records where a returned value is
 negative zero (lupa hands a Lua ``-0`` over as ``int`` 0). Up to
 :data:`UNROLL_FIELDS` fields it keeps one local per field; beyond, it loops
 over the field lists.
+
+A script recognised by ``_expression`` (one ``return`` of its input fields)
+gets an inline item loop too: the fields are locals and the expressions are
+evaluated in the loop itself, with no global written and no function called
+per item. ``run`` tries it first, under ``pcall`` (the sandbox's, which
+raises the time guard's error again); if it raises, ``run`` goes on with the
+general loop, whose error is the one the caller sees.
 """
 
 from __future__ import annotations
+
+from ._expression import INLINE_PREFIX, InlineReturn
 
 __all__ = ["UNROLL_FIELDS", "driver_source"]
 
@@ -19,7 +28,7 @@ UNROLL_FIELDS = 40
 
 
 _PRELUDE = """
-local G, next, rawset, unpack, select = _G, next, rawset, unpack, select
+local G, next, rawset, unpack, select, pcall = _G, next, rawset, unpack, select, pcall
 local fname, CK, IK, nret = ...
 local nc, ni = #CK, #IK
 local base = {}
@@ -51,9 +60,10 @@ def _names(prefix: str, count: int) -> str:
     return ", ".join(f"{prefix}{k}" for k in range(1, count + 1))
 
 
-def _negz(value: str, at: str) -> str:
+def _negz(value: str, at: str, z: str = "z", nz: str = "nz", zero: str = "0") -> str:
     """Lua that records position ``at`` when ``value`` is negative zero (lupa returns int 0)."""
-    return f"if {value} == 0 and 1/{value} < 0 then z = z or {{}}; nz = nz + 1; z[nz] = {at} end\n"
+    mark = f"{z} = {z} or {{}}; {nz} = {nz} + 1; {z}[{nz}] = {at}"
+    return f"if {value} == {zero} and 1/{value} < {zero} then {mark} end\n"
 
 
 def _unrolled_head(nc: int, ni: int) -> list[str]:
@@ -79,8 +89,63 @@ _LOOPED_HEAD = "local function run(n, cvals, cols)\n  for k = 1, nc do G[CK[k]] 
 """``run``'s signature and the common globals set, for the drivers that loop over field lists."""
 
 
-def _unrolled_item(nc: int, ni: int, nret: int) -> str:
+def _inline_function(
+    inline: InlineReturn, common_fields: tuple[str, ...], item_fields: tuple[str, ...], nret: int
+) -> str:
+    """``fast``: the item loop with ``inline``'s expressions in it, the fields as locals.
+
+    Every local of its own is named with ``INLINE_PREFIX`` (no field inlined is), so a
+    field's local shadows none of them. An item field wins over a common field of the
+    same name, and the last of a repeated field wins, as with the general loop's globals.
+    """
+    p = INLINE_PREFIX
+    nc, ni = len(common_fields), len(item_fields)
+    params = [f"{p}n"] + [f"{p}cv{k}" for k in range(1, nc + 1)]
+    params += [f"{p}c{k}" for k in range(1, ni + 1)]
+    items = {name: k for k, name in enumerate(item_fields, 1) if name in inline.fields}
+    common = {
+        name: k
+        for k, name in enumerate(common_fields, 1)
+        if name in inline.fields and name not in items
+    }
+    outs = [f"{p}o{j}" for j in range(1, nret + 1)]
+    rets = [f"{p}r{j}" for j in range(1, nret + 1)]
+    # No constant 0 of its own: Lua 5.1 keeps one constant for 0 and -0 in a function,
+    # so a -0 literal among the expressions would turn into 0 (the script's function
+    # holds its own constants). Zero is an upvalue here.
+    lines = [f"local {p}zero = 0\nlocal function fast({', '.join(params)})\n"]
+    lines.append(f"  local {p}z, {p}nz = nil, {p}zero\n")
+    lines.append(f"  local {', '.join(outs)} = {', '.join('{}' for _ in outs)}\n")
+    lines.extend(f"  local {name} = {p}cv{k}\n" for name, k in common.items())
+    lines.append(f"  for {p}i = 1, {p}n do\n")
+    lines.extend(f"    local {name} = {p}c{k}[{p}i]\n" for name, k in items.items())
+    lines.append(f"    local {', '.join(rets)} = {inline.expressions}\n")
+    for j, (out, ret) in enumerate(zip(outs, rets, strict=True)):
+        at = f"({p}i - 1) * {nret}" + (f" + {j}" if j else "")
+        lines.append("    " + _negz(ret, at, f"{p}z", f"{p}nz", f"{p}zero"))
+        lines.append(f"    {out}[{p}i] = {ret}\n")
+    lines.append(f"  end\n  return {p}nz, {p}z, {', '.join(outs)}\nend\n")
+    return "".join(lines)
+
+
+def _unrolled_item(
+    common_fields: tuple[str, ...],
+    item_fields: tuple[str, ...],
+    nret: int,
+    inline: InlineReturn | None,
+) -> str:
+    nc, ni = len(common_fields), len(item_fields)
     lines = _unrolled_head(nc, ni)
+    if inline is not None and nret:
+        at = next(i for i, line in enumerate(lines) if line.startswith("local function run("))
+        lines.insert(at, _inline_function(inline, common_fields, item_fields, nret))
+        args = ", ".join(
+            ["n"] + [f"cv{k}" for k in range(1, nc + 1)] + [f"c{k}" for k in range(1, ni + 1)]
+        )
+        got = ", ".join(["nz", "z"] + [f"o{j}" for j in range(1, nret + 1)])
+        lines.insert(
+            at + 2, f"  local ok, {got} = pcall(fast, {args})\n  if ok then return {got} end\n"
+        )
     lines.append("  local fn = G[fname]\n  local z, nz = nil, 0\n")
     if nret:
         lines.append(f"  local {_names('o', nret)} = {', '.join('{}' for _ in range(nret))}\n")
@@ -137,10 +202,23 @@ def _looped_common() -> str:
     )
 
 
-def driver_source(item_mode: bool, nc: int, ni: int, nret: int, *, unroll: bool) -> str:
-    """The Lua driver chunk for these field counts (``unroll``: one local per field)."""
+def driver_source(
+    item_mode: bool,
+    common_fields: tuple[str, ...],
+    item_fields: tuple[str, ...],
+    nret: int,
+    *,
+    unroll: bool,
+    inline: InlineReturn | None = None,
+) -> str:
+    """The Lua driver chunk for these fields (``unroll``: one local per field; ``inline``:
+    the script recognised by ``_expression``, evaluated in an inline item loop first)."""
+    nc, ni = len(common_fields), len(item_fields)
     if item_mode:
-        body = _unrolled_item(nc, ni, nret) if unroll else _looped_item()
+        if unroll:
+            body = _unrolled_item(common_fields, item_fields, nret, inline)
+        else:
+            body = _looped_item()
     else:
         body = _unrolled_common(nc, ni, nret) if unroll else _looped_common()
     return _PRELUDE + body + _RETURN

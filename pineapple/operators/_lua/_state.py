@@ -13,7 +13,8 @@ baseline ones restored: a shallow reset, as in Go).
 
 Speed: the state's driver (``_driver``) runs the whole item loop inside
 Lua, so a request costs a handful of Python/Lua crossings whatever the item
-count.
+count. A script that is one ``return`` of its input fields (``_expression``)
+is evaluated in the loop itself, with no global written and no call per item.
 
 Results are bounded (``_values``): a call's returned text and table values
 are counted against a :class:`~._values.ResultBudget` as they are converted.
@@ -34,6 +35,7 @@ from ..._error_text import clipped
 from ..._errors import DeadlineExceededError
 from ._driver import UNROLL_FIELDS, driver_source
 from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
+from ._expression import inline_return
 from ._sandbox import (
     HOOK_INSTRUCTIONS,
     MAX_MEMORY,
@@ -145,17 +147,29 @@ class LuaState:
         self._fields = output_fields
         nc, ni = len(common_fields), len(item_fields)
         self._unrolled = nc + ni <= unroll_fields and nc + ni + 2 * outputs <= 3 * unroll_fields
-        source = driver_source(item_mode, nc, ni, outputs, unroll=self._unrolled)
+        inline = None
+        if item_mode and self._unrolled and outputs:
+            inline = inline_return(script, function, frozenset(common_fields + item_fields))
         # The driver is compiled before the script so that it holds the
         # pristine built-ins (``next``, ``rawset``, ``unpack``) whatever the
         # script redefines.
-        run, reset, baseline, current, fetch, pack = rt.execute(
-            source,
+        driver = (item_mode, common_fields, item_fields, outputs)
+        try:
+            source = driver_source(*driver, unroll=self._unrolled, inline=inline)
+            compiled = rt.compile(source, name="=driver")
+        except self._error:
+            if inline is None:
+                raise
+            # Not an expression after all (the script's own load names the error).
+            inline = None
+            compiled = rt.compile(driver_source(*driver, unroll=self._unrolled), name="=driver")
+        self.inline = inline is not None
+        """Whether the script runs in the driver's inline item loop first (``_expression``)."""
+        run, reset, baseline, current, fetch, pack = compiled(
             function,
             rt.table_from(list(common_fields)),
             rt.table_from(list(item_fields)),
             outputs,
-            name="=driver",
         )
         self._neg_zero_keys = rt.execute(NEG_ZERO_KEYS, name="=negzero")
         self._audit = rt.execute(AUDIT, AUDIT_DEPTH, name="=audit")
