@@ -33,7 +33,7 @@ from typing import Any, Final, final
 
 from ._pieces import PIECE, release, spans
 
-__all__ = ["ABSENT", "Frame"]
+__all__ = ["ABSENT", "Frame", "dict_rows"]
 
 
 @final
@@ -113,14 +113,20 @@ class Frame:
         col = self.columns.get(field)
         if col is None or not self.layout:
             return col
-        at = self.layout.pop(field, -1)
+        at = self.layout.get(field, -1)
         if at < 0:
             return col
         col = self.columns[field] = _gather(col, self.selections[at])
         self.shared.discard(field)
-        if at not in self.layout.values():
-            del self.selections[at]  # no list is in that selection any more
+        self._forget(field)
         return col
+
+    def _forget(self, field: str) -> None:
+        """``field``'s list is in the present selection now: take it out of ``layout``, and
+        drop the index list of the selection it was in when no other list is in that one."""
+        at = self.layout.pop(field, -1)
+        if at >= 0 and at not in self.layout.values():
+            del self.selections[at]
 
     def column(self, field: str, default: Any = None) -> list[Any]:
         """Every item's value of ``field`` (None where absent; ``default`` for None and
@@ -138,6 +144,15 @@ class Frame:
             for a, b in spans(n):  # bounded: n / PIECE pieces
                 got += _present(col, default, a, b)
         return got
+
+    def column_view(self, field: str, default: Any = None) -> list[Any]:
+        """As :meth:`column`, but the frame's own list where it needs no change (every item
+        has the field, no ``default``): read-only, not to be kept past the caller's turn."""
+        if default is None and field not in self.holes:
+            col = self.present(field)
+            if col is not None:
+                return col
+        return self.column(field, default)
 
     def value(self, index: int, field: str) -> Any:
         """Item ``index``'s value of ``field`` (None when absent or out of range)."""
@@ -182,17 +197,7 @@ class Frame:
 
     def _build_rows(self, start: int, end: int) -> list[dict[str, Any]]:
         self._settle()
-        cols = list(self.columns.items())
-        out: list[dict[str, Any]] = []
-        for a, b in spans(end - start) if end - start > PIECE else ((0, end - start),):
-            for i in range(start + a, start + b):  # bounded: the items times the fields
-                row: dict[str, Any] = {}
-                for f, col in cols:
-                    v = col[i]
-                    if v is not ABSENT:
-                        row[f] = v
-                out.append(row)
-        return out
+        return dict_rows(list(self.columns.items()), start, end)
 
     def _settle(self) -> None:
         """Gather every column of an earlier selection (all lists are then in the present one)."""
@@ -214,10 +219,8 @@ class Frame:
         old = self.columns.get(field)
         self.columns[field] = values
         self.holes.discard(field)
-        if field in self.layout:
-            at = self.layout.pop(field)
-            if at not in self.layout.values():
-                del self.selections[at]
+        if self.layout:
+            self._forget(field)
         if old is not None and field not in self.shared and len(old) > PIECE:
             release(old)
         self.shared.add(field)
@@ -340,6 +343,21 @@ class Frame:
         for sel in self.selections.values():  # bounded: the selections still in use
             if len(sel) > PIECE:
                 release(sel)
+
+
+def dict_rows(cols: list[tuple[str, list[Any]]], start: int, end: int) -> list[dict[str, Any]]:
+    """Items ``start`` to ``end`` of the columns ``cols`` (field, list) as one dict each, the
+    fields in ``cols`` order, ABSENT values left out; piece by piece past ``PIECE`` items."""
+    out: list[dict[str, Any]] = []
+    for a, b in spans(end - start) if end - start > PIECE else ((0, end - start),):
+        for i in range(start + a, start + b):  # bounded: the items times the fields
+            row: dict[str, Any] = {}
+            for f, col in cols:
+                v = col[i]
+                if v is not ABSENT:
+                    row[f] = v
+            out.append(row)
+    return out
 
 
 def _present(col: list[Any], default: Any, start: int, end: int) -> list[Any]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from ._answer import AnswerBytes, value_bytes
-from ._columns import ABSENT, Frame
+from ._columns import Frame, dict_rows
 from ._io import OperatorInput, OperatorOutput
 from ._pieces import PIECE, batches, spans
 from ._step import Step
@@ -166,19 +166,29 @@ def apply_output(
                 raise FrameError(f"item[{i}] write: {_nan(f)}")
             frame.set_value(i, f, v)
     if out.column_writes:
-        for f, values in out.column_writes:
+        checked = out.column_checked
+        for k, (f, values) in enumerate(out.column_writes):
             if len(values) != n:
                 raise FrameError(
                     f'SetItemColumn "{f}" length {len(values)} does not match item count {n}'
                 )
-            bad = _first_bad(values)
-            if bad >= 0:
-                raise FrameError(f"item[{bad}] write: {_nan(f)}")
+            if checked is None or k >= len(checked) or not checked[k]:
+                bad = _first_bad(values)
+                if bad >= 0:
+                    raise FrameError(f"item[{bad}] write: {_nan(f)}")
             frame.set_column(f, values)
-    if out.removed:
-        _remove(frame, out.removed)
-    if out.item_order is not None:
-        frame.keep(_checked_order(out.item_order, frame.count))
+    removal = out.removal
+    if removal is not None and len(removal) > 0:
+        _remove(frame, removal)
+    order = out.item_order
+    if order is not None:
+        if not out.order_checked:
+            order = _checked_order(order, frame.count)
+        elif len(order) != frame.count:  # promised a permutation: only its length is checked
+            raise FrameError(
+                f"SetItemOrder length {len(order)} does not match item count {frame.count}"
+            )
+        frame.keep(order)
     if out.added_count:
         _add(step, out, frame)
 
@@ -221,24 +231,34 @@ def charge_answer(step: Step, out: OperatorOutput, answer: AnswerBytes) -> None:
     answer.charge(step.name, added)
 
 
-def _remove(frame: Frame, removed: set[int]) -> None:
-    """Drop the items whose index is in ``removed`` (a set of indices into the frame).
+def _remove(frame: Frame, removal: set[int] | range | list[int]) -> None:
+    """Drop the items whose index is in ``removal`` (indices into the frame, not empty).
 
-    Compiled, the indices are unboxed once each: their range in one pass, a
-    keep-mask in another (a set lookup per item would box every index).
+    A range ending at the last item is a truncation; otherwise compiled, the
+    indices are unboxed once each: their range in one pass, a keep-mask in
+    another (a set lookup per item would box every index).
     """
     n = frame.count
-    lo, hi = _index_range(removed)
+    lo, hi = _index_range(removal)
     if lo < 0 or hi >= n:
         bad = lo if lo < 0 else hi
         raise FrameError(f"RemoveItem index {bad} out of range [0, {n})")
-    if hi == n - 1 and hi - lo + 1 == len(removed):  # a tail: truncation
+    if hi == n - 1 and (
+        (isinstance(removal, range) and removal.step in (1, -1))
+        or (isinstance(removal, set) and hi - lo + 1 == len(removal))
+    ):  # a tail: truncation
         frame.truncate(lo)
         return
     keep = [True] * n
-    for part in batches(removed) if len(removed) > PIECE else (removed,):
-        for j in part:  # bounded: len(removed) indices, PIECE a piece
-            keep[j] = False
+    if isinstance(removal, set):
+        for part in batches(removal) if len(removal) > PIECE else (removal,):
+            for j in part:  # bounded: len(removal) indices, PIECE a piece
+                keep[j] = False
+    else:
+        m = len(removal)
+        for a, b in spans(m) if m > PIECE else ((0, m),):
+            for i in range(a, b):  # bounded: m indices, PIECE a piece
+                keep[removal[i]] = False
     kept: list[int] = []
     for a, b in spans(n) if n > PIECE else ((0, n),):
         for i in range(a, b):
@@ -247,8 +267,22 @@ def _remove(frame: Frame, removed: set[int]) -> None:
     frame.keep(kept)
 
 
-def _index_range(indices: set[int]) -> tuple[int, int]:
-    """``(min(indices), max(indices))`` of a non-empty set, piece by piece past ``PIECE``."""
+def _index_range(indices: set[int] | range | list[int]) -> tuple[int, int]:
+    """``(min(indices), max(indices))`` of non-empty indices, piece by piece past ``PIECE``."""
+    if isinstance(indices, range):
+        first, last = indices[0], indices[-1]
+        return (first, last) if first <= last else (last, first)
+    if isinstance(indices, list):
+        lo = hi = indices[0]
+        m = len(indices)
+        for a, b in spans(m) if m > PIECE else ((0, m),):
+            for i in range(a, b):  # bounded: m indices, PIECE a piece
+                j = indices[i]
+                if j < lo:
+                    lo = j
+                if j > hi:
+                    hi = j
+        return lo, hi
     lo = hi = next(iter(indices))
     for part in batches(indices) if len(indices) > PIECE else (indices,):
         for j in part:  # bounded: len(indices) indices, PIECE a piece
@@ -317,13 +351,4 @@ def project(
         col = frame.present(f)
         if col is not None:
             cols.append((f, col))
-    rows: list[dict[str, Any]] = []
-    for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):  # bounded: the items times the output fields
-            row: dict[str, Any] = {}
-            for f, col in cols:
-                v = col[i]
-                if v is not ABSENT:
-                    row[f] = v
-            rows.append(row)
-    return rc, rows
+    return rc, dict_rows(cols, 0, n)

@@ -15,6 +15,7 @@ Rules for operators:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -103,6 +104,14 @@ class OperatorInput:
         """
         return self.frame.column(field, self.item_defaults.get(field))
 
+    def column_view(self, field: str) -> list[Any]:
+        """As :meth:`column`, without the copy where none is needed: read-only.
+
+        It may be the request's own list of the field: the operator must not
+        change it, nor keep it once ``execute`` has returned.
+        """
+        return self.frame.column_view(field, self.item_defaults.get(field))
+
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # compiled by mypyc: still subclassable
 class OperatorOutput:
@@ -120,13 +129,15 @@ class OperatorOutput:
         "added_count",
         "added_rows",
         "added_source",
+        "column_checked",
         "column_writes",
         "common_writes",
         "fills",
         "finite_added",
         "item_order",
         "item_writes",
-        "removed",
+        "order_checked",
+        "removal",
         "warning",
     )
 
@@ -134,6 +145,8 @@ class OperatorOutput:
         self.common_writes: dict[str, Any] | None = None
         self.item_writes: list[tuple[int, str, Any]] | None = None
         self.column_writes: list[tuple[str, list[Any]]] | None = None
+        self.column_checked: list[bool] | None = None
+        """Per column write, in order: its ``checked`` promise (no NaN or infinity)."""
         self.fills: list[tuple[Any, int]] | None = None
         """The value and item count of each ``fill_column`` (the answer's bound counts them)."""
         self.added_rows: list[dict[str, Any]] | None = None
@@ -144,8 +157,13 @@ class OperatorOutput:
         """How many items were added, either way."""
         self.added_source: str | None = None
         self.finite_added = True
-        self.removed: set[int] | None = None
+        self.removal: set[int] | range | list[int] | None = None
+        """The removed indices (engine-internal; read :attr:`removed`): the range or a copy
+        of the list of a first ``remove_items`` call, kept as given until another removal
+        or a read of ``removed`` makes them a set."""
         self.item_order: list[int] | None = None
+        self.order_checked = False
+        """``set_item_order(checked=True)``: the order is a permutation of the items."""
         self.warning: str | None = None
 
     def set_common(self, field: str, value: Any) -> None:
@@ -161,15 +179,20 @@ class OperatorOutput:
             self.item_writes = []
         self.item_writes.append((index, field, value))
 
-    def set_column(self, field: str, values: list[Any]) -> None:
+    def set_column(self, field: str, values: list[Any], *, checked: bool = False) -> None:
         """Write ``field`` on every item at once: ``values[i]`` goes to item ``i``.
 
         ``len(values)`` must equal the item count. Applied after ``set_item``
-        writes. The list belongs to the engine afterwards.
+        writes. The list belongs to the engine afterwards. ``checked=True``
+        promises that the values hold no NaN or infinity (the engine then does
+        not look at each).
         """
         if self.column_writes is None:
             self.column_writes = []
+        if self.column_checked is None:
+            self.column_checked = [False] * len(self.column_writes)
         self.column_writes.append((field, values))
+        self.column_checked.append(checked)
 
     def fill_column(self, field: str, value: Any, count: int) -> None:
         """Write the one ``value`` on every item (``count``: the item count).
@@ -179,7 +202,7 @@ class OperatorOutput:
         (``Engine.run(max_answer_bytes=)``) counts the value's size once, times
         ``count``, before it is applied.
         """
-        self.set_column(field, [value] * count)
+        self.set_column(field, [value] * count, checked=not _bad_float(value))
         if self.fills is None:
             self.fills = []
         self.fills.append((value, count))
@@ -266,25 +289,57 @@ class OperatorOutput:
 
     def remove_item(self, index: int) -> None:
         """Remove the item at ``index`` (indices refer to the input order)."""
-        if self.removed is None:
-            self.removed = {index}
-        else:
-            self.removed.add(index)
+        self._removed_set().add(index)
 
     def remove_items(self, indices: Iterable[int]) -> None:
-        """Remove every item in ``indices``."""
-        removed = self.removed
-        if removed is None:
-            removed = self.removed = set()
+        """Remove every item in ``indices``.
+
+        The first call's ``range`` (or a copy of its list) is kept as it is: the
+        engine drops a range without making a set of its indices.
+        """
+        if self.removal is None:
+            if isinstance(indices, range):
+                self.removal = indices
+                return
+            if isinstance(indices, list):
+                copied: list[int] = []
+                for part in pieces(indices) if len(indices) > PIECE else (indices,):
+                    copied += part  # bounded: len(indices) / PIECE pieces
+                self.removal = copied
+                return
+        removed = self._removed_set()
         if isinstance(indices, (range, list, tuple)) and len(indices) > PIECE:
             for part in pieces(indices):  # bounded: len(indices) / PIECE pieces
                 removed.update(part)
         else:
             removed.update(indices)
 
-    def set_item_order(self, order: list[int]) -> None:
-        """Reorder: new position ``k`` holds old item ``order[k]`` (a permutation)."""
+    @property
+    def removed(self) -> set[int] | None:
+        """The removed indices as a set (None when nothing was removed)."""
+        return None if self.removal is None else self._removed_set()
+
+    def _removed_set(self) -> set[int]:
+        """``removal`` as a set (made one, piece by piece past ``PIECE``, if it is not)."""
+        removal = self.removal
+        if isinstance(removal, set):
+            return removal
+        removed: set[int] = set()
+        if removal is not None:
+            for part in pieces(removal) if len(removal) > PIECE else (removal,):
+                removed.update(part)  # bounded: len(removal) / PIECE pieces
+        self.removal = removed
+        return removed
+
+    def set_item_order(self, order: list[int], *, checked: bool = False) -> None:
+        """Reorder: new position ``k`` holds old item ``order[k]`` (a permutation).
+
+        ``checked=True`` promises that ``order`` is a permutation of
+        ``range(len(inp))`` (e.g. ``sorted(range(n), key=...)``): the engine
+        then checks only its length.
+        """
         self.item_order = order
+        self.order_checked = checked
 
     def warn(self, message: str | BaseException) -> None:
         """Record a recoverable problem; the first warning of an invocation wins."""
@@ -309,9 +364,14 @@ class OperatorOutput:
             bool(self.common_writes),
             bool(self.item_writes) or bool(self.column_writes),
             self.added_count > 0,
-            bool(self.removed),
+            bool(self.removal),
             self.item_order is not None,
         )
+
+
+def _bad_float(v: Any) -> bool:
+    """``v`` is a NaN or an infinity (not a valid JSON value)."""
+    return type(v) is float and not math.isfinite(v)
 
 
 def _rows_of(columns: dict[str, list[Any]], count: int) -> list[dict[str, Any]]:

@@ -149,15 +149,18 @@ def release_output(out: OperatorOutput) -> None:
     """Free a large request's applied removals in pieces.
 
     They are the engine's (what is handed to the output belongs to the
-    engine): freed in one call, 280,000 indices hold the GIL for 10 to 40 ms.
-    An applied order is the frame's own after ``Frame.keep`` (it frees it
-    with its columns, ``Frame.release``).
+    engine; a list given to ``remove_items`` is copied): freed in one call,
+    280,000 indices hold the GIL for 10 to 40 ms. An applied order is the
+    frame's own after ``Frame.keep`` (it frees it with its columns,
+    ``Frame.release``).
     """
-    removed = out.removed
-    if removed is not None and len(removed) > PIECE:
-        parts = list(batches(removed))
-        removed.clear()
+    removal = out.removal
+    if isinstance(removal, set) and len(removal) > PIECE:
+        parts = list(batches(removal))
+        removal.clear()
         release(parts, 1)
+    elif isinstance(removal, list) and len(removal) > PIECE:
+        release(removal)
 
 
 def deadline_error(operator: str) -> DeadlineExceededError:

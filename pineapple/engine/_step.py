@@ -101,7 +101,7 @@ class Step:
             (common or not out.common_writes)
             and (item or not (out.item_writes or out.column_writes))
             and (add or not out.added_count)
-            and (remove or not out.removed)
+            and (remove or not out.removal)
             and (order or out.item_order is None)
         ):
             return _NONE

@@ -44,7 +44,7 @@ class FilterCondition(Operator):
         self.field = self.meta.first("item_input", "filter_condition")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        col = inp.column(self.field)
+        col = inp.column_view(self.field)  # read, not kept
         n = len(col)
         drop: list[int] = []
         for a, b in spans(n) if n > PIECE else ((0, n),):  # the GIL may pass between pieces

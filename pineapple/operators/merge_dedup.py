@@ -66,7 +66,7 @@ class MergeDedup(Operator):
         self.field = self.meta.first("item_input", "merge_dedup")
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
-        col = inp.column(self.field)
+        col = inp.column_view(self.field)  # read, not kept
         n = len(col)
         strings = _all_str(col)
         if strings and len(set(col)) == n:  # the usual case: no repeats, nothing removed

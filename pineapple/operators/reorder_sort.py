@@ -53,12 +53,12 @@ class ReorderSort(Operator):
             return
         if not self.field:
             raise ValueError("reorder_sort: $metadata.item_input needs one field")
-        vals = numbers("reorder_sort", self.field, inp.column(self.field))
+        vals = numbers("reorder_sort", self.field, inp.column_view(self.field))  # read only
         if n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
             order = sorted(range(n), key=vals.__getitem__, reverse=self.descending)
         else:
             order = stable_order(vals, reverse=self.descending)
-        out.set_item_order(order)
+        out.set_item_order(order, checked=True)  # sorted(range(n)): a permutation
 
 
 register_operator(SCHEMA, ReorderSort)

@@ -44,8 +44,9 @@ def numbers(op: str, field: str, values: list[Any]) -> list[Any]:
     return values
 
 
-def float_range(values: list[Any]) -> tuple[float, float] | None:
-    """``(min(values), max(values))`` when every value is a float (else None), in one pass.
+def float_range(values: list[Any]) -> tuple[float, float, bool] | None:
+    """``(min(values), max(values), finite)`` when every value is a float (else None), in
+    one pass; ``finite``: no value is a NaN or an infinity.
 
     The same choice as ``min``/``max`` (the first of equal values wins, a NaN
     is never below or above another value): compiled, native comparisons.
@@ -55,6 +56,7 @@ def float_range(values: list[Any]) -> tuple[float, float] | None:
         return None
     lo: float = values[0]
     hi = lo
+    nan = False
     for a, b in spans(n) if n > PIECE else ((0, n),):
         for v in values[a:b] if n > PIECE else values:  # compiled: no index per value
             if type(v) is not float:
@@ -64,7 +66,9 @@ def float_range(values: list[Any]) -> tuple[float, float] | None:
                 lo = f
             if f > hi:
                 hi = f
-    return lo, hi
+            if f != f:
+                nan = True
+    return lo, hi, not nan and hi - lo - (hi - lo) == 0.0
 
 
 class TransformNormalize(Operator):
@@ -86,15 +90,15 @@ class TransformNormalize(Operator):
         for field, kind in ((self.src, "item_input"), (self.dst, "item_output")):
             if not field:
                 raise ValueError(f"transform_normalize: $metadata.{kind} needs one field")
-        vals = inp.column(self.src)
+        vals = inp.column_view(self.src)  # read, not kept
         floats = float_range(vals)
         if floats is not None:  # the usual case: native arithmetic when compiled
-            flo, fhi = floats
+            flo, fhi, finite = floats
             fspan = fhi - flo
             if fspan == 0:
-                out.set_column(self.dst, [0.0] * len(vals))
-            else:
-                out.set_column(self.dst, _scaled(vals, flo, fspan, floats=True))
+                out.set_column(self.dst, [0.0] * len(vals), checked=True)
+            else:  # finite values and span: every result is in [0, 1]
+                out.set_column(self.dst, _scaled(vals, flo, fspan, floats=True), checked=finite)
             return
         numbers("transform_normalize", self.src, vals)
         lo, hi = min(vals), max(vals)

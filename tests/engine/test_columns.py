@@ -160,3 +160,17 @@ def test_large_frames_are_worked_piece_by_piece_alike(n: int) -> None:
     assert frame.rows() == rows
     frame.fill("s", 1, "z")
     assert frame.column("s") == [None] + ["z"] * (len(rows) - 1)
+
+
+def test_a_column_view_is_the_frames_own_list_only_where_it_needs_no_change() -> None:
+    same = Frame.of_rows([{"id": "a"}, {"id": "b"}])
+    assert same.column_view("id") is same.present("id")
+    frame = Frame.of_rows([{"id": "a", "n": 1}, {"id": "b"}])
+    assert frame.first_missing("id") == -1  # known now: on every item
+    assert frame.column_view("id") is frame.present("id")
+    assert frame.column_view("n") == frame.column("n") == [1, None]
+    assert frame.column_view("n") is not frame.present("n")  # holds ABSENT: a fresh list
+    assert frame.column_view("id", default="z") == ["a", "b"]
+    assert frame.column_view("nope", default=0) == [0, 0]
+    frame.keep([1, 0])
+    assert frame.column_view("id") == ["b", "a"]

@@ -263,10 +263,34 @@ def test_invalid_writes_fail_the_request(write: Any, message: str) -> None:
     assert message in str(info.value)
 
 
+def test_a_fill_of_a_bad_float_fails_as_a_column_write_does() -> None:
+    _Probe.run = lambda self, ctx, inp, out: out.fill_column("f", math.nan, len(inp))
+    engine = Engine(config({"p": op("probe")}), registry=_registry())
+    with pytest.raises(ExecutionError, match=r'item\[0\] write: field "f": NaN/Inf'):
+        engine.execute(None, {"common": {}, "items": [{}, {}]})
+
+
 def test_reorder_must_be_a_permutation() -> None:
     _Probe.run = lambda self, ctx, inp, out: out.set_item_order([0, 0])
     engine = Engine(config({"p": op("probe")}), registry=_registry("reorder"))
     with pytest.raises(ExecutionError, match="duplicate index 0"):
+        engine.execute(None, {"common": {}, "items": [{}, {}]})
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_reorder_is_applied_checked_or_promised(checked: bool) -> None:
+    _Probe.run = lambda self, ctx, inp, out: out.set_item_order([1, 0], checked=checked)
+    engine = Engine(
+        config({"p": op("probe")}, contract={"item_output": ["x"]}), registry=_registry("reorder")
+    )
+    got = engine.execute(None, {"common": {}, "items": [{"x": 0}, {"x": 1}]})
+    assert got["items"] == [{"x": 1}, {"x": 0}]
+
+
+def test_a_promised_order_of_the_wrong_length_fails_the_request() -> None:
+    _Probe.run = lambda self, ctx, inp, out: out.set_item_order([0], checked=True)
+    engine = Engine(config({"p": op("probe")}), registry=_registry("reorder"))
+    with pytest.raises(ExecutionError, match="length 1 does not match item count 2"):
         engine.execute(None, {"common": {}, "items": [{}, {}]})
 
 

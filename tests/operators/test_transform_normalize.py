@@ -67,3 +67,19 @@ def test_missing_item_output_fails_a_request_with_items_naming_operator() -> Non
         'pine: execution error in operator "norm": '
         "transform_normalize: $metadata.item_output needs one field"
     )
+
+
+@pytest.mark.parametrize(
+    ("values", "checked"),
+    [
+        ([1.0, 3.0, 2.0], True),
+        ([1.0, float("nan"), 2.0], False),  # a NaN is scaled to a NaN: the engine names it
+        ([-1e308, 1e308], False),  # the span overflows to infinity
+        ([1.0, float("inf")], False),
+    ],
+)
+def test_scaled_floats_are_promised_finite_only_when_they_are(
+    values: list[float], checked: bool
+) -> None:
+    out = run("transform_normalize", meta=META, items=[{"s": v} for v in values])
+    assert out.column_checked == [checked]
