@@ -3,9 +3,10 @@
 For each fixture, the same config runs in an ``Engine`` of this process's
 compiled core and in one of a :class:`pineapple._native.PureCopy` (the
 package loaded a second time, from source). Interleaved batches, process CPU
-time, the median of per-round ratios. Target: the compiled core at least 2x
-the executions per second of the fallback (shown as compiled time / pure
-time, limit 0.5).
+time, the median of per-round ratios. Target: the compiled core at least 3x
+the executions per second of the fallback on the big requests (``large_1000``,
+``medium_1000``: issue 38) and 2x on the rest (shown as compiled time / pure
+time, limit 1/3 or 0.5).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from .serving import fixtures_dir
 __all__ = ["FIXTURES", "native_core"]
 
 FIXTURES = ("small_010", "medium_0100", "medium_1000", "large_1000")
-LIMIT = 0.5
+TIMES = {"medium_1000": 3, "large_1000": 3}
+"""Fixtures whose target is more than 2x executions/s, and their factor."""
 NAME = "compiled engine core: time per execution, compiled / pure-Python fallback, {}"
 
 
@@ -41,13 +43,15 @@ def native_core(rounds: int = 9, seconds: float = 0.1) -> list[Result]:
     bench = fixtures_dir() / "benchmarks"
     if not _native.compiled():
         reason = f"the compiled core does not run here: {_native.pure_reason()}"
-        return [Result(23, NAME.format(f), None, LIMIT, reason) for f in FIXTURES]
+        return [Result(23, NAME.format(f), None, 1 / TIMES.get(f, 2), reason) for f in FIXTURES]
     pure = _native.PureCopy()
     rows = []
     for fixture in FIXTURES:
+        times_target = TIMES.get(fixture, 2)
+        limit = 1 / times_target
         config = bench / f"{fixture}_config.json"
         if not config.is_file():
-            rows.append(Result(23, NAME.format(fixture), None, LIMIT, f"{config} absent"))
+            rows.append(Result(23, NAME.format(fixture), None, limit, f"{config} absent"))
             continue
         raw = config.read_bytes()
         request = orjson.loads((bench / f"{fixture}_request.json").read_bytes())
@@ -79,9 +83,10 @@ def native_core(rounds: int = 9, seconds: float = 0.1) -> list[Result]:
         rows.append(
             Result(
                 23,
-                NAME.format(fixture) + " (target >= 2x executions/s, shown as <= 0.5x time)",
+                NAME.format(fixture)
+                + f" (target >= {times_target}x executions/s, shown as <= {limit:.2g}x time)",
                 median(ratios),
-                LIMIT,
+                limit,
                 f"compiled {1 / c:,.0f}/s ({c * 1e6:,.1f} us), pure {1 / p:,.0f}/s "
                 f"({p * 1e6:,.1f} us): {p / c:.2f}x (CPU time, {rounds} rounds)",
             )
