@@ -54,3 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     func = cast(Callable[[argparse.Namespace], int], args.func)
     return func(args)
+
+
+if __name__ == "__main__":  # python -m pineapple.cli: the same command
+    raise SystemExit(main())

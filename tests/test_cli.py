@@ -33,6 +33,22 @@ def test_version_names_the_package_version() -> None:
     assert result.stdout.strip() == f"pineapple {pineapple.__version__}"
 
 
+@pytest.mark.parametrize("module", ["pineapple", "pineapple.cli"])
+def test_python_dash_m_is_the_same_command(module: str) -> None:
+    # Once `python -m pineapple.cli serve ...` parsed nothing and exited 0.
+    result = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=30
+    )
+    assert (result.returncode, result.stdout.strip()) == (0, f"pineapple {pineapple.__version__}")
+    result = subprocess.run(
+        [sys.executable, "-m", module, "no-such-command"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2 and "invalid choice: 'no-such-command'" in result.stderr
+
+
 def _leaves() -> dict[str, argparse.ArgumentParser]:
     """Every subcommand that runs (``admin status``: the actions of a command that has
     them), by its name after ``pineapple``."""
