@@ -31,10 +31,13 @@ def lookup_case(items: int = ITEMS) -> tuple[Any, Any]:
         registry=builtins.operator_registry(),
     )
     ctx = resource.with_resources(Context(), resource.Static({"item_ctr": table}))
+    # The items as the engine holds them: columns, made once when a request is admitted
+    # (the operator reads them; it never changes its input).
+    inp = OperatorInput({}, rows)
 
     def operator() -> OperatorOutput:
         out = OperatorOutput()
-        op.execute(ctx, OperatorInput({}, rows), out)
+        op.execute(ctx, inp, out)
         return out
 
     def floor() -> list[Any]:

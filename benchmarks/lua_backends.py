@@ -39,7 +39,9 @@ def _config() -> dict[str, Any]:
                 },
                 "item": {
                     "type_name": "transform_by_lua",
-                    "lua_script": "function f() return x * 2 + 1 end",
+                    # A local: the general loop, one Lua call an item (a bare `return`
+                    # of the fields would run inline, or without Lua on the compiled core).
+                    "lua_script": "function f() local y = x * 2 return y + 1 end",
                     "function_for_item": "f",
                     "$metadata": {"item_input": ["x"], "item_output": ["y"]},
                 },
