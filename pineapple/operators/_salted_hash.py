@@ -32,6 +32,8 @@ _LOW32: Final = 0xFFFFFFFF
 _TWO32: Final = 4294967296.0
 _TWO64: Final = 18446744073709551616.0
 _MAX_UINT = 0xFFFFFFFFFFFFFFFF
+_DIGITS_BELOW: Final = 1000000
+"""An int of smaller magnitude is its decimal digits as Go prints it (``format_value``)."""
 _UINT = re.compile(r"^[0-9]+$")
 
 
@@ -63,6 +65,30 @@ def _fnv1a(hi: i64, lo: i64, data: bytes) -> tuple[i64, i64]:
     return hi, lo
 
 
+def _fnv1a_int(hi: i64, lo: i64, v: i64) -> tuple[i64, i64]:
+    """The state after the decimal text of ``v`` (``str(v)``: a ``-``, then its digits from
+    the most significant), read off the number itself, no text made. Bounded: the
+    digits of ``v``, whose magnitude is below 10**6 here (:data:`_DIGITS_BELOW`)."""
+    if v < 0:
+        lo ^= 45  # "-"
+        low = lo * _PRIME_LOW
+        hi = (hi * _PRIME_LOW + (lo << 8) + (low >> 32)) & _LOW32
+        lo = low & _LOW32
+        v = -v
+    place: i64 = 1
+    while place * 10 <= v:  # bounded: at most 6 places below 10**6
+        place *= 10
+    while place > 0:  # bounded: one round a digit
+        digit = v // place
+        v -= digit * place
+        place //= 10
+        lo ^= 48 + digit  # "0" + digit
+        low = lo * _PRIME_LOW
+        hi = (hi * _PRIME_LOW + (lo << 8) + (low >> 32)) & _LOW32
+        lo = low & _LOW32
+    return hi, lo
+
+
 def salted_hash(data: bytes) -> int:
     """The 64-bit FNV-1a hash of ``data``."""
     hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, data)
@@ -85,7 +111,14 @@ def _fractions(hi: i64, lo: i64, values: list[Any], start: int, end: int) -> lis
     """
     ranks = [0.0] * (end - start)
     for i in range(start, end):  # bounded: end - start values
-        h, low = _fnv1a(hi, lo, salt_text(values[i]).encode())
+        v = values[i]
+        if type(v) is int:
+            n: int = v
+            if -_DIGITS_BELOW < n < _DIGITS_BELOW:  # Go prints its digits: hash them as read
+                h, low = _fnv1a_int(hi, lo, n)
+                ranks[i - start] = (float(h) * _TWO32 + float(low)) / _TWO64
+                continue
+        h, low = _fnv1a(hi, lo, salt_text(v).encode())
         ranks[i - start] = (float(h) * _TWO32 + float(low)) / _TWO64
     return ranks
 

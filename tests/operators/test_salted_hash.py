@@ -61,3 +61,14 @@ def test_equal_fractions_go_by_number_then_index() -> None:
     order = [2, 0, 1, 3]
     _break_ties(order, [0.5, 0.5, 0.1, 0.5], ["9", "x", "", "3"])
     assert order == [2, 1, 3, 0]  # 0.1; then 0.5 by number: "x" 0, "3" 3, "9" 9
+
+
+def test_ints_hash_as_the_text_go_prints_for_them() -> None:
+    # Ints below 10**6 in magnitude are hashed digit by digit from the number itself;
+    # every other value through its text: both must rank as the text does.
+    rng = random.Random(5)
+    edges = [0, 1, -1, 9, 10, -10, 99, 100, 999_999, -999_999, 1_000_000, -1_000_000]
+    values: list[Any] = edges + [rng.randrange(-1_200_000, 1_200_000) for _ in range(3000)]
+    values += [True, False, 2.0, 10**20]
+    for prefix in ("", "s|", "100001|a|"):
+        assert salted_rank(prefix, values) == _reference(prefix, values)
