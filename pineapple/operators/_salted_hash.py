@@ -70,10 +70,7 @@ def _fnv1a_int(hi: i64, lo: i64, v: i64) -> tuple[i64, i64]:
     the most significant), read off the number itself, no text made. Bounded: the
     digits of ``v``, whose magnitude is below 10**6 here (:data:`_DIGITS_BELOW`)."""
     if v < 0:
-        lo ^= 45  # "-"
-        low = lo * _PRIME_LOW
-        hi = (hi * _PRIME_LOW + (lo << 8) + (low >> 32)) & _LOW32
-        lo = low & _LOW32
+        hi, lo = _fnv1a(hi, lo, b"-")
         v = -v
     place: i64 = 1
     while place * 10 <= v:  # bounded: at most 6 places below 10**6
