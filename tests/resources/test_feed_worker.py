@@ -136,7 +136,8 @@ def test_the_child_lowers_its_own_priority(mysql_params: dict[str, Any]) -> None
         return niceness
 
     mine = os.getpriority(os.PRIO_PROCESS, 0)
-    niceness = read_in_child(
-        _kwargs(mysql_params), "SELECT SLEEP(0.2)", sink, where="w", timeout=10, nice=7
-    )
+    # About 10 MB of rows: more than the pipe holds, so the child is still writing (alive)
+    # when the sink looks for it. A one-row query could end before the sink starts.
+    sql = "SELECT REPEAT('x', 1000) AS pad FROM seq_1_to_10000"
+    niceness = read_in_child(_kwargs(mysql_params), sql, sink, where="w", timeout=10, nice=7)
     assert niceness == min(19, mine + 7)
