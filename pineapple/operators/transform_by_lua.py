@@ -153,15 +153,16 @@ class TransformByLua(Operator):
         self._common_in = self.meta.common_input
         self._item_in = self.meta.item_input
         self._outputs = self.meta.item_output if self._item_mode else self.meta.common_output
+        inline = None
+        if self._item_mode and self._outputs:
+            fields = frozenset(self._common_in) | frozenset(self._item_in)
+            inline = inline_return(self._script, self._function, fields)
         self._arithmetic = None
         # Numbers without Lua on the compiled core only: in pure Python, Lua's C VM is
         # the faster of the two (the answers are the same).
-        if self._item_mode and self._outputs and compiled():
-            fields = frozenset(self._common_in) | frozenset(self._item_in)
-            inline = inline_return(self._script, self._function, fields)
-            if inline is not None:
-                common_in, item_in = tuple(self._common_in), tuple(self._item_in)
-                self._arithmetic = arithmetic(inline.tokens, common_in, item_in)
+        if inline is not None and compiled():
+            common_in, item_in = tuple(self._common_in), tuple(self._item_in)
+            self._arithmetic = arithmetic(inline.tokens, common_in, item_in)
         factory = partial(
             LuaState,
             operator=self.name,
@@ -175,6 +176,7 @@ class TransformByLua(Operator):
             backend=default_backend(),
             max_memory=self._max_memory,
             load_timeout=self._timeout,
+            inline=inline,
         )
         pool = LuaStatePool(factory, max_states=self._max_states, operator=self.name)
         pool.prime()
@@ -197,7 +199,7 @@ class TransformByLua(Operator):
             return
         get = inp.common.get
         common = [get(f) for f in self._common_in]
-        columns = [inp.column(f) for f in self._item_in]
+        columns = [inp.column_view(f) for f in self._item_in]  # read only, never kept
         deadline = time.monotonic() + self._timeout
         if ctx.deadline is not None and ctx.deadline < deadline:
             deadline = ctx.deadline

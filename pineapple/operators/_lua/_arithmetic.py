@@ -32,6 +32,8 @@ from __future__ import annotations
 from math import copysign
 from typing import Any, Final
 
+from ._expression import field_slots
+
 __all__ = ["Arithmetic", "arithmetic"]
 
 _LITERAL: Final = 0
@@ -205,8 +207,7 @@ def arithmetic(
     """The expressions of ``tokens`` (the script's after ``return``) as :class:`Arithmetic`,
     or None outside its language. An item field wins over a common field of the same
     name, and the last of a repeated field wins, as with the Lua driver's globals."""
-    items = {name: k for k, name in enumerate(item_fields)}
-    common = {name: k for k, name in enumerate(common_fields) if name not in items}
+    items, common = field_slots(common_fields, item_fields)
     found = _Parser(tokens, items, common).expressions()
     return None if found is None else Arithmetic(found)
 

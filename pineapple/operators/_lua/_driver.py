@@ -19,7 +19,7 @@ general loop, whose error is the one the caller sees.
 
 from __future__ import annotations
 
-from ._expression import INLINE_PREFIX, InlineReturn
+from ._expression import INLINE_PREFIX, InlineReturn, field_slots
 
 __all__ = ["UNROLL_FIELDS", "driver_source"]
 
@@ -66,15 +66,21 @@ def _negz(value: str, at: str, z: str = "z", nz: str = "nz", zero: str = "0") ->
     return f"if {value} == {zero} and 1/{value} < {zero} then {mark} end\n"
 
 
-def _unrolled_head(nc: int, ni: int) -> list[str]:
-    """Field names as locals, ``run``'s signature, and the common globals set."""
+def _run_params(nc: int, ni: int, prefix: str = "") -> list[str]:
+    """``run``'s parameters: the item count, the common values, the item columns."""
+    params = [f"{prefix}n"] + [f"{prefix}cv{k}" for k in range(1, nc + 1)]
+    return params + [f"{prefix}c{k}" for k in range(1, ni + 1)]
+
+
+def _unrolled_head(nc: int, ni: int, before: str = "", first: str = "") -> list[str]:
+    """Field names as locals, ``run``'s signature, and the common globals set; ``before``
+    goes before ``run``, ``first`` is ``run``'s first line."""
     lines = []
     if nc:
         lines.append(f"local {_names('C', nc)} = unpack(CK)\n")
     if ni:
         lines.append(f"local {_names('K', ni)} = unpack(IK)\n")
-    params = ["n"] + [f"cv{k}" for k in range(1, nc + 1)] + [f"c{k}" for k in range(1, ni + 1)]
-    lines.append(f"local function run({', '.join(params)})\n")
+    lines.append(f"{before}local function run({', '.join(_run_params(nc, ni))})\n{first}")
     lines.extend(f"  G[C{k}] = cv{k}\n" for k in range(1, nc + 1))
     return lines
 
@@ -99,15 +105,10 @@ def _inline_function(
     same name, and the last of a repeated field wins, as with the general loop's globals.
     """
     p = INLINE_PREFIX
-    nc, ni = len(common_fields), len(item_fields)
-    params = [f"{p}n"] + [f"{p}cv{k}" for k in range(1, nc + 1)]
-    params += [f"{p}c{k}" for k in range(1, ni + 1)]
-    items = {name: k for k, name in enumerate(item_fields, 1) if name in inline.fields}
-    common = {
-        name: k
-        for k, name in enumerate(common_fields, 1)
-        if name in inline.fields and name not in items
-    }
+    params = _run_params(len(common_fields), len(item_fields), p)
+    slots = field_slots(common_fields, item_fields)
+    items = {name: k + 1 for name, k in slots[0].items() if name in inline.fields}
+    common = {name: k + 1 for name, k in slots[1].items() if name in inline.fields}
     outs = [f"{p}o{j}" for j in range(1, nret + 1)]
     rets = [f"{p}r{j}" for j in range(1, nret + 1)]
     # No constant 0 of its own: Lua 5.1 keeps one constant for 0 and -0 in a function,
@@ -135,17 +136,14 @@ def _unrolled_item(
     inline: InlineReturn | None,
 ) -> str:
     nc, ni = len(common_fields), len(item_fields)
-    lines = _unrolled_head(nc, ni)
     if inline is not None and nret:
-        at = next(i for i, line in enumerate(lines) if line.startswith("local function run("))
-        lines.insert(at, _inline_function(inline, common_fields, item_fields, nret))
-        args = ", ".join(
-            ["n"] + [f"cv{k}" for k in range(1, nc + 1)] + [f"c{k}" for k in range(1, ni + 1)]
-        )
+        fast = _inline_function(inline, common_fields, item_fields, nret)
+        args = ", ".join(_run_params(nc, ni))
         got = ", ".join(["nz", "z"] + [f"o{j}" for j in range(1, nret + 1)])
-        lines.insert(
-            at + 2, f"  local ok, {got} = pcall(fast, {args})\n  if ok then return {got} end\n"
-        )
+        first = f"  local ok, {got} = pcall(fast, {args})\n  if ok then return {got} end\n"
+        lines = _unrolled_head(nc, ni, fast, first)
+    else:
+        lines = _unrolled_head(nc, ni)
     lines.append("  local fn = G[fname]\n  local z, nz = nil, 0\n")
     if nret:
         lines.append(f"  local {_names('o', nret)} = {', '.join('{}' for _ in range(nret))}\n")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["INLINE_PREFIX", "InlineReturn", "inline_return"]
+__all__ = ["INLINE_PREFIX", "InlineReturn", "field_slots", "inline_return"]
 
 INLINE_PREFIX = "__pa_"
 """Names of the driver's own locals on the inline path; a field named so is never inlined."""
@@ -115,3 +115,14 @@ def inline_return(script: str, function: str, fields: frozenset[str]) -> InlineR
     _, last_text, last_at = body[-1]
     expressions = script[body[0][2] : last_at + len(last_text)]
     return InlineReturn(expressions, frozenset(named), tuple(kept))
+
+
+def field_slots(
+    common_fields: tuple[str, ...], item_fields: tuple[str, ...]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Where each field name is read: its position among the item fields, else among the
+    common fields (0-based). An item field wins over a common field of the same name and
+    the last of a repeated field wins, as with the general loop's globals."""
+    items = {name: k for k, name in enumerate(item_fields)}
+    common = {name: k for k, name in enumerate(common_fields) if name not in items}
+    return items, common

@@ -35,7 +35,7 @@ from ..._error_text import clipped
 from ..._errors import DeadlineExceededError
 from ._driver import UNROLL_FIELDS, driver_source
 from ._errors import LuaMemoryLimitError, LuaRuntimeError, LuaScriptError, capped
-from ._expression import inline_return
+from ._expression import InlineReturn
 from ._sandbox import (
     HOOK_INSTRUCTIONS,
     MAX_MEMORY,
@@ -126,6 +126,7 @@ class LuaState:
         backend: LuaBackend | None = None,
         max_memory: int = MAX_MEMORY,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        inline: InlineReturn | None = None,
     ) -> None:
         if script.startswith("\x1b"):
             raise LuaScriptError(
@@ -147,9 +148,8 @@ class LuaState:
         self._fields = output_fields
         nc, ni = len(common_fields), len(item_fields)
         self._unrolled = nc + ni <= unroll_fields and nc + ni + 2 * outputs <= 3 * unroll_fields
-        inline = None
-        if item_mode and self._unrolled and outputs:
-            inline = inline_return(script, function, frozenset(common_fields + item_fields))
+        if not (item_mode and self._unrolled and outputs):
+            inline = None
         # The driver is compiled before the script so that it holds the
         # pristine built-ins (``next``, ``rawset``, ``unpack``) whatever the
         # script redefines.
