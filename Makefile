@@ -24,7 +24,8 @@ ADDR ?= 127.0.0.1:8080
 .PHONY: install check lint fmt typecheck codegen test unit stress bench docs docs-serve run clean
 
 # The venv and the dependencies; the compiled core is built once, by the $(NATIVE) rule.
-$(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.c
+$(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c pineapple/operators/_float_order.c \
+		resources/_untrack.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	PINEAPPLE_NO_COMPILE=1 $(BIN)/pip install --quiet -e '.[dev]'
@@ -32,6 +33,9 @@ $(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c resources/_untrack.
 
 $(NATIVE): $(STAMP) setup.py pineapple/_native_list.py $(NATIVE_LISTS) $(NATIVE_SRC)
 	$(BIN)/pip install --quiet --no-deps -e .
+	@for m in pineapple/_native_manifest.json server/_native_manifest.json; do test -f $$m || \
+		echo "make: $$m missing: mypyc did not build that group, it runs as Python" \
+			"($(BIN)/pip install -v --no-deps -e . shows why)" >&2; done
 	touch $(NATIVE)
 
 install: $(NATIVE)

@@ -2,7 +2,8 @@
 
 Every one is optional: where it cannot be compiled, the install still
 succeeds. Without ``_cref`` Pineapple uses the pure-Python
-RefValue/ResourceHandle; without ``_untrack`` feed_data columns are left to
+RefValue/ResourceHandle; without ``_float_order`` ``reorder_sort`` always calls
+``sorted``; without ``_untrack`` feed_data columns are left to
 the garbage collector to untrack (one long collection after each load);
 without a mypyc group the same modules run as Python. Each package with a
 compiled group lists it in its ``_native_modules.txt`` (:data:`GROUPS`): the
@@ -64,6 +65,8 @@ from setuptools import Extension, setup  # noqa: E402  (not needed to list the s
 from setuptools.command.build_ext import build_ext  # noqa: E402
 
 MODULES = group_modules()
+COMPILED: set[str] = set()
+"""The packages whose group mypyc compiled in this build: only these get a manifest."""
 
 
 def _mypyc_extensions() -> list[Extension]:
@@ -83,6 +86,7 @@ def _mypyc_extensions() -> list[Extension]:
         except (Exception, SystemExit) as exc:  # mypy's errors end in SystemExit
             print(f"setup.py: mypyc failed on {package} ({exc}); it stays Python", file=sys.stderr)
             continue
+        COMPILED.add(package)
         exts.extend(group)
     for ext in exts:
         ext.optional = True
@@ -98,6 +102,10 @@ class BuildExt(build_ext):
             (base / package / "_native_manifest.json").unlink(missing_ok=True)
         super().run()
         for package, modules in MODULES.items():
+            # Extensions left on disk by an earlier build do not count: only a group
+            # compiled now, whose every module was built, is vouched for.
+            if package not in COMPILED:
+                continue
             if not all(Path(self.get_ext_fullpath(m)).is_file() for m in modules):
                 continue
             hashes = NATIVE_LIST.source_hashes(modules, HERE)
@@ -112,6 +120,12 @@ setup(
         Extension(
             "pineapple.resource._cref",
             sources=["pineapple/resource/_cref.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "pineapple.operators._float_order",
+            sources=["pineapple/operators/_float_order.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .._context import Context
+from .._native import compiled
 from .._params import ParamSpec
 from ..engine import (
     Operator,
@@ -16,6 +18,15 @@ from ..engine import (
 )
 from ..engine._pieces import PIECE
 from .transform_normalize import numbers
+
+_Kernel = Callable[[list[Any], bool], "list[int] | None"]
+
+try:  # the optional C kernel (setup.py): where it was not built, sorted() always
+    from ._float_order import float_order as _built_kernel
+
+    _float_order: _Kernel | None = _built_kernel
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _float_order = None
 
 __all__ = ["SCHEMA", "ReorderSort"]
 
@@ -46,6 +57,9 @@ class ReorderSort(Operator):
     def prepare(self) -> None:
         # As Go: the field is needed (and its absence fails the request) only with items.
         self.field = self.meta.item_input[0] if self.meta.item_input else ""
+        # Numbers are ordered by the C kernel on the compiled core (PINEAPPLE_PURE_PYTHON=1:
+        # by sorted, as where the kernel was not built); the order is the same.
+        self.kernel = _float_order if compiled() else None
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         n = len(inp)
@@ -54,7 +68,11 @@ class ReorderSort(Operator):
         if not self.field:
             raise ValueError("reorder_sort: $metadata.item_input needs one field")
         vals = numbers("reorder_sort", self.field, inp.column_view(self.field))  # read only
-        if n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
+        kernel = self.kernel
+        ordered = kernel(vals, self.descending) if kernel is not None and n <= PIECE else None
+        if ordered is not None:
+            order = ordered
+        elif n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
             order = sorted(range(n), key=vals.__getitem__, reverse=self.descending)
         else:
             order = stable_order(vals, reverse=self.descending)

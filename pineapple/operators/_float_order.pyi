@@ -1,0 +1,3 @@
+from typing import Any
+
+def float_order(values: list[Any], descending: bool, /) -> list[int] | None: ...
