@@ -24,7 +24,7 @@ ADDR ?= 127.0.0.1:8080
 .PHONY: install check lint fmt typecheck codegen test unit stress bench docs docs-serve run clean
 
 # The venv and the dependencies; the compiled core is built once, by the $(NATIVE) rule.
-$(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c pineapple/operators/_float_order.c \
+$(STAMP): pyproject.toml setup.py pineapple/resource/_cref.c pineapple/operators/_orders.c \
 		resources/_untrack.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

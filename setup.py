@@ -2,8 +2,8 @@
 
 Every one is optional: where it cannot be compiled, the install still
 succeeds. Without ``_cref`` Pineapple uses the pure-Python
-RefValue/ResourceHandle; without ``_float_order`` ``reorder_sort`` always calls
-``sorted``; without ``_untrack`` feed_data columns are left to
+RefValue/ResourceHandle; without ``_orders`` the reorder operators always sort in
+Python; without ``_untrack`` feed_data columns are left to
 the garbage collector to untrack (one long collection after each load);
 without a mypyc group the same modules run as Python. Each package with a
 compiled group lists it in its ``_native_modules.txt`` (:data:`GROUPS`): the
@@ -124,8 +124,8 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
-            "pineapple.operators._float_order",
-            sources=["pineapple/operators/_float_order.c"],
+            "pineapple.operators._orders",
+            sources=["pineapple/operators/_orders.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

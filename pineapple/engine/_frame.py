@@ -39,6 +39,9 @@ SOURCE_FIELD: Final = "_source"
 """The item field that names the recall step an item came from (written on every added item)."""
 
 _EMPTY: Mapping[str, Any] = {}
+_INDEXES: Final[list[Any]] = list(range(PIECE))
+"""The ints 0 .. PIECE - 1, made once: compiled, a native int appended to a list is a new
+int object past 256, one taken from here is shared (typed ``Any``: never unboxed)."""
 _isfinite = math.isfinite
 _NO_FIELDS: dict[str, Any] = {}
 """Every response item of a flow without item outputs (one dict, never written)."""
@@ -254,16 +257,23 @@ def _remove(frame: Frame, removal: set[int] | range | list[int]) -> None:
         for part in batches(removal) if len(removal) > PIECE else (removal,):
             for j in part:  # bounded: len(removal) indices, PIECE a piece
                 keep[j] = False
+    elif isinstance(removal, range):  # compiled: native ints, no int object an index
+        j, step = removal.start, removal.step
+        for _ in range(len(removal)):  # bounded: len(removal) indices
+            keep[j] = False
+            j += step
     else:
         m = len(removal)
         for a, b in spans(m) if m > PIECE else ((0, m),):
             for i in range(a, b):  # bounded: m indices, PIECE a piece
                 keep[removal[i]] = False
-    kept: list[int] = []
+    kept: list[Any] = []
+    shared = _INDEXES
+    made = len(shared)
     for a, b in spans(n) if n > PIECE else ((0, n),):
-        for i in range(a, b):
+        for i in range(a, b):  # bounded: n items
             if keep[i]:
-                kept.append(i)
+                kept.append(shared[i] if i < made else i)
     frame.keep(kept)
 
 

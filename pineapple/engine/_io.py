@@ -295,9 +295,11 @@ class OperatorOutput:
         """Remove every item in ``indices``.
 
         The first call's ``range`` (or a copy of its list) is kept as it is: the
-        engine drops a range without making a set of its indices.
+        engine drops a range without making a set of its indices. A call with no
+        index counts as no call (``filter_paginate``'s first page removes nothing
+        before it, then a range that the engine drops as a truncation).
         """
-        if self.removal is None:
+        if not self.removal:  # None, or nothing removed yet
             if isinstance(indices, range):
                 self.removal = indices
                 return

@@ -20,8 +20,9 @@ from mypy_extensions import i64
 
 from ..engine._gofmt import format_value, go_json
 from ..engine._pieces import PIECE, spans, stable_order
+from ._order_kernels import SALTED_ORDER
 
-__all__ = ["salt_text", "salted_hash", "salted_rank"]
+__all__ = ["boosted_order", "salt_text", "salted_hash", "salted_rank"]
 
 _OFFSET_HI: Final = 0xCBF29CE4
 _OFFSET_LO: Final = 0x84222325
@@ -124,6 +125,11 @@ def salted_rank(prefix: str, values: list[Any]) -> list[int]:
     """Item indices sorted by (hash(prefix + text) / 2**64, numeric id, index)."""
     hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, prefix.encode())
     n = len(values)
+    kernel = SALTED_ORDER  # C, on the compiled core: strs and small ints, no equal ranks
+    if kernel is not None and n <= PIECE:
+        order = kernel(int(hi) << 32 | int(lo), values, -1)
+        if order is not None:
+            return order
     if n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
         ranks = _fractions(hi, lo, values, 0, n)
         order = sorted(range(n), key=ranks.__getitem__)
@@ -134,6 +140,20 @@ def salted_rank(prefix: str, values: list[Any]) -> list[int]:
         order = stable_order(ranks)
     _break_ties(order, ranks, values)
     return order
+
+
+def boosted_order(prefix: str, values: list[Any], size: int) -> list[int]:
+    """The first ``size`` items of :func:`salted_rank`, then the others in input order."""
+    n = len(values)
+    kernel = SALTED_ORDER
+    if kernel is not None and n <= PIECE:
+        hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, prefix.encode())
+        order = kernel(int(hi) << 32 | int(lo), values, max(0, size))
+        if order is not None:
+            return order
+    head = salted_rank(prefix, values)[: max(0, min(size, n))]
+    boosted = set(head)
+    return head + [i for i in range(n) if i not in boosted]
 
 
 def _break_ties(order: list[int], ranks: list[float], values: list[Any]) -> None:

@@ -31,7 +31,7 @@ class ReorderShuffleBySalt(Operator):
         if not self.field:
             raise ValueError("reorder_shuffle_by_salt: $metadata.item_input needs one field")
         prefix = "|".join(salt_text(inp.common.get(f)) for f in self.meta.common_input) + "|"
-        out.set_item_order(salted_rank(prefix, inp.column(self.field)))
+        out.set_item_order(salted_rank(prefix, inp.column_view(self.field)), checked=True)
 
 
 register_operator(SCHEMA, ReorderShuffleBySalt)

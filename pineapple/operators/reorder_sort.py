@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .._context import Context
-from .._native import compiled
 from .._params import ParamSpec
 from ..engine import (
     Operator,
@@ -17,16 +15,8 @@ from ..engine import (
     stable_order,
 )
 from ..engine._pieces import PIECE
+from ._order_kernels import FLOAT_ORDER
 from .transform_normalize import numbers
-
-_Kernel = Callable[[list[Any], bool], "list[int] | None"]
-
-try:  # the optional C kernel (setup.py): where it was not built, sorted() always
-    from ._float_order import float_order as _built_kernel
-
-    _float_order: _Kernel | None = _built_kernel
-except ImportError:  # pragma: no cover - a build without a C compiler
-    _float_order = None
 
 __all__ = ["SCHEMA", "ReorderSort"]
 
@@ -57,9 +47,7 @@ class ReorderSort(Operator):
     def prepare(self) -> None:
         # As Go: the field is needed (and its absence fails the request) only with items.
         self.field = self.meta.item_input[0] if self.meta.item_input else ""
-        # Numbers are ordered by the C kernel on the compiled core (PINEAPPLE_PURE_PYTHON=1:
-        # by sorted, as where the kernel was not built); the order is the same.
-        self.kernel = _float_order if compiled() else None
+        self.kernel = FLOAT_ORDER  # C, on the compiled core (else None: sorted)
 
     def execute(self, ctx: Context, inp: OperatorInput, out: OperatorOutput) -> None:
         n = len(inp)

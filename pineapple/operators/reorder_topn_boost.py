@@ -7,7 +7,7 @@ from typing import Any
 from .._context import Context
 from .._params import ParamSpec
 from ..engine import Operator, OperatorInput, OperatorOutput, OperatorSchema, register_operator
-from ._salted_hash import salt_text, salted_rank
+from ._salted_hash import boosted_order, salt_text
 
 __all__ = ["SCHEMA", "ReorderTopnBoost"]
 
@@ -43,13 +43,9 @@ class ReorderTopnBoost(Operator):
             return
         prefix = salt_text(inp.common.get("shuffle_salt")) + "|"
         # The rows' own ids: an item default of "id" is not applied (read from the
-        # rows only then; the column read is the cheap one).
-        ids = inp.column("id") if "id" not in inp.item_defaults else _raw_ids(inp)
-        ranked = salted_rank(prefix, ids)
-        boost = max(0, min(self.size, n))
-        head = ranked[:boost]
-        boosted = set(head)
-        out.set_item_order(head + [i for i in range(n) if i not in boosted])
+        # rows only then; the column view, read only, is the cheap one).
+        ids = inp.column_view("id") if "id" not in inp.item_defaults else _raw_ids(inp)
+        out.set_item_order(boosted_order(prefix, ids, self.size), checked=True)
 
 
 def _raw_ids(inp: OperatorInput) -> list[Any]:

@@ -64,3 +64,17 @@ def test_remove_items_keeps_a_range_or_a_copy_of_a_list_until_a_set_is_asked_for
     empty.remove_items(range(3, 3))
     assert empty.removed == set()
     assert empty.used()[3] is False
+
+
+def test_a_removal_after_an_empty_one_is_kept_as_given() -> None:
+    # filter_paginate's first page: nothing before it, then the tail (a truncation).
+    out = OperatorOutput()
+    out.remove_items(range(0, 0))
+    out.remove_items(range(10, 3000))
+    assert out.removal == range(10, 3000)
+    out = OperatorOutput()
+    out.remove_items([])
+    out.remove_items([4, 2])
+    assert out.removal == [4, 2]
+    out.remove_items(range(0, 0))  # nothing more: what was removed stays
+    assert out.removed == {2, 4}

@@ -9,7 +9,7 @@ import pytest
 from pineapple._native import compiled
 from pineapple.engine import build_operator
 from pineapple.engine._pieces import PIECE
-from pineapple.operators._float_order import float_order  # built by every install
+from pineapple.operators._orders import float_order  # built by every install
 from pineapple.operators.reorder_sort import ReorderSort
 
 from ._run import run
