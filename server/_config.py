@@ -249,6 +249,9 @@ class Config:
     ``/dev/shm``, else the temporary directory); ``--shared-dir``."""
     max_body_bytes: int = 8 * 1024 * 1024
     execute_threads: int = 32
+    pin_cpus: bool = False
+    """Run each serving process on one CPU of those it may use, worker ``i`` on the
+    ``i``-th (``--pin-cpus``; see ``server/_cpu_pin.py`` for when it is right)."""
     request_timeout_ms: int = 1000
     """Per-request deadline of ``/execute`` (504 past it); 0 disables it."""
     max_items: int = 100_000

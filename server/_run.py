@@ -25,6 +25,7 @@ from ._admin import AdminTokenError
 from ._build import Builder, import_plugins
 from ._build_error import BuildError
 from ._config import Config
+from ._cpu_pin import cpu_for, pin_process
 from ._history_pod import HistoryPod
 from ._log_format import configure_logging
 from .fleet._pod import FleetPod
@@ -75,6 +76,9 @@ def _run(config: Config, pod: FleetPod | None) -> int:
     history = HistoryPod.open(config)  # None in a fleet: the fleet keeps its own
     if config.workers > 1:
         return _run_workers(config, pod, history)
+    cpu = cpu_for(0) if config.pin_cpus else None
+    if cpu is not None:
+        pin_process(cpu, "the server")
     try:
         sock = bind(config.addr)
     except (OSError, ValueError) as exc:

@@ -188,6 +188,7 @@ SERVER_FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "server._secret_files",
             "server._tracing",
             "server._registries",
+            "server._cpu_pin",
         ),
     ),
     ("metrics", ("server.metrics",)),

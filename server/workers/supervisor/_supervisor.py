@@ -69,6 +69,7 @@ from pineapple import PineappleError
 from pineapple.resource import ResourceStatus
 
 from ..._config import Config, Wiring
+from ..._cpu_pin import cpu_for
 from ..._watcher import ConfigWatcher
 from ...metrics._metrics import ServerMetrics
 from ...metrics._pod_metrics import PodMetrics
@@ -229,6 +230,7 @@ class Supervisor:
         proc = self._context.Process(
             target=worker_main,
             args=(self.config, self.sock, str(self.store.path), reader, os.getpid(), beat_writer),
+            kwargs={"cpu": cpu_for(index) if self.config.pin_cpus else None, "index": index},
             name=f"pineapple-worker-{index}",
         )
         try:

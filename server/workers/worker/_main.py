@@ -34,6 +34,7 @@ from pineapple.resource.lowlevel import LoadedConfig
 from ..._build import Builder, default_responder, import_plugins
 from ..._build_error import BuildError
 from ..._config import Config, ConfigSource, Responder
+from ..._cpu_pin import pin_process
 from ..._decisions import LocalDecisions
 from ..._log_format import configure_logging
 from ..._logmask import install_log_mask
@@ -108,10 +109,14 @@ def worker_main(
     parent: Connection,
     parent_pid: int,
     beats: Connection,
+    *,
+    cpu: int | None = None,
+    index: int = 0,
 ) -> None:
     """A worker process: serve with every shared resource read from the store.
 
     ``beats``: the pipe on which it tells the supervisor it still follows (``_liveness``).
+    ``cpu``: the CPU it runs on (``--pin-cpus``), ``index``: its slot, for the log.
     """
     die_with_parent(parent_pid)
     began = time.monotonic()
@@ -119,6 +124,8 @@ def worker_main(
     heartbeat = Heartbeat(beats, lambda: time.monotonic() - began < start_bound)
     heartbeat.start()
     configure_logging(config.log_level, config.log_format)
+    if cpu is not None:  # its threads now (the heartbeat's) move; later ones inherit the mask
+        pin_process(cpu, f"worker {index}")
     import_plugins(config.plugins)
     store = MappedStore(store_path)
     base = config.resource_types()
