@@ -26,6 +26,7 @@ SUITES: list[tuple[str, str]] = [
     ("benchmarks.shared_table", "shared_table"),
     ("benchmarks.workers", "worker_throughput"),
     ("benchmarks.workers", "database_reads"),
+    ("benchmarks.pinning", "pinned_serving"),
     ("benchmarks.engine_cost", "engine_cost"),
     ("benchmarks.native", "native_core"),
     ("benchmarks.fleet", "fleet"),
