@@ -14,7 +14,6 @@ the compiled side proportionally more. Bounds: each child stops after
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import re
 import shutil
@@ -54,14 +53,7 @@ def child(fixture: str, runs: int) -> None:
     engine = Engine((bench / f"{fixture}_config.json").read_bytes(), registry=registry)
     request = orjson.loads((bench / f"{fixture}_request.json").read_bytes())
     ctx = Context()
-    for _ in range(10):  # warm-up
-        engine.run(ctx, request)
-    # What start-up left on the heap is frozen (as a long-lived server's would be): a
-    # full collection, walking it, would otherwise fall in one of the two counted runs
-    # and not the other, and move a small fixture's count by tens of thousands.
-    gc.collect()
-    gc.freeze()
-    for _ in range(runs):  # bounded: runs
+    for _ in range(10 + runs):  # bounded: runs
         engine.run(ctx, request)
 
 
