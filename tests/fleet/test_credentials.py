@@ -196,7 +196,11 @@ def test_a_creds_file_connects_to_a_server_in_operator_mode(
         connect_options={"user_credentials": str(auth.creds)},
     ) as cluster:
         with pytest.raises(StoreUnavailableError) as refused:  # no credentials: refused
-            open_store(cluster.url, timeout=3.0, limits=LIMITS).put(PINS, "a", b"x")
+            bare = open_store(cluster.url, timeout=3.0, limits=LIMITS)
+            try:
+                bare.put(PINS, "a", b"x")
+            finally:  # else it goes on reconnecting, and logging, once the cluster is gone
+                bare.close()
         monkeypatch.setenv("PINEAPPLE_FLEET_CREDS", str(auth.creds))
         store = open_store(cluster.url, timeout=5.0, limits=LIMITS)
         try:
