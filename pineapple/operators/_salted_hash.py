@@ -124,12 +124,36 @@ def _fractions(hi: i64, lo: i64, values: list[Any], start: int, end: int) -> lis
 def salted_rank(prefix: str, values: list[Any]) -> list[int]:
     """Item indices sorted by (hash(prefix + text) / 2**64, numeric id, index)."""
     hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, prefix.encode())
+    order = _by_kernel(hi, lo, values, -1)
+    return order if order is not None else _ranked(hi, lo, values)
+
+
+def boosted_order(prefix: str, values: list[Any], size: int) -> list[int]:
+    """The first ``size`` items of :func:`salted_rank`, then the others in input order."""
+    hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, prefix.encode())
+    order = _by_kernel(hi, lo, values, max(0, size))
+    if order is not None:
+        return order
     n = len(values)
-    kernel = SALTED_ORDER  # C, on the compiled core: strs and small ints, no equal ranks
-    if kernel is not None and n <= PIECE:
-        order = kernel(int(hi) << 32 | int(lo), values, -1)
-        if order is not None:
-            return order
+    head = _ranked(hi, lo, values)[: max(0, min(size, n))]
+    boosted = set(head)
+    return head + [i for i in range(n) if i not in boosted]
+
+
+def _by_kernel(hi: i64, lo: i64, values: list[Any], head: int) -> list[int] | None:
+    """The C kernel's order after the prefix state ``(hi, lo)`` (``head`` as ``_orders.c``
+    takes it), or None: no kernel in this process (the compiled core only), more than
+    ``PIECE`` values, or values it leaves to :func:`_ranked` (not strs and small ints
+    only, or equal ranks)."""
+    kernel = SALTED_ORDER
+    if kernel is None or len(values) > PIECE:
+        return None
+    return kernel(int(hi) << 32 | int(lo), values, head)
+
+
+def _ranked(hi: i64, lo: i64, values: list[Any]) -> list[int]:
+    """:func:`salted_rank` after the prefix state ``(hi, lo)``, in Python (compiled or not)."""
+    n = len(values)
     if n <= PIECE:  # stable_order's one-piece call, here compiled (no interpreted frame)
         ranks = _fractions(hi, lo, values, 0, n)
         order = sorted(range(n), key=ranks.__getitem__)
@@ -140,20 +164,6 @@ def salted_rank(prefix: str, values: list[Any]) -> list[int]:
         order = stable_order(ranks)
     _break_ties(order, ranks, values)
     return order
-
-
-def boosted_order(prefix: str, values: list[Any], size: int) -> list[int]:
-    """The first ``size`` items of :func:`salted_rank`, then the others in input order."""
-    n = len(values)
-    kernel = SALTED_ORDER
-    if kernel is not None and n <= PIECE:
-        hi, lo = _fnv1a(_OFFSET_HI, _OFFSET_LO, prefix.encode())
-        order = kernel(int(hi) << 32 | int(lo), values, max(0, size))
-        if order is not None:
-            return order
-    head = salted_rank(prefix, values)[: max(0, min(size, n))]
-    boosted = set(head)
-    return head + [i for i in range(n) if i not in boosted]
 
 
 def _break_ties(order: list[int], ranks: list[float], values: list[Any]) -> None:
